@@ -1,0 +1,23 @@
+# lobbyd: the two commands a newcomer needs are `make run` and `make test`.
+CARGO ?= cargo
+
+.PHONY: run build test lint fmt bench soak clean
+
+run:
+	$(CARGO) run --release --bin lobbyd --
+
+build:
+	$(CARGO) build --release
+
+test:
+	$(CARGO) test --all-targets
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean

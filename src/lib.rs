@@ -1,0 +1,14 @@
+//! lobbyd: a game lobby server on one synchronous mio event loop.
+//!
+//! # Layout
+//!
+//! - [`wire`]: one module per protocol. Zero-copy views over `&[u8]` with checked
+//!   constructors (after `new_checked` no accessor panics) plus plain `Repr` types with
+//!   `parse`/`emit`, in the style of smoltcp's `wire`. No I/O, no allocation on parse.
+//!
+//! More modules join this map as they land: the sans-IO lobby core, the timer wheel,
+//! the mio driver, configuration and metrics.
+
+#![forbid(unsafe_code)]
+
+pub mod wire;
