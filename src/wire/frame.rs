@@ -414,7 +414,10 @@ mod tests {
         let len = emit_frame(&mut buf, PacketType::CLIENT_TO_SERVER, 0x40, 0, 0, |_| {});
         assert_eq!(len, 12);
         assert_eq!(&buf[..len], &LIST_ROOMS_SEQ0[..]);
-        assert!(buf[len..].iter().all(|&b| b == 0xa5), "wrote past the frame");
+        assert!(
+            buf[len..].iter().all(|&b| b == 0xa5),
+            "wrote past the frame"
+        );
 
         let mut buf = [0xa5u8; 18];
         let len = emit_frame(&mut buf, PacketType::SERVER_TO_CLIENT, 0x45, 3, 6, |p| {

@@ -75,6 +75,11 @@ pub const MAX_LIST_ROOMS_UNFRAGMENTED: usize =
 pub const MAX_ROOM_LIST_RECORDS: usize =
     (frame::MAX_PAYLOAD_LEN - ROOM_COUNT_LEN) / ROOM_RECORD_LEN;
 
+// The largest list's payloadSize must fit its 16-bit field, and its count the 16-bit count.
+const _: () =
+    assert!(ROOM_COUNT_LEN + MAX_ROOM_LIST_RECORDS * ROOM_RECORD_LEN <= u16::MAX as usize);
+const _: () = assert!(MAX_ROOM_LIST_RECORDS <= u16::MAX as usize);
+
 /// A lobby message type, as carried in the header's second byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MessageType {
@@ -764,10 +769,7 @@ mod tests {
         assert_eq!(MAX_LIST_ROOMS_UNFRAGMENTED, 132);
         assert!(room_list_len(MAX_LIST_ROOMS_UNFRAGMENTED) <= MAX_UNFRAGMENTED);
         assert!(room_list_len(MAX_LIST_ROOMS_UNFRAGMENTED + 1) > MAX_UNFRAGMENTED);
-        assert!(ROOM_COUNT_LEN + MAX_ROOM_LIST_RECORDS * ROOM_RECORD_LEN <= frame::MAX_PAYLOAD_LEN);
-        assert!(
-            ROOM_COUNT_LEN + (MAX_ROOM_LIST_RECORDS + 1) * ROOM_RECORD_LEN > frame::MAX_PAYLOAD_LEN
-        );
+        assert_eq!(MAX_ROOM_LIST_RECORDS, 5957);
     }
 
     #[test]
@@ -788,7 +790,10 @@ mod tests {
         };
         assert_eq!(list.len(), MAX_LIST_ROOMS_UNFRAGMENTED);
         let ids: Vec<u32> = list.iter().map(|r| r.room_id).collect();
-        assert_eq!(ids, (0..MAX_LIST_ROOMS_UNFRAGMENTED as u32).collect::<Vec<_>>());
+        assert_eq!(
+            ids,
+            (0..MAX_LIST_ROOMS_UNFRAGMENTED as u32).collect::<Vec<_>>()
+        );
     }
 
     #[test]
