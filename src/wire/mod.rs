@@ -8,3 +8,4 @@
 //! - one small `Copy` error enum per protocol with a hand-written `Display`;
 //! - parsers are total: any byte string yields a value or a typed error, never a panic,
 //!   never an allocation sized by a peer.
+pub mod wz;
