@@ -809,10 +809,7 @@ mod tests {
         for version in [0u32, 1, 2, 5, 0x0400_0000, u32::MAX] {
             let mut bytes = golden_v4();
             bytes[..4].copy_from_slice(&version.to_be_bytes());
-            assert_eq!(
-                GameStruct::new_checked(&bytes[..]),
-                Err(Error::BadVersion)
-            );
+            assert_eq!(GameStruct::new_checked(&bytes[..]), Err(Error::BadVersion));
             assert_eq!(
                 GameStructRepr::parse(&GameStruct::new_unchecked(&bytes[..])),
                 Err(Error::BadVersion)
@@ -867,7 +864,7 @@ mod tests {
     #[test]
     fn c_string_truncates_at_char_boundary() {
         let s: [u8; 4] = c_string("abé".as_bytes()); // é is two bytes: 'a' 'b' 0xc3 0xa9
-        // 'é' is 0xc3 0xa9: half of it would not be UTF-8, so it goes whole.
+                                                     // 'é' is 0xc3 0xa9: half of it would not be UTF-8, so it goes whole.
         assert_eq!(s, [b'a', b'b', 0, 0]);
         let s: [u8; 4] = c_string("aéb".as_bytes());
         assert_eq!(s, [b'a', 0xc3, 0xa9, 0]);

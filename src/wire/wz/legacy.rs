@@ -716,8 +716,7 @@ mod tests {
 
     #[test]
     fn list_reply_thirteen_games_for_every_client() {
-        let games: Vec<[u8; GAMESTRUCT_LEN]> =
-            (1..=13).map(|id| game(3 + id % 2, id)).collect();
+        let games: Vec<[u8; GAMESTRUCT_LEN]> = (1..=13).map(|id| game(3 + id % 2, id)).collect();
         let mut out = vec![0xeeu8; 3]; // the writer appends to what is there
         let written = ListReplyWriter::new(&mut out).write(&games, 400, b"upgrade");
         assert_eq!(written, list_reply_len(13, b"upgrade"));
@@ -731,8 +730,14 @@ mod tests {
             parse_status(&reply[status_at..]),
             Ok((400, &b"upgrade"[..], 15))
         );
-        assert_eq!(reply[status_at + 15..status_at + 23], [0, 0, 0, 1, 0, 0, 0, 13]);
-        assert_eq!(&reply[status_at + 23..status_at + 23 + GAMESTRUCT_LEN], &games[0]);
+        assert_eq!(
+            reply[status_at + 15..status_at + 23],
+            [0, 0, 0, 1, 0, 0, 0, 13]
+        );
+        assert_eq!(
+            &reply[status_at + 23..status_at + 23 + GAMESTRUCT_LEN],
+            &games[0]
+        );
 
         let first_eleven: Vec<u32> = (1..=11).collect();
         let v237 = read_list_237(reply).unwrap();
@@ -757,10 +762,7 @@ mod tests {
         // Flags 0: both batches are shown.
         let mut both = reply.clone();
         both[flags_at + 3] = 0;
-        assert_eq!(
-            ids(&read_list_4x(&both).unwrap()),
-            [1, 2, 3, 1, 2, 3]
-        );
+        assert_eq!(ids(&read_list_4x(&both).unwrap()), [1, 2, 3, 1, 2, 3]);
         // A missing status is fatal for 4.x, only logged by 3.x.
         let no_status = &reply[..4 + 3 * GAMESTRUCT_LEN];
         assert_eq!(read_list_4x(no_status), Err(Error::Truncated));
@@ -812,7 +814,7 @@ mod tests {
         /// A separator byte between items.
         Sep(u8),
         /// A GAMESTRUCT.
-        Struct([u8; GAMESTRUCT_LEN]),
+        Struct(Vec<u8>),
     }
 
     #[derive(Debug, Clone)]
@@ -820,6 +822,8 @@ mod tests {
         pieces: Vec<Piece>,
         cuts: Vec<usize>,
     }
+
+    const TERMINATORS: [Option<u8>; 4] = [None, Some(0), Some(b'\n'), Some(b'\r')];
 
     impl Arbitrary for Stream {
         fn arbitrary(g: &mut Gen) -> Stream {
@@ -836,11 +840,13 @@ mod tests {
                 let piece = match u8::arbitrary(g) % 4 {
                     0 | 1 => Piece::Cmd(
                         *g.choose(&known).unwrap_or(&Command::List),
-                        *g.choose(&[None, Some(0), Some(b'\n'), Some(b'\r')])
-                            .unwrap_or(&None),
+                        *g.choose(&TERMINATORS).unwrap_or(&None),
                     ),
                     2 => Piece::Sep(*g.choose(&[0, b'\n', b'\r']).unwrap_or(&0)),
-                    _ => Piece::Struct(game(3 + u32::from(bool::arbitrary(g)), u32::arbitrary(g))),
+                    _ => {
+                        let version = 3 + u32::from(bool::arbitrary(g));
+                        Piece::Struct(game(version, u32::arbitrary(g)).to_vec())
+                    }
                 };
                 // Unsupported by design: a bare command directly followed by a struct.
                 if let (Some(Piece::Cmd(_, None)), Piece::Struct(_)) = (pieces.last(), &piece) {
@@ -905,7 +911,7 @@ mod tests {
                 Piece::Sep(byte) => bytes.push(*byte),
                 Piece::Struct(g) => {
                     bytes.extend_from_slice(g);
-                    expected.push(Event::Struct(g.to_vec()));
+                    expected.push(Event::Struct(g.clone()));
                 }
             }
         }
@@ -931,9 +937,13 @@ mod tests {
         }
         let _ = parse_game_id(&data);
         let _ = parse_probe_reply(&data);
-        for list in [read_list_237(&data), read_list_3x(&data), read_list_4x(&data)]
-            .into_iter()
-            .flatten()
+        for list in [
+            read_list_237(&data),
+            read_list_3x(&data),
+            read_list_4x(&data),
+        ]
+        .into_iter()
+        .flatten()
         {
             assert!(list.games.len() <= data.len() / GAMESTRUCT_LEN);
         }
