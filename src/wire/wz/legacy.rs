@@ -15,6 +15,9 @@ use super::Error;
 /// status announcing more is [`Error::MotdTooLong`] to the client-side parser.
 pub const MAX_MOTD: usize = 1024;
 
+/// The longest raw MOTD sent in answer to the 2.2-era `motd` command (MS-py's bound).
+pub const MOTD_COMMAND_MAX: usize = 255;
+
 /// How many games the first batch of a `list` reply holds at most: 3.x reads exactly this many
 /// and 4.x treats anything beyond it in batch 1 as a lobby response (PR #918).
 pub const FIRST_BATCH_MAX: usize = 11;
@@ -187,17 +190,28 @@ pub fn next_item(buf: &[u8]) -> Item {
     stop_at(skipped)
 }
 
-/// The MOTD as sent: at most [`MAX_MOTD`] bytes, cut before a UTF-8 continuation byte so a
-/// multi-byte character is never split.
+/// The MOTD as a status reply carries it: at most [`MAX_MOTD`] bytes.
 fn bounded_motd(motd: &[u8]) -> &[u8] {
-    if motd.len() <= MAX_MOTD {
-        return motd;
+    cut_utf8(motd, MAX_MOTD)
+}
+
+/// At most `max` bytes of `text`, cut before a UTF-8 continuation byte so a multi-byte
+/// character is never split.
+fn cut_utf8(text: &[u8], max: usize) -> &[u8] {
+    if text.len() <= max {
+        return text;
     }
-    let mut end = MAX_MOTD;
-    while end > 0 && motd.get(end).is_some_and(|&b| b & 0xc0 == 0x80) {
+    let mut end = max;
+    while end > 0 && text.get(end).is_some_and(|&b| b & 0xc0 == 0x80) {
         end -= 1;
     }
-    &motd[..end]
+    &text[..end]
+}
+
+/// The reply to the 2.2-era `motd` command: the raw MOTD bytes, no header, at most
+/// [`MOTD_COMMAND_MAX`] bytes (cut at a UTF-8 character boundary).
+pub fn motd_command_reply(motd: &[u8]) -> &[u8] {
+    cut_utf8(motd, MOTD_COMMAND_MAX)
 }
 
 /// Bytes [`emit_status`] writes for this MOTD.
@@ -681,6 +695,15 @@ mod tests {
         let (code, motd, consumed) = parse_status(&buf[..len]).unwrap();
         assert_eq!((code, consumed), (200, len));
         assert!(core::str::from_utf8(motd).is_ok());
+    }
+
+    #[test]
+    fn motd_command_reply_is_raw_and_bounded() {
+        assert_eq!(motd_command_reply(b"welcome"), b"welcome");
+        let long = "é".repeat(200); // 400 bytes, 2 per character
+        let reply = motd_command_reply(long.as_bytes());
+        assert_eq!(reply.len(), 254);
+        assert!(core::str::from_utf8(reply).is_ok());
     }
 
     #[test]
