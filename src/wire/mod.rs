@@ -8,8 +8,8 @@
 //! - one small `Copy` error enum per protocol with a hand-written `Display`;
 //! - parsers are total: any byte string yields a value or a typed error, never a panic,
 //!   never an allocation sized by a peer.
-
 pub mod frame;
 pub mod instance;
 pub mod tcp_lobby;
 pub mod udp_lobby;
+pub mod wz;
