@@ -602,7 +602,11 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         )));
     }
     let countdown = seconds(m, "countdown", 0.0..=MAX_COUNTDOWN_SECS, d.countdown)?;
-    let tick_ms = number(m, "countdown-tick", MILLIS, 1..=10_000, 100u16)?;
+    let countdown_tick = m
+        .opt_str("countdown-tick")
+        .map(|text| parse_number("countdown-tick", &text, MILLIS, &(1..=10_000u16)))
+        .transpose()?
+        .map_or(d.countdown_tick, |ms| Duration::from_millis(u64::from(ms)));
     let timeouts = MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS;
     let spawns = match m.opt_str("spawns") {
         Some(text) => parse_spawns(&text)?,
@@ -634,7 +638,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         max_players,
         min_players,
         countdown,
-        countdown_tick: Duration::from_millis(u64::from(tick_ms)),
+        countdown_tick,
         auto_start: m.opt_present("auto-start"),
         idle_timeout: seconds(m, "idle-timeout", timeouts.clone(), d.idle_timeout)?,
         seat_timeout: seconds(m, "seat-timeout", timeouts, d.seat_timeout)?,
