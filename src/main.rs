@@ -1,5 +1,55 @@
 //! The `lobbyd` binary: parse flags, set up logging, run the server.
+//!
+//! Deliberately thin: all validation lives in [`lobbyd::config`], all serving in the
+//! library. This file only maps a [`Command`] to process output and an exit code.
 
-fn main() {
-    println!("lobbyd {}", env!("CARGO_PKG_VERSION"));
+use std::process::ExitCode;
+
+use lobbyd::config::{parse_args, Command, Config};
+
+fn main() -> ExitCode {
+    // Lossy conversion: a non-UTF-8 argument becomes a usage error, not a panic.
+    let args = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned());
+    match parse_args(args) {
+        Ok(Command::Help(text)) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Version(line)) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("lobbyd: {err}");
+            eprintln!("Try 'lobbyd --help' for more information.");
+            ExitCode::from(2)
+        }
+        Ok(Command::Run(config)) => {
+            init_logging(config.log.as_deref());
+            log::info!("lobbyd {} starting: {config:?}", env!("CARGO_PKG_VERSION"));
+            run_server(config)
+        }
+    }
+}
+
+/// `--log` wins; without it `RUST_LOG` decides, falling back to info.
+fn init_logging(level: Option<&str>) {
+    let mut builder = match level {
+        Some(level) => {
+            let mut builder = env_logger::Builder::new();
+            builder.parse_filters(level);
+            builder
+        }
+        None => env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")),
+    };
+    builder.format_timestamp_millis().init();
+}
+
+/// Runs the server until shutdown. The network driver is not part of this branch, so
+/// this reports that and fails; the integrator replaces it with `lobbyd::net::run`.
+fn run_server(_config: Config) -> ExitCode {
+    log::error!("server not built in this branch");
+    ExitCode::from(1)
 }

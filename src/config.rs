@@ -1,0 +1,1041 @@
+//! Command-line configuration for the `lobbyd` binary.
+//!
+//! Turns the process arguments into a [`Command`]: run the server with a validated
+//! [`Config`], print the usage text, or print the version. Every flag's long name is part
+//! of the operator contract and must not change. Every value is checked here, once, so the
+//! rest of the server can trust `Config` without re-validating it.
+//!
+//! This module must not touch the environment, the terminal or the network: it only maps
+//! strings to values or to a one-line [`UsageError`] naming the flag and the bad value.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr};
+use std::ops::RangeInclusive;
+use std::str::FromStr;
+use std::time::Duration;
+
+use getopts::{Fail, Matches, Options};
+
+/// The most room summaries one LIST reply can carry in a 1472-byte UDP datagram.
+pub const MAX_LIST_ROOMS: usize = 112;
+
+/// The most players a room can hold; seat numbers must fit the wire formats.
+pub const MAX_PLAYERS: u8 = 64;
+
+/// Rooms allowed when instance ports are chosen by the OS and no `--max-rooms` is given.
+pub const EPHEMERAL_DEFAULT_MAX_ROOMS: usize = 64;
+
+/// The longest timeout accepted for `--idle-timeout`, `--seat-timeout` and `--reap-grace`
+/// (one day): longer values are almost certainly typos and would only pin resources.
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// The shortest non-zero timeout accepted (one millisecond), below the timer resolution.
+const MIN_TIMEOUT_SECS: f64 = 0.001;
+
+/// The longest `--countdown`: the UDP instance announces it in a one-byte field.
+const MAX_COUNTDOWN_SECS: f64 = 255.0;
+
+/// The log levels `--log` accepts, in the spelling `env_logger` filters understand.
+const LOG_LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
+
+/// What the command line asks the binary to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Run the server with this configuration.
+    Run(Config),
+    /// Print this full usage text to stdout and exit successfully.
+    Help(String),
+    /// Print this version line (`lobbyd <version>`) to stdout and exit successfully.
+    Version(String),
+}
+
+/// A rejected command line: one line naming the flag and the offending value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError {
+    /// The one-line reason, e.g. `--port: "abc" is not a port number (0-65535)`.
+    pub reason: String,
+}
+
+impl UsageError {
+    fn new(reason: String) -> UsageError {
+        UsageError { reason }
+    }
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The UDP ports game instances bind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstancePorts {
+    /// Every port from `lo` to `hi` inclusive; `1 <= lo <= hi`.
+    Range {
+        /// The lowest port in the pool.
+        lo: u16,
+        /// The highest port in the pool.
+        hi: u16,
+    },
+    /// Each instance binds port 0 and the OS picks a free port (`--instance-ports 0`).
+    Ephemeral,
+}
+
+impl InstancePorts {
+    /// The room limit used when `--max-rooms` is not given: one room per port in the
+    /// range, or [`EPHEMERAL_DEFAULT_MAX_ROOMS`] when the OS chooses the ports.
+    pub fn default_max_rooms(&self) -> usize {
+        match *self {
+            InstancePorts::Range { lo, hi } => usize::from(hi) - usize::from(lo) + 1,
+            InstancePorts::Ephemeral => EPHEMERAL_DEFAULT_MAX_ROOMS,
+        }
+    }
+}
+
+impl fmt::Display for InstancePorts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            InstancePorts::Range { lo, hi } => write!(f, "{lo}-{hi}"),
+            InstancePorts::Ephemeral => f.write_str("0"),
+        }
+    }
+}
+
+/// The validated server configuration. `Default` gives the documented defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// IP address every listener binds (`--bind`, default `0.0.0.0`; IPv6 allowed).
+    pub bind: IpAddr,
+    /// UDP room lobby port (`--udp-port`, else `--port`, default 4242); 0 disables it.
+    pub udp_port: u16,
+    /// TCP lobby port (`--tcp-port`, else `--port`, default 4242); 0 disables it.
+    pub tcp_port: u16,
+    /// UDP ports for game instances (`--instance-ports`, default 4300-4399).
+    pub instance_ports: InstancePorts,
+    /// Most rooms open at once (`--max-rooms`, default the size of the port range, or 64
+    /// for ephemeral ports); always at least 1.
+    pub max_rooms: usize,
+    /// Most players per room (`--max-players`, default 4, 1 to 64).
+    pub max_players: u8,
+    /// Players a TCP lobby room needs before it can start (`--min-players`, default 2 or
+    /// `max_players` if that is lower, 1 to `max_players`).
+    pub min_players: u8,
+    /// Countdown before a game starts (`--countdown`, default 5 s, 0 to 255 s). The UDP
+    /// instance announces it in whole seconds ([`Config::countdown_whole_secs`]); the TCP
+    /// lobby uses the exact value.
+    pub countdown: Duration,
+    /// Interval between TCP lobby COUNTDOWN messages (`--countdown-tick`, default 100 ms,
+    /// 1 to 10000 ms).
+    pub countdown_tick: Duration,
+    /// Start a TCP lobby room's countdown as soon as `min_players` are in (`--auto-start`).
+    pub auto_start: bool,
+    /// How long a silent peer is kept (`--idle-timeout`, default 30 s, more than 0).
+    pub idle_timeout: Duration,
+    /// How long a seat stays reserved after JOIN_SUCCESS/ROOM_CREATED for the player to
+    /// reach the instance (`--seat-timeout`, default 10 s, more than 0).
+    pub seat_timeout: Duration,
+    /// How long a finished room stays listed before its port returns to the pool
+    /// (`--reap-grace`, default 2 s, may be 0).
+    pub reap_grace: Duration,
+    /// UDP lobby requests per second per source IP (`--udp-rate`, default 50); the
+    /// limiter allows bursts of twice this, so it is capped at `u32::MAX / 2`.
+    pub udp_rate: u32,
+    /// UDP lobby reply bytes per second per source IP (`--udp-reply-bytes`, default
+    /// 64000); 0 means unlimited.
+    pub udp_reply_bytes: u32,
+    /// Most source IPs the rate limiters track at once (`--rate-table-size`, default 65536).
+    pub rate_table_size: usize,
+    /// Most rooms in one LIST reply (`--max-list-rooms`, default 112, 1 to 112).
+    pub max_list_rooms: usize,
+    /// Server IP sent in TCP GAME_START (`--public-host`); `None` means the local address
+    /// of the client's own connection.
+    pub public_host: Option<Ipv4Addr>,
+    /// TCP lobby spawn points as `(x, y)`, one per seat (`--spawns`, default
+    /// `100,100;100,200;100,300;100,400`); at least `max_players` of them.
+    pub spawns: Vec<(f32, f32)>,
+    /// Protocol violations tolerated before a peer is dropped (`--max-violations`, default 5).
+    pub max_violations: u32,
+    /// New TCP connections per minute per IP (`--conn-rate`, default 5).
+    pub conn_rate: u32,
+    /// Most TCP connections open at once (`--max-conns`, default 10000).
+    pub max_conns: usize,
+    /// Most TCP connections open at once from one IP (`--max-conns-per-ip`, default 64).
+    pub max_conns_per_ip: usize,
+    /// The `--log` level if one was given (lower case, one of error, warn, info, debug,
+    /// trace, off); `None` lets `RUST_LOG` decide, falling back to info.
+    pub log: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        let instance_ports = InstancePorts::Range { lo: 4300, hi: 4399 };
+        Config {
+            bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            udp_port: 4242,
+            tcp_port: 4242,
+            instance_ports,
+            max_rooms: instance_ports.default_max_rooms(),
+            max_players: 4,
+            min_players: 2,
+            countdown: Duration::from_secs(5),
+            countdown_tick: Duration::from_millis(100),
+            auto_start: false,
+            idle_timeout: Duration::from_secs(30),
+            seat_timeout: Duration::from_secs(10),
+            reap_grace: Duration::from_secs(2),
+            udp_rate: 50,
+            udp_reply_bytes: 64_000,
+            rate_table_size: 65_536,
+            max_list_rooms: MAX_LIST_ROOMS,
+            public_host: None,
+            spawns: vec![
+                (100.0, 100.0),
+                (100.0, 200.0),
+                (100.0, 300.0),
+                (100.0, 400.0),
+            ],
+            max_violations: 5,
+            conn_rate: 5,
+            max_conns: 10_000,
+            max_conns_per_ip: 64,
+            log: None,
+        }
+    }
+}
+
+impl Config {
+    /// The countdown in whole seconds for the UDP instance's one-byte field, rounded up so
+    /// a sub-second countdown still shows at least one tick.
+    pub fn countdown_whole_secs(&self) -> u8 {
+        let secs = self.countdown.as_secs() + u64::from(self.countdown.subsec_nanos() > 0);
+        u8::try_from(secs).unwrap_or(u8::MAX)
+    }
+}
+
+/// Parses the arguments after the program name into a [`Command`].
+///
+/// `-h`/`--help` and `-V`/`--version` win over any value checks, but not over unknown
+/// flags or malformed syntax.
+pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, UsageError> {
+    let defaults = Config::default();
+    let options = options(&defaults);
+    let matches = options.parse(args).map_err(syntax_error)?;
+    if matches.opt_present("help") {
+        return Ok(Command::Help(usage(&options)));
+    }
+    if matches.opt_present("version") {
+        return Ok(Command::Version(version()));
+    }
+    if let Some(stray) = matches.free.first() {
+        return Err(UsageError::new(format!("unexpected argument {stray:?}")));
+    }
+    config_from(&matches, defaults).map(Command::Run)
+}
+
+/// The `--version` line.
+fn version() -> String {
+    format!("lobbyd {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The `--help` text, every flag with its default.
+fn usage(options: &Options) -> String {
+    let brief = format!(
+        "{}\n\nUsage: lobbyd [OPTIONS]\n\nA game lobby server: R-Type UDP room lobby and game \
+         instances, R-Type TCP lobby.",
+        version()
+    );
+    format!(
+        "{}\nDurations in seconds accept decimals (e.g. 0.5).\nWithout --log, RUST_LOG sets the \
+         log filter (default info).\n",
+        options.usage(&brief)
+    )
+}
+
+/// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
+fn options(d: &Config) -> Options {
+    // (long name, value hint or "" for a plain switch, description), in help order.
+    let flags: [(&str, &str, String); 27] = [
+        ("help", "", "Print this help and exit.".into()),
+        ("version", "", "Print the version and exit.".into()),
+        (
+            "bind",
+            "ADDR",
+            format!("IP address for every listener (default {}).", d.bind),
+        ),
+        (
+            "port",
+            "PORT",
+            format!(
+                "UDP room lobby and TCP lobby port (default {}).",
+                d.udp_port
+            ),
+        ),
+        (
+            "udp-port",
+            "PORT",
+            "UDP lobby port; 0 disables it (default --port).".into(),
+        ),
+        (
+            "tcp-port",
+            "PORT",
+            "TCP lobby port; 0 disables it (default --port).".into(),
+        ),
+        (
+            "instance-ports",
+            "LO-HI",
+            format!(
+                "UDP ports for game instances, LO-HI or N; 0 lets the OS choose (default {}).",
+                d.instance_ports
+            ),
+        ),
+        (
+            "max-rooms",
+            "N",
+            format!(
+                "Most rooms at once (default the number of instance ports, \
+                 {EPHEMERAL_DEFAULT_MAX_ROOMS} for 0)."
+            ),
+        ),
+        (
+            "max-players",
+            "N",
+            format!(
+                "Most players per room, 1-{MAX_PLAYERS} (default {}).",
+                d.max_players
+            ),
+        ),
+        (
+            "min-players",
+            "N",
+            format!(
+                "Players a TCP lobby room needs to start (default {}, at most --max-players).",
+                d.min_players
+            ),
+        ),
+        (
+            "countdown",
+            "SECS",
+            format!(
+                "Countdown before a game starts, 0-255 (default {}).",
+                secs(d.countdown)
+            ),
+        ),
+        (
+            "countdown-tick",
+            "MS",
+            format!(
+                "TCP lobby COUNTDOWN interval, 1-10000 (default {}).",
+                d.countdown_tick.as_millis()
+            ),
+        ),
+        (
+            "auto-start",
+            "",
+            "Start TCP lobby rooms once --min-players are in.".into(),
+        ),
+        (
+            "idle-timeout",
+            "SECS",
+            format!(
+                "Drop silent peers after this (default {}).",
+                secs(d.idle_timeout)
+            ),
+        ),
+        (
+            "seat-timeout",
+            "SECS",
+            format!(
+                "Seat reservation after JOIN_SUCCESS/ROOM_CREATED (default {}).",
+                secs(d.seat_timeout)
+            ),
+        ),
+        (
+            "reap-grace",
+            "SECS",
+            format!(
+                "How long a finished room stays listed (default {}).",
+                secs(d.reap_grace)
+            ),
+        ),
+        (
+            "udp-rate",
+            "N",
+            format!(
+                "UDP lobby requests/s per source IP, burst twice that (default {}).",
+                d.udp_rate
+            ),
+        ),
+        (
+            "udp-reply-bytes",
+            "N",
+            format!(
+                "UDP reply bytes/s per source IP; 0 = unlimited (default {}).",
+                d.udp_reply_bytes
+            ),
+        ),
+        (
+            "rate-table-size",
+            "N",
+            format!(
+                "Most source IPs the rate limiters track (default {}).",
+                d.rate_table_size
+            ),
+        ),
+        (
+            "max-list-rooms",
+            "N",
+            format!(
+                "Most rooms per LIST reply, 1-{MAX_LIST_ROOMS} (default {}).",
+                d.max_list_rooms
+            ),
+        ),
+        (
+            "public-host",
+            "IPV4",
+            "Server IP sent in TCP GAME_START (default the local address of the client's \
+             connection)."
+                .into(),
+        ),
+        (
+            "spawns",
+            "X,Y;...",
+            format!(
+                "TCP spawn points, at least --max-players of them (default \"{}\").",
+                spawn_list(&d.spawns)
+            ),
+        ),
+        (
+            "max-violations",
+            "N",
+            format!(
+                "Protocol violations before a peer is dropped (default {}).",
+                d.max_violations
+            ),
+        ),
+        (
+            "conn-rate",
+            "N",
+            format!(
+                "New TCP connections per minute per IP (default {}).",
+                d.conn_rate
+            ),
+        ),
+        (
+            "max-conns",
+            "N",
+            format!("Most TCP connections at once (default {}).", d.max_conns),
+        ),
+        (
+            "max-conns-per-ip",
+            "N",
+            format!(
+                "Most TCP connections at once per IP (default {}).",
+                d.max_conns_per_ip
+            ),
+        ),
+        (
+            "log",
+            "LEVEL",
+            format!("Log level: {} (default info).", LOG_LEVELS.join("|")),
+        ),
+    ];
+    let mut options = Options::new();
+    for (name, hint, desc) in &flags {
+        let short = match *name {
+            "help" => "h",
+            "version" => "V",
+            _ => "",
+        };
+        if hint.is_empty() {
+            options.optflag(short, name, desc);
+        } else {
+            options.optopt(short, name, desc, hint);
+        }
+    }
+    options
+}
+
+/// Formats a duration as plain seconds, the unit the flags take.
+fn secs(duration: Duration) -> String {
+    format!("{}", duration.as_secs_f64())
+}
+
+/// Formats spawn points the way `--spawns` takes them.
+fn spawn_list(spawns: &[(f32, f32)]) -> String {
+    let pairs: Vec<String> = spawns.iter().map(|(x, y)| format!("{x},{y}")).collect();
+    pairs.join(";")
+}
+
+/// Turns a getopts syntax failure into our one-line wording.
+fn syntax_error(fail: Fail) -> UsageError {
+    let flag = |name: &str| {
+        if name.chars().count() == 1 {
+            format!("-{name}")
+        } else {
+            format!("--{name}")
+        }
+    };
+    UsageError::new(match fail {
+        Fail::ArgumentMissing(name) => format!("{} needs a value", flag(&name)),
+        Fail::UnrecognizedOption(name) => format!("unknown flag {}", flag(&name)),
+        Fail::OptionMissing(name) => format!("{} is required", flag(&name)),
+        Fail::OptionDuplicated(name) => format!("{} given more than once", flag(&name)),
+        Fail::UnexpectedArgument(name) => format!("{} does not take a value", flag(&name)),
+    })
+}
+
+/// A number a flag can take. An upper bound equal to `UNBOUNDED` is left out of error
+/// messages ("1 or more") rather than quoting a meaningless `18446744073709551615`.
+trait Number: FromStr + PartialOrd + fmt::Display + Copy {
+    /// `None` for types whose whole range is meaningful to quote (ports, seat counts).
+    const UNBOUNDED: Option<Self>;
+}
+
+macro_rules! impl_number {
+    ($unbounded:expr; $($t:ty),*) => {
+        $(impl Number for $t {
+            const UNBOUNDED: Option<Self> = $unbounded;
+        })*
+    };
+}
+
+impl_number!(None; u8, u16);
+impl_number!(Some(Self::MAX); u32, usize, f64);
+
+const PORT: &str = "a port number";
+const WHOLE: &str = "a whole number";
+const SECONDS: &str = "a number of seconds";
+const MILLIS: &str = "a number of milliseconds";
+
+/// Parses `text` as a number within `range`, else names the flag, the value and what
+/// was expected. `text` is quoted with `{:?}` so control characters cannot split the line.
+fn parse_number<T: Number>(
+    flag: &str,
+    text: &str,
+    kind: &str,
+    range: &RangeInclusive<T>,
+) -> Result<T, UsageError> {
+    match text.parse::<T>() {
+        Ok(n) if range.contains(&n) => Ok(n),
+        _ => {
+            let bounds = if T::UNBOUNDED == Some(*range.end()) {
+                format!("{} or more", range.start())
+            } else {
+                format!("{}-{}", range.start(), range.end())
+            };
+            Err(UsageError::new(format!(
+                "--{flag}: {text:?} is not {kind} ({bounds})"
+            )))
+        }
+    }
+}
+
+/// The value of numeric flag `flag`, or `default` if it was not given.
+fn number<T: Number>(
+    m: &Matches,
+    flag: &str,
+    kind: &str,
+    range: RangeInclusive<T>,
+    default: T,
+) -> Result<T, UsageError> {
+    match m.opt_str(flag) {
+        Some(text) => parse_number(flag, &text, kind, &range),
+        None => Ok(default),
+    }
+}
+
+/// The value of a seconds flag (decimals allowed), or `default` if it was not given.
+fn seconds(
+    m: &Matches,
+    flag: &str,
+    range: RangeInclusive<f64>,
+    default: Duration,
+) -> Result<Duration, UsageError> {
+    let secs = m
+        .opt_str(flag)
+        .map(|text| parse_number(flag, &text, SECONDS, &range))
+        .transpose()?;
+    // The range check already rejected NaN, infinities and negatives; `abs` folds -0.
+    Ok(secs.map_or(default, |secs| Duration::from_secs_f64(secs.abs())))
+}
+
+/// The value of a flag that parses with `FromStr` and needs no range, or `None`.
+fn parsed<T: FromStr>(m: &Matches, flag: &str, kind: &str) -> Result<Option<T>, UsageError> {
+    m.opt_str(flag)
+        .map(|text| {
+            text.parse::<T>()
+                .map_err(|_| UsageError::new(format!("--{flag}: {text:?} is not {kind}")))
+        })
+        .transpose()
+}
+
+/// Builds and cross-checks the configuration from parsed flags.
+fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
+    let bind = match m.opt_str("bind") {
+        Some(text) => parse_bind(&text)?,
+        None => d.bind,
+    };
+    let port = number(m, "port", PORT, 0..=u16::MAX, d.udp_port)?;
+    let udp_port = number(m, "udp-port", PORT, 0..=u16::MAX, port)?;
+    let tcp_port = number(m, "tcp-port", PORT, 0..=u16::MAX, port)?;
+    let instance_ports = match m.opt_str("instance-ports") {
+        Some(text) => parse_instance_ports(&text)?,
+        None => d.instance_ports,
+    };
+    let max_rooms = number(
+        m,
+        "max-rooms",
+        WHOLE,
+        1..=usize::from(u16::MAX),
+        instance_ports.default_max_rooms(),
+    )?;
+    let max_players = number(m, "max-players", WHOLE, 1..=MAX_PLAYERS, d.max_players)?;
+    // The default only applies as far as it fits: `--max-players 1` alone is valid.
+    let min_default = d.min_players.min(max_players);
+    let min_players = number(m, "min-players", WHOLE, 1..=u8::MAX, min_default)?;
+    if min_players > max_players {
+        return Err(UsageError::new(format!(
+            "--min-players: {min_players} is more than --max-players ({max_players})"
+        )));
+    }
+    let countdown = seconds(m, "countdown", 0.0..=MAX_COUNTDOWN_SECS, d.countdown)?;
+    let countdown_tick = m
+        .opt_str("countdown-tick")
+        .map(|text| parse_number("countdown-tick", &text, MILLIS, &(1..=10_000u16)))
+        .transpose()?
+        .map_or(d.countdown_tick, |ms| Duration::from_millis(u64::from(ms)));
+    let timeouts = MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS;
+    let spawns = match m.opt_str("spawns") {
+        Some(text) => parse_spawns(&text)?,
+        None => d.spawns,
+    };
+    if spawns.len() < usize::from(max_players) {
+        return Err(UsageError::new(format!(
+            "--spawns: {} spawn points for --max-players {max_players}; give at least one x,y \
+             pair per player",
+            spawns.len()
+        )));
+    }
+    let log = match m.opt_str("log") {
+        Some(text) => Some(parse_log_level(&text)?),
+        None => None,
+    };
+    let public_host = parsed::<Ipv4Addr>(m, "public-host", "an IPv4 address")?;
+    if public_host.is_some_and(|ip| ip.is_unspecified()) {
+        return Err(UsageError::new(
+            "--public-host: \"0.0.0.0\" is not an address clients can reach".to_string(),
+        ));
+    }
+    Ok(Config {
+        bind,
+        udp_port,
+        tcp_port,
+        instance_ports,
+        max_rooms,
+        max_players,
+        min_players,
+        countdown,
+        countdown_tick,
+        auto_start: m.opt_present("auto-start"),
+        idle_timeout: seconds(m, "idle-timeout", timeouts.clone(), d.idle_timeout)?,
+        seat_timeout: seconds(m, "seat-timeout", timeouts, d.seat_timeout)?,
+        reap_grace: seconds(m, "reap-grace", 0.0..=MAX_TIMEOUT_SECS, d.reap_grace)?,
+        udp_rate: number(m, "udp-rate", WHOLE, 1..=u32::MAX / 2, d.udp_rate)?,
+        udp_reply_bytes: number(m, "udp-reply-bytes", WHOLE, 0..=u32::MAX, d.udp_reply_bytes)?,
+        rate_table_size: number(
+            m,
+            "rate-table-size",
+            WHOLE,
+            1..=usize::MAX,
+            d.rate_table_size,
+        )?,
+        max_list_rooms: number(
+            m,
+            "max-list-rooms",
+            WHOLE,
+            1..=MAX_LIST_ROOMS,
+            d.max_list_rooms,
+        )?,
+        public_host,
+        spawns,
+        max_violations: number(m, "max-violations", WHOLE, 1..=u32::MAX, d.max_violations)?,
+        conn_rate: number(m, "conn-rate", WHOLE, 1..=u32::MAX, d.conn_rate)?,
+        max_conns: number(m, "max-conns", WHOLE, 1..=usize::MAX, d.max_conns)?,
+        max_conns_per_ip: number(
+            m,
+            "max-conns-per-ip",
+            WHOLE,
+            1..=usize::MAX,
+            d.max_conns_per_ip,
+        )?,
+        log,
+    })
+}
+
+/// `--bind`: an IPv4 or IPv6 address; IPv6 may be written in brackets.
+fn parse_bind(text: &str) -> Result<IpAddr, UsageError> {
+    let bare = text
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .unwrap_or(text);
+    bare.parse()
+        .map_err(|_| UsageError::new(format!("--bind: {text:?} is not an IP address")))
+}
+
+/// `--instance-ports`: `0` (OS-chosen), `N` (one port) or `LO-HI` with `1 <= LO <= HI`.
+fn parse_instance_ports(text: &str) -> Result<InstancePorts, UsageError> {
+    if text == "0" {
+        return Ok(InstancePorts::Ephemeral);
+    }
+    let (lo, hi) = text.split_once('-').unwrap_or((text, text));
+    match (lo.parse::<u16>(), hi.parse::<u16>()) {
+        (Ok(lo), Ok(hi)) if 1 <= lo && lo <= hi => Ok(InstancePorts::Range { lo, hi }),
+        _ => Err(UsageError::new(format!(
+            "--instance-ports: {text:?} is not a port range LO-HI with 1 <= LO <= HI <= 65535 \
+             (or 0 for OS-chosen ports)"
+        ))),
+    }
+}
+
+/// `--spawns`: `x,y` pairs of finite numbers separated by `;`.
+fn parse_spawns(text: &str) -> Result<Vec<(f32, f32)>, UsageError> {
+    let coordinate = |s: &str| s.trim().parse::<f32>().ok().filter(|v| v.is_finite());
+    text.split(';')
+        .map(|pair| {
+            let (x, y) = pair.split_once(',')?;
+            Some((coordinate(x)?, coordinate(y)?))
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| {
+            UsageError::new(format!(
+                "--spawns: {text:?} is not a list of x,y number pairs separated by ';'"
+            ))
+        })
+}
+
+/// `--log`: one of [`LOG_LEVELS`], case-insensitive, stored in lower case.
+fn parse_log_level(text: &str) -> Result<String, UsageError> {
+    let level = text.to_ascii_lowercase();
+    if LOG_LEVELS.contains(&level.as_str()) {
+        Ok(level)
+    } else {
+        Err(UsageError::new(format!(
+            "--log: {text:?} is not a log level ({})",
+            LOG_LEVELS.join("|")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Config, UsageError> {
+        match parse_args(args.iter().map(|a| a.to_string()))? {
+            Command::Run(config) => Ok(config),
+            other => panic!("expected Run, got {other:?}"),
+        }
+    }
+
+    /// `run` on a space-separated command line, for values without spaces.
+    fn run_line(line: &str) -> Result<Config, UsageError> {
+        run(&line.split_whitespace().collect::<Vec<_>>())
+    }
+
+    fn reason(args: &[&str]) -> String {
+        match run(args) {
+            Ok(config) => panic!("expected an error for {args:?}, got {config:?}"),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.bind, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        assert_eq!((c.udp_port, c.tcp_port), (4242, 4242));
+        assert_eq!(
+            c.instance_ports,
+            InstancePorts::Range { lo: 4300, hi: 4399 }
+        );
+        assert_eq!(c.max_rooms, 100);
+        assert_eq!((c.max_players, c.min_players), (4, 2));
+        assert_eq!(c.countdown, Duration::from_secs(5));
+        assert_eq!(c.countdown_tick, Duration::from_millis(100));
+        assert!(!c.auto_start);
+        assert_eq!(c.idle_timeout, Duration::from_secs(30));
+        assert_eq!(c.seat_timeout, Duration::from_secs(10));
+        assert_eq!(c.reap_grace, Duration::from_secs(2));
+        assert_eq!((c.udp_rate, c.udp_reply_bytes), (50, 64_000));
+        assert_eq!(c.rate_table_size, 65_536);
+        assert_eq!(c.max_list_rooms, 112);
+        assert_eq!(c.public_host, None);
+        assert_eq!(
+            c.spawns,
+            vec![
+                (100.0, 100.0),
+                (100.0, 200.0),
+                (100.0, 300.0),
+                (100.0, 400.0)
+            ]
+        );
+        assert_eq!((c.max_violations, c.conn_rate), (5, 5));
+        assert_eq!((c.max_conns, c.max_conns_per_ip), (10_000, 64));
+        assert_eq!(c.log, None);
+    }
+
+    #[test]
+    fn help_and_version() {
+        let help = parse_args(["--help".to_string()]).unwrap();
+        let Command::Help(text) = help else {
+            panic!("expected Help, got {help:?}");
+        };
+        assert!(text.contains("--instance-ports LO-HI"));
+        assert!(text.contains("(default 4300-4399)"));
+        assert_eq!(parse_args(["-h".to_string()]).unwrap(), Command::Help(text));
+        let expected = Command::Version(format!("lobbyd {}", env!("CARGO_PKG_VERSION")));
+        assert_eq!(parse_args(["-V".to_string()]).unwrap(), expected);
+        assert_eq!(parse_args(["--version".to_string()]).unwrap(), expected);
+        // Help wins over a bad value, not over an unknown flag.
+        assert!(matches!(
+            parse_args(["--port".into(), "x".into(), "-h".into()]),
+            Ok(Command::Help(_))
+        ));
+        assert!(parse_args(["--nope".into(), "-h".into()]).is_err());
+    }
+
+    #[test]
+    fn bind() {
+        assert_eq!(
+            run(&["--bind", "127.0.0.1"]).unwrap().bind,
+            IpAddr::from([127, 0, 0, 1])
+        );
+        let v6: IpAddr = "::1".parse().unwrap();
+        assert_eq!(run(&["--bind", "::1"]).unwrap().bind, v6);
+        assert_eq!(run(&["--bind", "[::1]"]).unwrap().bind, v6);
+        assert_eq!(
+            reason(&["--bind", "localhost"]),
+            "--bind: \"localhost\" is not an IP address"
+        );
+    }
+
+    #[test]
+    fn ports() {
+        let c = run(&["--port", "5000"]).unwrap();
+        assert_eq!((c.udp_port, c.tcp_port), (5000, 5000));
+        let c = run(&["--port", "5000", "--udp-port", "0"]).unwrap();
+        assert_eq!((c.udp_port, c.tcp_port), (0, 5000));
+        let c = run(&["--tcp-port=0", "--udp-port", "6000"]).unwrap();
+        assert_eq!((c.udp_port, c.tcp_port), (6000, 0));
+        assert_eq!(
+            reason(&["--port", "abc"]),
+            "--port: \"abc\" is not a port number (0-65535)"
+        );
+        assert_eq!(
+            reason(&["--udp-port", "65536"]),
+            "--udp-port: \"65536\" is not a port number (0-65535)"
+        );
+        assert!(reason(&["--tcp-port", "-1"]).starts_with("--tcp-port: \"-1\""));
+    }
+
+    #[test]
+    fn instance_ports() {
+        let c = run(&["--instance-ports", "5000-5009"]).unwrap();
+        assert_eq!(
+            c.instance_ports,
+            InstancePorts::Range { lo: 5000, hi: 5009 }
+        );
+        assert_eq!(c.max_rooms, 10);
+        let c = run(&["--instance-ports", "7000"]).unwrap();
+        assert_eq!(
+            c.instance_ports,
+            InstancePorts::Range { lo: 7000, hi: 7000 }
+        );
+        assert_eq!(c.max_rooms, 1);
+        let c = run(&["--instance-ports", "1-65535"]).unwrap();
+        assert_eq!(c.max_rooms, 65_535);
+        let c = run(&["--instance-ports", "0"]).unwrap();
+        assert_eq!(c.instance_ports, InstancePorts::Ephemeral);
+        assert_eq!(c.max_rooms, 64);
+        for bad in [
+            "10-5", "0-0", "0-10", "a-b", "5-", "-5", "1-2-3", "70000", "",
+        ] {
+            let got = reason(&["--instance-ports", bad]);
+            assert!(
+                got.starts_with(&format!("--instance-ports: {bad:?} is not")),
+                "{got}"
+            );
+        }
+    }
+
+    #[test]
+    fn counts() {
+        let spawns = "--spawns 0,0;1,1;2,2;3,3;4,4;5,5;6,6;7,7";
+        let c = run_line(&format!(
+            "--max-rooms 3 --max-players 8 --min-players 1 {spawns}"
+        ));
+        let c = c.unwrap();
+        assert_eq!((c.max_rooms, c.max_players, c.min_players), (3, 8, 1));
+        let c = run(&["--instance-ports", "0", "--max-rooms", "500"]).unwrap();
+        assert_eq!(c.max_rooms, 500);
+        assert_eq!(
+            reason(&["--max-rooms", "0"]),
+            "--max-rooms: \"0\" is not a whole number (1-65535)"
+        );
+        assert_eq!(
+            reason(&["--max-players", "0"]),
+            "--max-players: \"0\" is not a whole number (1-64)"
+        );
+        assert!(reason(&["--max-players", "65"]).starts_with("--max-players: \"65\""));
+        assert_eq!(
+            reason(&["--min-players", "3", "--max-players", "2"]),
+            "--min-players: 3 is more than --max-players (2)"
+        );
+        assert!(reason(&["--min-players", "0"]).starts_with("--min-players: \"0\""));
+        // The default minimum shrinks to fit a smaller room; an explicit one does not.
+        let c = run_line("--max-players 1").unwrap();
+        assert_eq!((c.max_players, c.min_players), (1, 1));
+        assert!(run_line("--max-players 1 --min-players 2").is_err());
+        let c = run(&["--max-list-rooms", "1"]).unwrap();
+        assert_eq!(c.max_list_rooms, 1);
+        assert_eq!(
+            reason(&["--max-list-rooms", "113"]),
+            "--max-list-rooms: \"113\" is not a whole number (1-112)"
+        );
+    }
+
+    #[test]
+    fn durations() {
+        let c = run_line(concat!(
+            "--countdown 0.5 --idle-timeout 0.5 --seat-timeout 2.25 ",
+            "--reap-grace 0 --countdown-tick 250",
+        ))
+        .unwrap();
+        assert_eq!(c.countdown, Duration::from_millis(500));
+        assert_eq!(c.countdown_whole_secs(), 1);
+        assert_eq!(c.idle_timeout, Duration::from_millis(500));
+        assert_eq!(c.seat_timeout, Duration::from_millis(2250));
+        assert_eq!(c.reap_grace, Duration::ZERO);
+        assert_eq!(c.countdown_tick, Duration::from_millis(250));
+        let c = run(&["--countdown", "255"]).unwrap();
+        assert_eq!(c.countdown_whole_secs(), 255);
+        assert_eq!(
+            run(&["--countdown", "0"]).unwrap().countdown_whole_secs(),
+            0
+        );
+        assert_eq!(
+            reason(&["--countdown", "256"]),
+            "--countdown: \"256\" is not a number of seconds (0-255)"
+        );
+        assert!(reason(&["--idle-timeout", "0"]).starts_with("--idle-timeout: \"0\""));
+        assert!(reason(&["--seat-timeout", "0"]).starts_with("--seat-timeout: \"0\""));
+        for bad in ["-1", "NaN", "inf", "1s", ""] {
+            assert!(
+                reason(&["--reap-grace", bad]).starts_with("--reap-grace: "),
+                "{bad}"
+            );
+        }
+        assert!(reason(&["--countdown-tick", "0"]).starts_with("--countdown-tick: \"0\""));
+        assert!(reason(&["--countdown-tick", "10001"]).starts_with("--countdown-tick:"));
+        assert!(run(&["--auto-start"]).unwrap().auto_start);
+    }
+
+    #[test]
+    fn rates_and_limits() {
+        let c = run_line(concat!(
+            "--udp-rate 7 --udp-reply-bytes 0 --rate-table-size 9 --max-violations 3 ",
+            "--conn-rate 60 --max-conns 100 --max-conns-per-ip 2",
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.udp_rate, c.udp_reply_bytes, c.rate_table_size),
+            (7, 0, 9)
+        );
+        assert_eq!((c.max_violations, c.conn_rate), (3, 60));
+        assert_eq!((c.max_conns, c.max_conns_per_ip), (100, 2));
+        assert_eq!(
+            reason(&["--udp-rate", "0"]),
+            "--udp-rate: \"0\" is not a whole number (1-2147483647)"
+        );
+        assert_eq!(
+            reason(&["--rate-table-size", "0"]),
+            "--rate-table-size: \"0\" is not a whole number (1 or more)"
+        );
+        for flag in [
+            "--max-violations",
+            "--conn-rate",
+            "--max-conns",
+            "--max-conns-per-ip",
+        ] {
+            assert!(
+                reason(&[flag, "0"]).starts_with(&format!("{flag}: \"0\"")),
+                "{flag}"
+            );
+            assert!(
+                reason(&[flag, "x"]).starts_with(&format!("{flag}: \"x\"")),
+                "{flag}"
+            );
+        }
+    }
+
+    #[test]
+    fn public_host() {
+        let c = run(&["--public-host", "203.0.113.7"]).unwrap();
+        assert_eq!(c.public_host, Some(Ipv4Addr::new(203, 0, 113, 7)));
+        assert_eq!(
+            reason(&["--public-host", "::1"]),
+            "--public-host: \"::1\" is not an IPv4 address"
+        );
+        assert!(reason(&["--public-host", "0.0.0.0"]).starts_with("--public-host: \"0.0.0.0\""));
+    }
+
+    #[test]
+    fn spawns() {
+        let c = run(&["--max-players", "2", "--spawns", "1.5,2; -3,4e1"]).unwrap();
+        assert_eq!(c.spawns, vec![(1.5, 2.0), (-3.0, 40.0)]);
+        assert_eq!(
+            reason(&["--spawns", "1,2;3,4"]),
+            "--spawns: 2 spawn points for --max-players 4; give at least one x,y pair per player"
+        );
+        for bad in ["1,2;3", "1,2;", "a,b", "1,inf", ""] {
+            let got = reason(&["--max-players", "1", "--spawns", bad]);
+            assert!(
+                got.starts_with(&format!("--spawns: {bad:?} is not")),
+                "{got}"
+            );
+        }
+    }
+
+    #[test]
+    fn log_level() {
+        assert_eq!(
+            run(&["--log", "DEBUG"]).unwrap().log.as_deref(),
+            Some("debug")
+        );
+        assert_eq!(run(&["--log", "off"]).unwrap().log.as_deref(), Some("off"));
+        assert!(reason(&["--log", "loud"]).starts_with("--log: \"loud\" is not a log level"));
+    }
+
+    #[test]
+    fn syntax_errors() {
+        assert_eq!(reason(&["--frobnicate"]), "unknown flag --frobnicate");
+        assert_eq!(reason(&["-x"]), "unknown flag -x");
+        assert_eq!(reason(&["--port"]), "--port needs a value");
+        assert_eq!(
+            reason(&["--port", "1", "--port", "2"]),
+            "--port given more than once"
+        );
+        assert_eq!(
+            reason(&["--auto-start=yes"]),
+            "--auto-start does not take a value"
+        );
+        assert_eq!(reason(&["serve"]), "unexpected argument \"serve\"");
+        assert_eq!(reason(&["--", "--port"]), "unexpected argument \"--port\"");
+        // Control characters are escaped, so the reason stays on one line.
+        assert!(!reason(&["--port", "1\n2"]).contains('\n'));
+    }
+}

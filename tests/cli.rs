@@ -1,0 +1,131 @@
+//! End-to-end tests of the `lobbyd` command line: exit codes, stdout and stderr of the
+//! built binary for help, version and rejected flags. None of them starts a server:
+//! every invocation here ends before the network would be touched.
+
+use std::process::{Command, Output};
+
+fn lobbyd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lobbyd"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the lobbyd binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts exit status 2, nothing on stdout, and exactly the reason line plus the hint
+/// on stderr, the reason starting with `prefix`.
+fn assert_usage_error(args: &[&str], prefix: &str) {
+    let output = lobbyd(args);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {output:?}");
+    assert_eq!(stdout(&output), "", "{args:?}");
+    let err = stderr(&output);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{args:?}: {err}");
+    assert!(
+        lines[0].starts_with(&format!("lobbyd: {prefix}")),
+        "{args:?}: {err}"
+    );
+    assert_eq!(lines[1], "Try 'lobbyd --help' for more information.");
+}
+
+/// Every flag as the help text must show it, with its value hint.
+const FLAGS: [&str; 27] = [
+    "-h, --help",
+    "-V, --version",
+    "--bind ADDR",
+    "--port PORT",
+    "--udp-port PORT",
+    "--tcp-port PORT",
+    "--instance-ports LO-HI",
+    "--max-rooms N",
+    "--max-players N",
+    "--min-players N",
+    "--countdown SECS",
+    "--countdown-tick MS",
+    "--auto-start",
+    "--idle-timeout SECS",
+    "--seat-timeout SECS",
+    "--reap-grace SECS",
+    "--udp-rate N",
+    "--udp-reply-bytes N",
+    "--rate-table-size N",
+    "--max-list-rooms N",
+    "--public-host IPV4",
+    "--spawns X,Y;...",
+    "--max-violations N",
+    "--conn-rate N",
+    "--max-conns N",
+    "--max-conns-per-ip N",
+    "--log LEVEL",
+];
+
+/// A sample of defaults the help text must quote.
+const DEFAULTS: [&str; 8] = [
+    "(default 0.0.0.0)",
+    "(default 4242)",
+    "(default 4300-4399)",
+    "(default 30)",
+    "(default 64000)",
+    "(default 112)",
+    "(default \"100,100;100,200;100,300;100,400\")",
+    "(default 10000)",
+];
+
+#[test]
+fn help_lists_every_flag() {
+    for arg in ["--help", "-h"] {
+        let output = lobbyd(&[arg]);
+        assert_eq!(output.status.code(), Some(0));
+        assert_eq!(stderr(&output), "");
+        let text = stdout(&output);
+        assert!(text.contains("Usage: lobbyd"), "{text}");
+        for needle in FLAGS.iter().chain(&DEFAULTS) {
+            assert!(text.contains(needle), "help lacks {needle:?}:\n{text}");
+        }
+        // One help row per flag, so a flag added without updating FLAGS fails here.
+        let rows = text.lines().filter(|l| l.trim_start().starts_with('-'));
+        assert_eq!(rows.count(), FLAGS.len(), "{text}");
+    }
+}
+
+#[test]
+fn version() {
+    for arg in ["-V", "--version"] {
+        let output = lobbyd(&[arg]);
+        assert_eq!(output.status.code(), Some(0));
+        assert_eq!(stdout(&output), "lobbyd 0.1.0\n");
+        assert_eq!(stderr(&output), "");
+    }
+}
+
+#[test]
+fn bad_values_exit_2_with_one_line_reason() {
+    assert_usage_error(
+        &["--port", "abc"],
+        "--port: \"abc\" is not a port number (0-65535)",
+    );
+    assert_usage_error(&["--tcp-port", "70000"], "--tcp-port: \"70000\"");
+    assert_usage_error(&["--instance-ports", "10-5"], "--instance-ports: \"10-5\"");
+    assert_usage_error(&["--max-players", "0"], "--max-players: \"0\"");
+    assert_usage_error(&["--idle-timeout", "soon"], "--idle-timeout: \"soon\"");
+    assert_usage_error(&["--frobnicate"], "unknown flag --frobnicate");
+    assert_usage_error(&["stray"], "unexpected argument \"stray\"");
+    assert_usage_error(
+        &["--max-players", "5", "--spawns", "1,1;2,2"],
+        "--spawns: 2 spawn points for --max-players 5",
+    );
+    assert_usage_error(
+        &["--min-players", "5"],
+        "--min-players: 5 is more than --max-players (4)",
+    );
+    assert_usage_error(&["--port"], "--port needs a value");
+    assert_usage_error(&["--port", "1\n2"], "--port: \"1\\n2\"");
+}
