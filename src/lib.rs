@@ -6,9 +6,17 @@
 //!   constructors (after `new_checked` no accessor panics) plus plain `Repr` types with
 //!   `parse`/`emit`, in the style of smoltcp's `wire`. No I/O, no allocation on parse.
 //!
-//! More modules join this map as they land: the sans-IO lobby core, the timer wheel,
-//! the mio driver, configuration and metrics.
+//! - [`time`]: pure time building blocks; [`time::TimerWheel`] is the fixed-tick hashed
+//!   timer wheel whose next deadline becomes the driver's poll timeout. No clock reads:
+//!   `now` is always passed in.
+//! - [`ratelimit`]: integer token buckets and [`ratelimit::PerIpLimiter`], a bounded
+//!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
+//!
+//! More modules join this map as they land: the sans-IO lobby core, the mio driver,
+//! configuration and metrics.
 
 #![forbid(unsafe_code)]
 
+pub mod ratelimit;
+pub mod time;
 pub mod wire;
