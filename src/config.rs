@@ -109,12 +109,16 @@ impl fmt::Display for InstancePorts {
 pub struct Config {
     /// IP address every listener binds (`--bind`, default `0.0.0.0`; IPv6 allowed).
     pub bind: IpAddr,
-    /// UDP room lobby port (`--udp-port`, else `--port`, default 4242); 0 disables it.
-    pub udp_port: u16,
-    /// TCP lobby port (`--tcp-port`, else `--port`, default 4242); 0 disables it.
-    pub tcp_port: u16,
+    /// UDP room lobby port (`--udp-port`, else `--port`, default 4242); `None` when
+    /// `--udp-port 0` disables it. `Some(0)` (from `--port 0`) lets the OS choose.
+    pub udp_port: Option<u16>,
+    /// TCP lobby port (`--tcp-port`, else `--port`, default 4242); `None` when
+    /// `--tcp-port 0` disables it. `Some(0)` (from `--port 0`) lets the OS choose.
+    pub tcp_port: Option<u16>,
     /// UDP ports for game instances (`--instance-ports`, default 4300-4399).
     pub instance_ports: InstancePorts,
+    /// Most live rooms one source IP may have created (`--max-rooms-per-ip`, default 8).
+    pub max_rooms_per_ip: usize,
     /// Most rooms open at once (`--max-rooms`, default the size of the port range, or 64
     /// for ephemeral ports); always at least 1.
     pub max_rooms: usize,
@@ -174,10 +178,11 @@ impl Default for Config {
         let instance_ports = InstancePorts::Range { lo: 4300, hi: 4399 };
         Config {
             bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            udp_port: 4242,
-            tcp_port: 4242,
+            udp_port: Some(4242),
+            tcp_port: Some(4242),
             instance_ports,
             max_rooms: instance_ports.default_max_rooms(),
+            max_rooms_per_ip: 8,
             max_players: 4,
             min_players: 2,
             countdown: Duration::from_secs(5),
@@ -257,7 +262,7 @@ fn usage(options: &Options) -> String {
 /// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
 fn options(d: &Config) -> Options {
     // (long name, value hint or "" for a plain switch, description), in help order.
-    let flags: [(&str, &str, String); 27] = [
+    let flags: [(&str, &str, String); 28] = [
         ("help", "", "Print this help and exit.".into()),
         ("version", "", "Print the version and exit.".into()),
         (
@@ -269,8 +274,8 @@ fn options(d: &Config) -> Options {
             "port",
             "PORT",
             format!(
-                "UDP room lobby and TCP lobby port (default {}).",
-                d.udp_port
+                "UDP room lobby and TCP lobby port; 0 lets the OS choose (default {}).",
+                d.udp_port.unwrap_or(0)
             ),
         ),
         (
@@ -297,6 +302,14 @@ fn options(d: &Config) -> Options {
             format!(
                 "Most rooms at once (default the number of instance ports, \
                  {EPHEMERAL_DEFAULT_MAX_ROOMS} for 0)."
+            ),
+        ),
+        (
+            "max-rooms-per-ip",
+            "N",
+            format!(
+                "Most live rooms created from one IP address (default {}).",
+                d.max_rooms_per_ip
             ),
         ),
         (
@@ -578,9 +591,17 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         Some(text) => parse_bind(&text)?,
         None => d.bind,
     };
-    let port = number(m, "port", PORT, 0..=u16::MAX, d.udp_port)?;
-    let udp_port = number(m, "udp-port", PORT, 0..=u16::MAX, port)?;
-    let tcp_port = number(m, "tcp-port", PORT, 0..=u16::MAX, port)?;
+    let port = number(m, "port", PORT, 0..=u16::MAX, d.udp_port.unwrap_or(0))?;
+    // `--port 0` asks the OS for a port; only the per-protocol overrides disable with 0.
+    let enabled = |p: u16| (p != 0).then_some(p);
+    let udp_port = match m.opt_str("udp-port") {
+        Some(_) => enabled(number(m, "udp-port", PORT, 0..=u16::MAX, port)?),
+        None => Some(port),
+    };
+    let tcp_port = match m.opt_str("tcp-port") {
+        Some(_) => enabled(number(m, "tcp-port", PORT, 0..=u16::MAX, port)?),
+        None => Some(port),
+    };
     let instance_ports = match m.opt_str("instance-ports") {
         Some(text) => parse_instance_ports(&text)?,
         None => d.instance_ports,
@@ -635,6 +656,13 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         tcp_port,
         instance_ports,
         max_rooms,
+        max_rooms_per_ip: number(
+            m,
+            "max-rooms-per-ip",
+            WHOLE,
+            1..=usize::from(u16::MAX),
+            d.max_rooms_per_ip,
+        )?,
         max_players,
         min_players,
         countdown,
@@ -757,7 +785,7 @@ mod tests {
         let c = run(&[]).unwrap();
         assert_eq!(c, Config::default());
         assert_eq!(c.bind, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        assert_eq!((c.udp_port, c.tcp_port), (4242, 4242));
+        assert_eq!((c.udp_port, c.tcp_port), (Some(4242), Some(4242)));
         assert_eq!(
             c.instance_ports,
             InstancePorts::Range { lo: 4300, hi: 4399 }
@@ -826,11 +854,13 @@ mod tests {
     #[test]
     fn ports() {
         let c = run(&["--port", "5000"]).unwrap();
-        assert_eq!((c.udp_port, c.tcp_port), (5000, 5000));
+        assert_eq!((c.udp_port, c.tcp_port), (Some(5000), Some(5000)));
         let c = run(&["--port", "5000", "--udp-port", "0"]).unwrap();
-        assert_eq!((c.udp_port, c.tcp_port), (0, 5000));
+        assert_eq!((c.udp_port, c.tcp_port), (None, Some(5000)));
         let c = run(&["--tcp-port=0", "--udp-port", "6000"]).unwrap();
-        assert_eq!((c.udp_port, c.tcp_port), (6000, 0));
+        assert_eq!((c.udp_port, c.tcp_port), (Some(6000), None));
+        let c = run(&["--port", "0"]).unwrap();
+        assert_eq!((c.udp_port, c.tcp_port), (Some(0), Some(0)));
         assert_eq!(
             reason(&["--port", "abc"]),
             "--port: \"abc\" is not a port number (0-65535)"

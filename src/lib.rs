@@ -5,13 +5,22 @@
 //! - [`wire`]: one module per protocol. Zero-copy views over `&[u8]` with checked
 //!   constructors (after `new_checked` no accessor panics) plus plain `Repr` types with
 //!   `parse`/`emit`, in the style of smoltcp's `wire`. No I/O, no allocation on parse.
+//! - [`lobby`]: the lobby itself, a sans-IO state machine: rooms, seats, owners, countdowns,
+//!   game-instance membership. It takes decoded requests and the current time and returns
+//!   outputs (replies, "bind an instance socket", "close it") and its next deadline.
+//! - [`net`]: the driver, the only module that imports `mio`: one `Poll`, tokens, the
+//!   instance-socket slab, buffers, readiness; no protocol logic of its own.
+//! - [`time`]: pure time building blocks; [`time::TimerWheel`] is the fixed-tick hashed
+//!   timer wheel whose next deadline becomes the driver's poll timeout. No clock reads:
+//!   `now` is always passed in.
+//! - [`ratelimit`]: integer token buckets and [`ratelimit::PerIpLimiter`], a bounded
+//!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
 //! - [`config`]: the command line. Parses flags into a validated `Config` (or help,
 //!   version, or a one-line usage error); the rest of the server trusts it as is.
-//!
-//! More modules join this map as they land: the sans-IO lobby core, the timer wheel,
-//! the mio driver and metrics.
 
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod ratelimit;
+pub mod time;
 pub mod wire;

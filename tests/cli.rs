@@ -37,7 +37,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 27] = [
+const FLAGS: [&str; 28] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -58,6 +58,7 @@ const FLAGS: [&str; 27] = [
     "--udp-reply-bytes N",
     "--rate-table-size N",
     "--max-list-rooms N",
+    "--max-rooms-per-ip N",
     "--public-host IPV4",
     "--spawns X,Y;...",
     "--max-violations N",

@@ -1,0 +1,485 @@
+//! Integer token buckets and a bounded per-source-IP limiter table.
+//!
+//! The UDP lobby gives every source IP a request bucket and a reply-bytes bucket, so a
+//! spoofed source cannot turn lobbyd into a reflection amplifier; the TCP lobby caps new
+//! connections per IP per minute; the master server limits announcements the same way.
+//!
+//! Contract:
+//! - Pure and sans-IO: the current time is always passed in, nothing reads the clock.
+//! - Integer arithmetic only. Refill keeps the sub-token remainder, so over any sequence of
+//!   steps the tokens minted equal `floor(rate * elapsed / per)` exactly (until the bucket
+//!   fills, which discards the excess). Intermediates are `u128` with saturating operations:
+//!   rates up to 10^9 per second and bursts up to 10^12 cannot overflow.
+//! - A `now` earlier than the last one seen neither panics nor mints tokens.
+//! - [`PerIpLimiter`] tracks at most `max_entries` addresses whatever the traffic, evicting
+//!   the oldest-inserted one in O(1); it uses std's `HashMap` with its randomly keyed hasher
+//!   so a peer cannot choose addresses that collide.
+//!
+//! What it must not do: allocate per request beyond the bounded table, or panic on any input.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// Integer token bucket (no floats): `rate` tokens per `per` duration, capacity `burst`.
+///
+/// Tokens accrue continuously; the fraction of a token earned so far is kept as a remainder
+/// in token-nanoseconds, so many small steps mint exactly as much as one large one.
+#[derive(Clone, Copy, Debug)]
+pub struct TokenBucket {
+    tokens: u64,
+    burst: u64,
+    rate: u64,
+    per_nanos: u128,
+    /// Accrued credit below one whole token, in token-nanoseconds (`< per_nanos`).
+    carry: u128,
+    last: Instant,
+}
+
+impl TokenBucket {
+    /// Creates a full bucket refilling `rate` tokens every `per`, holding at most `burst`.
+    ///
+    /// A zero `per` is treated as one nanosecond; a zero `rate` never refills.
+    pub fn new(now: Instant, rate: u64, per: Duration, burst: u64) -> Self {
+        TokenBucket {
+            tokens: burst,
+            burst,
+            rate,
+            per_nanos: per.as_nanos().max(1),
+            carry: 0,
+            last: now,
+        }
+    }
+
+    /// Refills for the time elapsed since the last call, then takes `n` tokens if that many
+    /// are available. Returns whether they were taken; on `false` nothing is taken.
+    pub fn try_take(&mut self, now: Instant, n: u64) -> bool {
+        self.refill(now);
+        match self.tokens.checked_sub(n) {
+            Some(left) => {
+                self.tokens = left;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Refills for the time elapsed since the last call and returns the tokens available.
+    pub fn available(&mut self, now: Instant) -> u64 {
+        self.refill(now);
+        self.tokens
+    }
+
+    fn refill(&mut self, now: Instant) {
+        // Time going backwards: keep `last` where it is, so the same stretch of time is not
+        // credited twice once the clock catches up again.
+        let Some(elapsed) = now.checked_duration_since(self.last) else {
+            return;
+        };
+        self.last = now;
+        let room = self.burst.saturating_sub(self.tokens);
+        if room == 0 {
+            // A full bucket earns nothing; credit accrued while full must not carry over.
+            self.carry = 0;
+            return;
+        }
+        let credit = elapsed
+            .as_nanos()
+            .saturating_mul(u128::from(self.rate))
+            .saturating_add(self.carry);
+        let minted = credit / self.per_nanos;
+        match u64::try_from(minted) {
+            Ok(minted) if minted < room => {
+                self.tokens += minted;
+                self.carry = credit % self.per_nanos;
+            }
+            _ => {
+                self.tokens = self.burst;
+                self.carry = 0;
+            }
+        }
+    }
+}
+
+/// Limits for [`PerIpLimiter`].
+#[derive(Clone, Copy, Debug)]
+pub struct PerIpConfig {
+    /// Requests refilled every `per`.
+    pub rate: u64,
+    /// The refill period of `rate`.
+    pub per: Duration,
+    /// Most requests an IP may send back to back.
+    pub burst: u64,
+    /// Reply bytes refilled per second; 0 disables the byte limit.
+    pub byte_rate: u64,
+    /// Most reply bytes an IP may be sent back to back.
+    pub byte_burst: u64,
+    /// Most IPs tracked at once (at least 1 is always tracked).
+    pub max_entries: usize,
+}
+
+/// The buckets of one source IP.
+#[derive(Clone, Copy, Debug)]
+struct IpBuckets {
+    requests: TokenBucket,
+    reply_bytes: Option<TokenBucket>,
+}
+
+/// Rate limits per source IP; at most `max_entries` IPs are tracked.
+///
+/// Inserting into a full table evicts the oldest-inserted entry in O(1), so memory is
+/// bounded whatever the number of source addresses. Insertion order, not last use, decides:
+/// an address keeps its slot only until `max_entries` newer ones have arrived. Evicting an
+/// entry gives that IP a fresh full bucket the next time it shows up, which is acceptable:
+/// an attacker able to cycle that many addresses gains at most one burst per address.
+#[derive(Debug)]
+pub struct PerIpLimiter {
+    cfg: PerIpConfig,
+    max_entries: usize,
+    table: HashMap<IpAddr, IpBuckets>,
+    /// Every key of `table` exactly once, oldest-inserted first. Entries only ever leave
+    /// the table by eviction from the front, so the two never disagree.
+    insertion_order: VecDeque<IpAddr>,
+    evictions: u64,
+}
+
+impl PerIpLimiter {
+    /// Creates an empty limiter. A `max_entries` of 0 is treated as 1.
+    pub fn new(cfg: PerIpConfig) -> Self {
+        PerIpLimiter {
+            cfg,
+            max_entries: cfg.max_entries.max(1),
+            table: HashMap::new(),
+            insertion_order: VecDeque::new(),
+            evictions: 0,
+        }
+    }
+
+    /// Takes one request token from `ip`'s bucket; `false` means drop the request.
+    pub fn allow_request(&mut self, now: Instant, ip: IpAddr) -> bool {
+        self.buckets(now, ip).requests.try_take(now, 1)
+    }
+
+    /// Takes `bytes` from `ip`'s reply-bytes bucket; `false` means do not send the reply.
+    /// Always `true` when the byte limit is disabled (`byte_rate == 0`).
+    pub fn allow_reply_bytes(&mut self, now: Instant, ip: IpAddr, bytes: usize) -> bool {
+        if self.cfg.byte_rate == 0 {
+            return true;
+        }
+        let bytes = u64::try_from(bytes).unwrap_or(u64::MAX);
+        match self.buckets(now, ip).reply_bytes.as_mut() {
+            Some(bucket) => bucket.try_take(now, bytes),
+            None => true,
+        }
+    }
+
+    /// Number of IPs currently tracked (never more than `max_entries`).
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True if no IP is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// How many entries have been evicted to make room since creation.
+    pub fn evictions(&self) -> u64 {
+        self.evictions
+    }
+
+    /// `ip`'s buckets, inserting fresh full ones (and evicting the oldest entry if the table
+    /// is full) when `ip` is not tracked yet.
+    fn buckets(&mut self, now: Instant, ip: IpAddr) -> &mut IpBuckets {
+        if !self.table.contains_key(&ip) {
+            if self.table.len() >= self.max_entries {
+                if let Some(oldest) = self.insertion_order.pop_front() {
+                    self.table.remove(&oldest);
+                    self.evictions += 1;
+                }
+            }
+            self.insertion_order.push_back(ip);
+        }
+        let cfg = self.cfg;
+        self.table.entry(ip).or_insert_with(|| IpBuckets {
+            requests: TokenBucket::new(now, cfg.rate, cfg.per, cfg.burst),
+            reply_bytes: (cfg.byte_rate != 0).then(|| {
+                TokenBucket::new(now, cfg.byte_rate, Duration::from_secs(1), cfg.byte_burst)
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::{QuickCheck, TestResult};
+    use std::collections::HashSet;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    fn v4(n: u32) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::from(n))
+    }
+
+    fn config(max_entries: usize) -> PerIpConfig {
+        PerIpConfig {
+            rate: 2,
+            per: SEC,
+            burst: 4,
+            byte_rate: 1000,
+            byte_burst: 1500,
+            max_entries,
+        }
+    }
+
+    #[test]
+    fn bucket_starts_full_and_caps_at_burst() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(start, 10, SEC, 25);
+        assert_eq!(bucket.available(start), 25);
+        assert_eq!(bucket.available(start + SEC * 100), 25);
+        assert!(bucket.try_take(start + SEC * 100, 25));
+        assert!(!bucket.try_take(start + SEC * 100, 1));
+        assert_eq!(bucket.available(start + SEC * 101), 10);
+        assert_eq!(bucket.available(start + SEC * 1000), 25);
+    }
+
+    #[test]
+    fn take_is_all_or_nothing() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(start, 1, SEC, 5);
+        assert!(!bucket.try_take(start, 6));
+        assert_eq!(bucket.available(start), 5);
+        assert!(bucket.try_take(start, 0));
+        assert!(bucket.try_take(start, 5));
+        assert!(bucket.try_take(start, 0));
+        assert!(!bucket.try_take(start, 1));
+    }
+
+    #[test]
+    fn zero_elapsed_mints_nothing() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(start, 1_000_000_000, SEC, 3);
+        for _ in 0..3 {
+            assert!(bucket.try_take(start, 1));
+        }
+        for _ in 0..1000 {
+            assert!(!bucket.try_take(start, 1));
+        }
+        assert!(bucket.try_take(start + Duration::from_nanos(1), 1));
+    }
+
+    #[test]
+    fn refill_is_exact_over_many_small_steps() {
+        let start = Instant::now();
+        // 7 tokens every 3 s never divides a 333_333 ns step evenly: naive rounding per
+        // step would mint nothing at all.
+        let per = Duration::from_secs(3);
+        let burst = 1_000_000_000_000;
+        let mut bucket = TokenBucket::new(start, 7, per, burst);
+        assert!(bucket.try_take(start, burst));
+        let step = Duration::from_nanos(333_333);
+        let mut elapsed = Duration::ZERO;
+        for _ in 0..100_000 {
+            elapsed += step;
+            let expected = (elapsed.as_nanos() * 7 / per.as_nanos()) as u64;
+            assert_eq!(bucket.available(start + elapsed), expected);
+        }
+        assert_eq!(bucket.available(start + elapsed), 77);
+    }
+
+    #[test]
+    fn refill_exact_with_takes_in_between() {
+        let start = Instant::now();
+        let mut bucket = TokenBucket::new(start, 3, SEC, 1_000);
+        assert!(bucket.try_take(start, 1_000));
+        let mut taken = 0u64;
+        let mut now = start;
+        for i in 0..20_000u64 {
+            now += Duration::from_micros(1_337);
+            if i % 7 == 0 && bucket.try_take(now, 1) {
+                taken += 1;
+            }
+            let minted = ((now - start).as_nanos() * 3 / SEC.as_nanos()) as u64;
+            assert_eq!(bucket.available(now), minted - taken);
+        }
+        assert!(taken > 0);
+    }
+
+    #[test]
+    fn large_rates_and_bursts_do_not_overflow() {
+        let start = Instant::now();
+        let burst = 1_000_000_000_000;
+        let mut bucket = TokenBucket::new(start, 1_000_000_000, SEC, burst);
+        assert!(bucket.try_take(start, burst));
+        assert_eq!(bucket.available(start + Duration::from_nanos(1)), 1);
+        assert_eq!(bucket.available(start + SEC * 999), burst * 999 / 1000);
+        let far = start + Duration::from_secs(100 * 365 * 24 * 3600);
+        assert_eq!(bucket.available(far), burst);
+        let mut extreme = TokenBucket::new(start, u64::MAX, Duration::from_nanos(1), u64::MAX);
+        assert!(extreme.try_take(start, u64::MAX));
+        assert_eq!(extreme.available(far), u64::MAX);
+        let mut slow = TokenBucket::new(start, 1, Duration::MAX, 10);
+        assert!(slow.try_take(start, 10));
+        assert_eq!(slow.available(far), 0);
+    }
+
+    #[test]
+    fn zero_period_and_zero_rate() {
+        let start = Instant::now();
+        let mut instant_refill = TokenBucket::new(start, 1, Duration::ZERO, 4);
+        assert!(instant_refill.try_take(start, 4));
+        assert_eq!(instant_refill.available(start + Duration::from_nanos(3)), 3);
+        let mut never = TokenBucket::new(start, 0, SEC, 2);
+        assert!(never.try_take(start, 2));
+        assert_eq!(never.available(start + SEC * 1_000_000), 0);
+    }
+
+    #[test]
+    fn time_going_backwards_mints_nothing() {
+        let start = Instant::now();
+        let ten = start + SEC * 10;
+        let mut bucket = TokenBucket::new(ten, 1, SEC, 100);
+        assert!(bucket.try_take(ten, 100));
+        assert_eq!(bucket.available(start), 0);
+        assert!(!bucket.try_take(start + SEC * 5, 1));
+        // The clock coming back only credits time after the latest instant seen.
+        assert_eq!(bucket.available(ten + SEC), 1);
+        assert_eq!(bucket.available(start), 1);
+        assert_eq!(bucket.available(ten + SEC * 3), 3);
+    }
+
+    #[test]
+    fn limiter_ips_are_independent() {
+        let start = Instant::now();
+        let mut limiter = PerIpLimiter::new(config(16));
+        let (a, b) = (v4(0x0a00_0001), IpAddr::V6(Ipv6Addr::LOCALHOST));
+        for _ in 0..4 {
+            assert!(limiter.allow_request(start, a));
+        }
+        assert!(!limiter.allow_request(start, a));
+        for _ in 0..4 {
+            assert!(limiter.allow_request(start, b));
+        }
+        assert!(!limiter.allow_request(start, b));
+        assert!(limiter.allow_request(start + SEC / 2, a));
+        assert!(!limiter.allow_request(start + SEC / 2, a));
+        assert_eq!(limiter.len(), 2);
+        assert_eq!(limiter.evictions(), 0);
+    }
+
+    #[test]
+    fn limiter_byte_bucket() {
+        let start = Instant::now();
+        let mut limiter = PerIpLimiter::new(config(16));
+        let ip = v4(0xc000_0201);
+        assert!(limiter.allow_reply_bytes(start, ip, 1000));
+        assert!(!limiter.allow_reply_bytes(start, ip, 600));
+        assert!(limiter.allow_reply_bytes(start, ip, 500));
+        assert!(!limiter.allow_reply_bytes(start, ip, 1));
+        assert!(limiter.allow_reply_bytes(start + SEC / 10, ip, 100));
+        assert!(!limiter.allow_reply_bytes(start + SEC / 10, ip, 1));
+        // The byte bucket does not share tokens with the request bucket.
+        assert!(limiter.allow_request(start, ip));
+        assert!(!limiter.allow_reply_bytes(start, v4(1), usize::MAX));
+    }
+
+    #[test]
+    fn limiter_without_byte_limit_tracks_nothing_for_replies() {
+        let start = Instant::now();
+        let mut limiter = PerIpLimiter::new(PerIpConfig {
+            byte_rate: 0,
+            ..config(16)
+        });
+        for n in 0..100 {
+            assert!(limiter.allow_reply_bytes(start, v4(n), usize::MAX));
+        }
+        assert!(limiter.is_empty());
+    }
+
+    #[test]
+    fn eviction_is_by_insertion_order_and_resets_the_bucket() {
+        let start = Instant::now();
+        let mut limiter = PerIpLimiter::new(config(2));
+        let (a, b, c) = (v4(1), v4(2), v4(3));
+        for _ in 0..4 {
+            assert!(limiter.allow_request(start, a));
+        }
+        assert!(!limiter.allow_request(start, a));
+        assert!(limiter.allow_request(start, b));
+        // Using `a` again does not make it younger.
+        assert!(!limiter.allow_request(start, a));
+        assert!(limiter.allow_request(start, c));
+        assert_eq!(limiter.len(), 2);
+        assert_eq!(limiter.evictions(), 1);
+        // `a` was evicted: it comes back with a full bucket, pushing `b` out.
+        assert!(limiter.allow_request(start, a));
+        assert_eq!(limiter.evictions(), 2);
+        assert!(limiter.table.contains_key(&a) && limiter.table.contains_key(&c));
+    }
+
+    #[test]
+    fn table_bound_holds_under_100k_ips() {
+        let start = Instant::now();
+        let max_entries = 1000;
+        let mut limiter = PerIpLimiter::new(config(max_entries));
+        for n in 0..100_000u32 {
+            let ip = if n % 2 == 0 {
+                v4(n)
+            } else {
+                IpAddr::V6(Ipv6Addr::from(u128::from(n) << 64))
+            };
+            assert!(limiter.allow_request(start, ip));
+            assert!(limiter.len() <= max_entries);
+        }
+        assert_eq!(limiter.len(), max_entries);
+        assert_eq!(limiter.evictions(), 99_000);
+        assert_eq!(limiter.insertion_order.len(), max_entries);
+        let mut zero = PerIpLimiter::new(config(0));
+        assert!(zero.allow_request(start, v4(1)));
+        assert!(zero.allow_request(start, v4(2)));
+        assert_eq!(zero.len(), 1);
+    }
+
+    /// After any sequence of requests and replies the table stays within its bound and its
+    /// insertion-order queue names every tracked IP exactly once.
+    fn table_stays_bounded(max_entries: u8, ops: Vec<(u16, u8, bool)>) -> TestResult {
+        let max_entries = usize::from(max_entries % 40);
+        let mut limiter = PerIpLimiter::new(config(max_entries));
+        let mut now = Instant::now();
+        let mut inserted = 0u64;
+        for (ip, step_ms, reply) in ops {
+            let ip = if ip % 3 == 0 {
+                IpAddr::V6(Ipv6Addr::from(u128::from(ip % 200)))
+            } else {
+                v4(u32::from(ip % 200))
+            };
+            now += Duration::from_millis(u64::from(step_ms));
+            inserted += u64::from(!limiter.table.contains_key(&ip));
+            if reply {
+                limiter.allow_reply_bytes(now, ip, 300);
+            } else {
+                limiter.allow_request(now, ip);
+            }
+            let queued: HashSet<&IpAddr> = limiter.insertion_order.iter().collect();
+            let consistent = limiter.len() <= max_entries.max(1)
+                && queued.len() == limiter.insertion_order.len()
+                && queued.len() == limiter.len()
+                && queued.iter().all(|ip| limiter.table.contains_key(*ip))
+                && limiter.evictions() + limiter.len() as u64 == inserted;
+            if !consistent {
+                return TestResult::failed();
+            }
+        }
+        TestResult::passed()
+    }
+
+    #[test]
+    fn quickcheck_table_stays_bounded() {
+        QuickCheck::new()
+            .tests(300)
+            .quickcheck(table_stays_bounded as fn(u8, Vec<(u16, u8, bool)>) -> TestResult);
+    }
+}
