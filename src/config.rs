@@ -41,8 +41,8 @@ const LOG_LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"]
 /// What the command line asks the binary to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    /// Run the server with this configuration.
-    Run(Config),
+    /// Run the server with this configuration (boxed: it is much larger than the rest).
+    Run(Box<Config>),
     /// Print this full usage text to stdout and exit successfully.
     Help(String),
     /// Print this version line (`lobbyd <version>`) to stdout and exit successfully.
@@ -237,7 +237,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
     if let Some(stray) = matches.free.first() {
         return Err(UsageError::new(format!("unexpected argument {stray:?}")));
     }
-    config_from(&matches, defaults).map(Command::Run)
+    config_from(&matches, defaults).map(|config| Command::Run(Box::new(config)))
 }
 
 /// The `--version` line.
@@ -763,7 +763,7 @@ mod tests {
 
     fn run(args: &[&str]) -> Result<Config, UsageError> {
         match parse_args(args.iter().map(|a| a.to_string()))? {
-            Command::Run(config) => Ok(config),
+            Command::Run(config) => Ok(*config),
             other => panic!("expected Run, got {other:?}"),
         }
     }

@@ -21,6 +21,8 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod lobby;
+pub mod net;
 pub mod ratelimit;
 pub mod time;
 pub mod wire;
