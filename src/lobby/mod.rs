@@ -572,13 +572,10 @@ impl Lobby {
             msg: welcome,
         });
         if is_new {
-            // The newcomer learns who is already here; the others learn about the newcomer.
+            // The newcomer learns who is already here, one PEER_JOINED per member ...
             for index in 0..room.max_players() {
                 let peer_slot = Slot::try_from(index + 1).unwrap_or(Slot::MAX);
-                let Some(peer_addr) = room.member(peer_slot).map(|m| m.addr) else {
-                    continue;
-                };
-                if peer_slot == slot {
+                if peer_slot == slot || room.member(peer_slot).is_none() {
                     continue;
                 }
                 let seq = room.take_seq();
@@ -588,14 +585,9 @@ impl Lobby {
                     seq,
                     msg: InstanceMessage::PeerJoined(peer_slot),
                 });
-                let seq = room.take_seq();
-                self.outputs.push_back(Output::Instance {
-                    room: id,
-                    to: peer_addr,
-                    seq,
-                    msg: InstanceMessage::PeerJoined(slot),
-                });
             }
+            // ... and the others learn about the newcomer.
+            self.broadcast(id, InstanceMessage::PeerJoined(slot), Some(slot));
             self.arm_housekeeping(id);
         }
     }
@@ -657,6 +649,8 @@ impl Lobby {
         let Some(room) = self.rooms.get_mut(&id) else {
             return;
         };
+        // One event, one sequence number: every member sees the same value for it.
+        let seq = room.take_seq();
         let count = room.max_players();
         for index in 0..count {
             let slot = Slot::try_from(index + 1).unwrap_or(Slot::MAX);
@@ -666,7 +660,6 @@ impl Lobby {
             let Some(addr) = room.member(slot).map(|m| m.addr) else {
                 continue;
             };
-            let seq = room.take_seq();
             self.outputs.push_back(Output::Instance {
                 room: id,
                 to: addr,
