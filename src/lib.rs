@@ -15,6 +15,8 @@
 //!   `now` is always passed in.
 //! - [`ratelimit`]: integer token buckets and [`ratelimit::PerIpLimiter`], a bounded
 //!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
+//! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as
+//!   JSON) and their request parsing, without the sockets.
 //! - [`config`]: the command line. Parses flags into a validated `Config` (or help,
 //!   version, or a one-line usage error); the rest of the server trusts it as is.
 
@@ -22,6 +24,7 @@
 
 pub mod config;
 pub mod lobby;
+pub mod metrics;
 pub mod net;
 pub mod ratelimit;
 pub mod time;

@@ -43,6 +43,8 @@ pub enum Control {
 pub struct RoomView {
     /// The room.
     pub room: RoomId,
+    /// `"udp"` for a room of the UDP lobby, `"party"` for a TCP lobby party.
+    pub kind: &'static str,
     /// Its state.
     pub state: RoomState,
     /// Its instance port, once bound.
@@ -62,6 +64,8 @@ pub struct Snapshot {
     pub lobby: LobbyStats,
     /// The driver's counters.
     pub driver: DriverStats,
+    /// Counters of the other protocols, as (name, reason label or "", value), grouped by name.
+    pub extra: Vec<(&'static str, &'static str, u64)>,
     /// Every live room.
     pub rooms: Vec<RoomView>,
     /// Instance sockets open.

@@ -143,11 +143,13 @@ impl Server {
         Snapshot {
             lobby: self.lobby.stats.clone(),
             driver: self.stats.clone(),
+            extra: Vec::new(),
             rooms: self
                 .lobby
                 .rooms()
                 .map(|room| RoomView {
                     room: room.id,
+                    kind: "udp",
                     state: room.state,
                     port: room.port,
                     members: room.member_count(),
