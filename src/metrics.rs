@@ -177,8 +177,10 @@ mod tests {
     use std::time::Duration;
 
     fn snapshot() -> Snapshot {
-        let mut lobby = LobbyStats::default();
-        lobby.list_requests = 7;
+        let mut lobby = LobbyStats {
+            list_requests: 7,
+            ..LobbyStats::default()
+        };
         lobby.join_failed(JoinFailure::Full);
         let mut driver = DriverStats::default();
         driver.lobby_drop(FrameError::BadChecksum);
