@@ -6,6 +6,7 @@
 //! the real addresses from it). Control messages reach the loop through a channel plus a
 //! `mio::Waker`, so the loop never blocks on them.
 
+pub mod http;
 pub mod instance;
 pub mod server;
 pub mod stats;
@@ -116,6 +117,7 @@ struct Built {
     waker: Arc<Waker>,
     control: Sender<Control>,
     udp_lobby: Option<SocketAddr>,
+    metrics: Option<SocketAddr>,
 }
 
 fn build(config: &Config) -> io::Result<Built> {
@@ -137,12 +139,23 @@ fn build(config: &Config) -> io::Result<Built> {
     let lobby = Lobby::new(lobby_config(config), Instant::now());
     let ports = PortPool::new(port_range(config.instance_ports));
     let bind_ip: IpAddr = config.bind;
-    let server = Server::new(poll, udp_lobby_socket, lobby, ports, bind_ip, receiver)?;
+    let mut server = Server::new(poll, udp_lobby_socket, lobby, ports, bind_ip, receiver)?;
+    let metrics = match config.metrics {
+        Some(addr) => {
+            let listener = mio::net::TcpListener::bind(addr)?;
+            let bound = listener.local_addr()?;
+            server.serve_metrics(listener)?;
+            log::info!("metrics endpoint listening on http://{bound}/metrics");
+            Some(bound)
+        }
+        None => None,
+    };
     Ok(Built {
         server,
         waker,
         control,
         udp_lobby,
+        metrics,
     })
 }
 
@@ -153,14 +166,18 @@ pub fn run(config: &Config) -> io::Result<()> {
         control,
         ..
     } = build(config)?;
+    server.handle_signals()?;
     // Held for the loop's lifetime: a dropped sender reads as a shutdown request.
     let _control = control;
-    server.run()
+    server.run()?;
+    log::info!("lobbyd stopped");
+    Ok(())
 }
 
 /// A server running in its own thread.
 pub struct ServerHandle {
     udp_lobby: Option<SocketAddr>,
+    metrics: Option<SocketAddr>,
     waker: Arc<Waker>,
     control: Sender<Control>,
     thread: Option<JoinHandle<io::Result<()>>>,
@@ -173,12 +190,14 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
         waker,
         control,
         udp_lobby,
+        metrics,
     } = build(config)?;
     let thread = std::thread::Builder::new()
         .name("lobbyd".into())
         .spawn(move || server.run())?;
     Ok(ServerHandle {
         udp_lobby,
+        metrics,
         waker,
         control,
         thread: Some(thread),
@@ -189,6 +208,11 @@ impl ServerHandle {
     /// The UDP room lobby's bound address, if enabled.
     pub fn udp_lobby_addr(&self) -> Option<SocketAddr> {
         self.udp_lobby
+    }
+
+    /// The metrics endpoint's bound address, if enabled.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
     }
 
     /// The counters and rooms, as the loop sees them between two events.

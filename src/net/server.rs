@@ -26,6 +26,7 @@ use crate::wire::udp_lobby::{
     self, Reply, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState as WireRoomState,
 };
 
+use super::http::MetricsEndpoint;
 use super::instance::{Instance, PortPool};
 use super::stats::DriverStats;
 use super::token::Target;
@@ -59,6 +60,8 @@ pub struct Server {
     closing: Vec<usize>,
     stats: DriverStats,
     started: Instant,
+    metrics: Option<MetricsEndpoint>,
+    signals: Option<signal_hook_mio::v1_0::Signals>,
 }
 
 impl Server {
@@ -86,6 +89,8 @@ impl Server {
             closing: Vec::new(),
             stats: DriverStats::default(),
             started: Instant::now(),
+            metrics: None,
+            signals: None,
         };
         if let Some(socket) = server.lobby_udp.as_mut() {
             server.poll.registry().register(
@@ -95,6 +100,55 @@ impl Server {
             )?;
         }
         Ok(server)
+    }
+
+    /// Serves the metrics endpoint on `listener`.
+    pub(super) fn serve_metrics(&mut self, listener: mio::net::TcpListener) -> io::Result<()> {
+        self.metrics = Some(MetricsEndpoint::new(listener, self.poll.registry())?);
+        Ok(())
+    }
+
+    /// Stops on SIGINT/SIGTERM (and logs SIGHUP) delivered to this process.
+    pub(super) fn handle_signals(&mut self) -> io::Result<()> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+        self.poll
+            .registry()
+            .register(&mut signals, Target::Signals.token(), Interest::READABLE)?;
+        self.signals = Some(signals);
+        Ok(())
+    }
+
+    /// True when a termination signal arrived.
+    fn serve_signals(&mut self) -> bool {
+        let Some(signals) = self.signals.as_mut() else {
+            return false;
+        };
+        let mut stop = false;
+        for signal in signals.pending() {
+            match signal {
+                signal_hook::consts::SIGHUP => log::info!("SIGHUP: nothing to reload"),
+                other => {
+                    log::info!("signal {other}: shutting down");
+                    stop = true;
+                }
+            }
+        }
+        stop
+    }
+
+    fn metrics_ready(&mut self, target: Target) {
+        let Some(mut endpoint) = self.metrics.take() else {
+            return;
+        };
+        match target {
+            Target::MetricsListener => endpoint.accept(self.poll.registry()),
+            Target::MetricsConn(key) => {
+                endpoint.ready(key, self.poll.registry(), || self.snapshot())
+            }
+            _ => {}
+        }
+        self.metrics = Some(endpoint);
     }
 
     /// Runs until a shutdown request arrives (or the control channel is dropped).
@@ -115,7 +169,11 @@ impl Server {
                     Some(Target::LobbyUdp) => self.lobby_readable(),
                     Some(Target::Instance(key)) => self.instance_readable(key),
                     Some(Target::Waker) if self.serve_control() => return Ok(()),
-                    Some(Target::Waker) | None => {}
+                    Some(Target::Signals) if self.serve_signals() => return Ok(()),
+                    Some(target @ (Target::MetricsListener | Target::MetricsConn(_))) => {
+                        self.metrics_ready(target)
+                    }
+                    Some(Target::Waker | Target::Signals) | None => {}
                 }
             }
             self.lobby.handle_timeout(Instant::now());
@@ -413,6 +471,9 @@ impl Server {
     }
 
     fn remove_closed(&mut self) {
+        if let Some(endpoint) = self.metrics.as_mut() {
+            endpoint.remove_closed(self.poll.registry());
+        }
         for key in self.closing.drain(..) {
             if let Some(mut instance) = self.instances.try_remove(key) {
                 if let Err(e) = self.poll.registry().deregister(&mut instance.socket) {
@@ -443,7 +504,7 @@ impl Server {
                 }
                 None => Ok(()),
             },
-            Target::Waker => Ok(()),
+            _ => Ok(()),
         };
         if let Err(e) = result {
             log::warn!("reregister {target:?}: {e}");

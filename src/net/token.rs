@@ -14,6 +14,12 @@ pub enum Target {
     Waker,
     /// A game instance socket, by its key in the instance slab.
     Instance(usize),
+    /// SIGINT, SIGTERM and SIGHUP (only when serving in the main thread).
+    Signals,
+    /// The metrics endpoint's listener.
+    MetricsListener,
+    /// A metrics HTTP connection, by its key in the endpoint's slab.
+    MetricsConn(usize),
 }
 
 const KIND_SHIFT: u32 = 32;
@@ -22,6 +28,9 @@ const KEY_MASK: usize = (1 << KIND_SHIFT) - 1;
 const KIND_LOBBY_UDP: usize = 1;
 const KIND_WAKER: usize = 2;
 const KIND_INSTANCE: usize = 3;
+const KIND_SIGNALS: usize = 4;
+const KIND_METRICS_LISTENER: usize = 5;
+const KIND_METRICS_CONN: usize = 6;
 
 impl Target {
     /// The token registered for this target.
@@ -30,6 +39,9 @@ impl Target {
             Target::LobbyUdp => (KIND_LOBBY_UDP, 0),
             Target::Waker => (KIND_WAKER, 0),
             Target::Instance(key) => (KIND_INSTANCE, key & KEY_MASK),
+            Target::Signals => (KIND_SIGNALS, 0),
+            Target::MetricsListener => (KIND_METRICS_LISTENER, 0),
+            Target::MetricsConn(key) => (KIND_METRICS_CONN, key & KEY_MASK),
         };
         Token((kind << KIND_SHIFT) | key)
     }
@@ -41,6 +53,9 @@ impl Target {
             KIND_LOBBY_UDP => Some(Target::LobbyUdp),
             KIND_WAKER => Some(Target::Waker),
             KIND_INSTANCE => Some(Target::Instance(key)),
+            KIND_SIGNALS => Some(Target::Signals),
+            KIND_METRICS_LISTENER => Some(Target::MetricsListener),
+            KIND_METRICS_CONN => Some(Target::MetricsConn(key)),
             _ => None,
         }
     }
@@ -57,6 +72,9 @@ mod tests {
             Target::Waker,
             Target::Instance(0),
             Target::Instance(12345),
+            Target::Signals,
+            Target::MetricsListener,
+            Target::MetricsConn(7),
         ] {
             assert_eq!(Target::from_token(target.token()), Some(target));
         }
