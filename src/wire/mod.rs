@@ -10,3 +10,4 @@
 //!   never an allocation sized by a peer.
 
 pub mod tcp_lobby;
+pub mod wz_v4;
