@@ -11,5 +11,6 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cli_user;
 pub mod wire;
 pub mod wz;
