@@ -109,6 +109,15 @@ pub fn hash_password(password: &str) -> Result<String, AccountError> {
     Ok(hash.to_string())
 }
 
+/// A hash of a random password, for verifying logins of unknown users against, so that
+/// "no such user" takes as long as "wrong password". Compute once at startup.
+pub fn decoy_hash() -> Result<String, AccountError> {
+    let mut secret = [0u8; 24];
+    getrandom::fill(&mut secret).map_err(AccountError::Random)?;
+    let text: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    hash_password(&text)
+}
+
 /// Checks a password against a PHC string; a malformed hash verifies nothing.
 pub fn verify_password(hash: &str, password: &str) -> bool {
     match PasswordHash::new(hash) {
@@ -508,6 +517,14 @@ mod tests {
         ));
         assert!(!verify_password("not a phc string", "pw"));
         assert!(!verify_password("", ""));
+    }
+
+    #[test]
+    fn decoy_matches_nothing_guessable() {
+        let decoy = decoy_hash().expect("decoy");
+        assert!(decoy.starts_with("$argon2id$"));
+        assert!(!verify_password(&decoy, ""));
+        assert!(!verify_password(&decoy, "password"));
     }
 
     #[test]
