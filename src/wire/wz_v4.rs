@@ -610,6 +610,23 @@ impl Value {
                 .encode_document(encoding, out),
         }
     }
+
+    /// Appends this value as a complete frame (u32be length + document), e.g. a request
+    /// built by a test client or load generator.
+    pub fn encode(&self, encoding: Encoding, out: &mut Vec<u8>) {
+        framed(out, |out| self.encode_document(encoding, out));
+    }
+}
+
+/// Writes a u32be length prefix, then whatever `body` appends, then patches the length.
+fn framed(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    body(out);
+    let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
+    if let Some(prefix) = out.get_mut(start..start + 4) {
+        prefix.copy_from_slice(&len.to_be_bytes());
+    }
 }
 
 /// A response: `{"status": i32, "result": ..., "id": ...}`.
@@ -634,22 +651,17 @@ impl Response {
     }
 
     /// Appends this response to `out` as a complete frame: u32be length + document.
+    /// Response frames are not bounded by [`MAX_FRAME`]: a long `list` may exceed it.
     pub fn encode(&self, encoding: Encoding, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&[0; 4]);
         let fields = [
             ("status", &Value::Int(i64::from(self.status))),
             ("result", &self.result),
             ("id", &self.id.map_or(Value::Null, Value::Int)),
         ];
-        match encoding {
+        framed(out, |out| match encoding {
             Encoding::Bson => bson::write_doc(fields.iter().map(|(k, v)| (*k, *v)), out),
             Encoding::Json => json::write_object(fields.iter().map(|(k, v)| (*k, *v)), out),
-        }
-        let len = u32::try_from(out.len() - start - 4).unwrap_or(u32::MAX);
-        if let Some(prefix) = out.get_mut(start..start + 4) {
-            prefix.copy_from_slice(&len.to_be_bytes());
-        }
+        });
     }
 }
 
@@ -1471,6 +1483,15 @@ mod tests {
         assert_eq!(Encoding::sniff(&bson), Encoding::Bson);
         assert_eq!(decode(&bson).map(|(_, r)| r), decode(&json).map(|(_, r)| r));
         assert_eq!(decoded(&bson).id, Some(i64::from(i32::MAX) + 1));
+        let mut frame = vec![0xa5];
+        request.encode(Encoding::Json, &mut frame);
+        assert_eq!(
+            next_frame(&frame[1..], MAX_FRAME),
+            Next::Frame {
+                body: &json[..],
+                consumed: json.len() + 4
+            }
+        );
     }
 
     /// Does a decoded tree hold exactly what an encoded value held?
