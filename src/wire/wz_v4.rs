@@ -699,7 +699,7 @@ mod bson {
     }
 
     /// Checks a document's own length against `buf` (which must be exactly the document).
-    fn framed(buf: &[u8]) -> Result<&[u8], DecodeError> {
+    fn elements_of(buf: &[u8]) -> Result<&[u8], DecodeError> {
         let declared = le_i32(buf, 0)?;
         if usize::try_from(declared).ok() != Some(buf.len()) || buf.len() < 5 {
             return Err(DecodeError::LengthMismatch);
@@ -729,7 +729,7 @@ mod bson {
     type Fields<'a> = Vec<(Cow<'a, str>, Node<'a>)>;
 
     fn doc(buf: &[u8], depth: usize) -> Result<Fields<'_>, DecodeError> {
-        let elements = framed(buf)?;
+        let elements = elements_of(buf)?;
         let mut fields = Vec::new();
         let mut at = 0;
         while at < elements.len() {
