@@ -17,11 +17,15 @@
 //!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
 //! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as
 //!   JSON) and their request parsing, without the sockets.
+//! - [`wz`]: the Warzone 2100 master server's non-wire state: accounts (SQLite, argon2id),
+//!   the password-verification worker thread, and login sessions.
+//! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell.
 //! - [`config`]: the command line. Parses flags into a validated `Config` (or help,
 //!   version, or a one-line usage error); the rest of the server trusts it as is.
 
 #![forbid(unsafe_code)]
 
+pub mod cli_user;
 pub mod config;
 pub mod lobby;
 pub mod metrics;
@@ -29,3 +33,4 @@ pub mod net;
 pub mod ratelimit;
 pub mod time;
 pub mod wire;
+pub mod wz;

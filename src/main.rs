@@ -3,16 +3,31 @@
 //! Deliberately thin: all validation lives in [`lobbyd::config`], all serving in the
 //! library. This file only maps a [`Command`] to process output and an exit code.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use lobbyd::config::{parse_args, Command, Config};
 
 fn main() -> ExitCode {
+    // `lobbyd user add|del|list ...`: account administration, not the server.
     // Lossy conversion: a non-UTF-8 argument becomes a usage error, not a panic.
-    let args = std::env::args_os()
+    let argv: Vec<String> = std::env::args_os()
         .skip(1)
-        .map(|a| a.to_string_lossy().into_owned());
-    match parse_args(args) {
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if argv.first().map(String::as_str) == Some("user") {
+        let stdin = std::io::stdin();
+        let is_tty = stdin.is_terminal();
+        let code = lobbyd::cli_user::run_user_command(
+            &argv[1..],
+            stdin.lock(),
+            std::io::stdout(),
+            std::io::stderr(),
+            is_tty,
+        );
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    match parse_args(argv) {
         Ok(Command::Help(text)) => {
             print!("{text}");
             ExitCode::SUCCESS

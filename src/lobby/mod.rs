@@ -649,8 +649,9 @@ impl Lobby {
         let Some(room) = self.rooms.get_mut(&id) else {
             return;
         };
-        // One event, one sequence number: every member sees the same value for it.
-        let seq = room.take_seq();
+        // One event, one sequence number: every member sees the same value for it (taken
+        // only if someone receives the event).
+        let mut seq = None;
         let count = room.max_players();
         for index in 0..count {
             let slot = Slot::try_from(index + 1).unwrap_or(Slot::MAX);
@@ -660,6 +661,7 @@ impl Lobby {
             let Some(addr) = room.member(slot).map(|m| m.addr) else {
                 continue;
             };
+            let seq = *seq.get_or_insert_with(|| room.take_seq());
             self.outputs.push_back(Output::Instance {
                 room: id,
                 to: addr,

@@ -13,3 +13,4 @@ pub mod instance;
 pub mod tcp_lobby;
 pub mod udp_lobby;
 pub mod wz;
+pub mod wz_v4;
