@@ -11,6 +11,7 @@ pub mod instance;
 pub mod server;
 pub mod stats;
 pub mod token;
+pub mod warn;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};

@@ -30,6 +30,7 @@ use super::http::MetricsEndpoint;
 use super::instance::{Instance, PortPool};
 use super::stats::DriverStats;
 use super::token::Target;
+use super::warn::WarnBudget;
 use super::{Control, RoomView, Snapshot};
 
 /// Largest datagram we accept; anything longer is truncated by the kernel and then fails the
@@ -62,6 +63,8 @@ pub struct Server {
     started: Instant,
     metrics: Option<MetricsEndpoint>,
     signals: Option<signal_hook_mio::v1_0::Signals>,
+    /// Warnings a peer can trigger are rate-limited through this.
+    warnings: WarnBudget,
 }
 
 impl Server {
@@ -91,6 +94,7 @@ impl Server {
             started: Instant::now(),
             metrics: None,
             signals: None,
+            warnings: WarnBudget::new(Instant::now(), 60, 20),
         };
         if let Some(socket) = server.lobby_udp.as_mut() {
             server.poll.registry().register(
@@ -434,7 +438,8 @@ impl Server {
         let now = Instant::now();
         let Some((mut socket, port)) = self.ports.bind(self.bind_ip) else {
             self.stats.instance_bind_failures += 1;
-            log::warn!("{room}: no instance port could be bound");
+            let message = format_args!("{room}: no instance port could be bound");
+            self.warnings.warn(now, message);
             self.lobby.handle_instance_opened(now, room, None);
             return;
         };
@@ -445,7 +450,8 @@ impl Server {
             Target::Instance(key).token(),
             Interest::READABLE,
         ) {
-            log::warn!("{room}: cannot register instance socket: {e}");
+            let message = format_args!("{room}: cannot register instance socket: {e}");
+            self.warnings.warn(now, message);
             self.ports.release(port);
             self.stats.instance_bind_failures += 1;
             self.lobby.handle_instance_opened(now, room, None);
