@@ -15,6 +15,9 @@
 //!   `now` is always passed in.
 //! - [`ratelimit`]: integer token buckets and [`ratelimit::PerIpLimiter`], a bounded
 //!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
+//! - [`wz`]: the Warzone 2100 master server core ([`wz::WzLobby`]): game table,
+//!   legacy host/browser connections, reachability probes, name and version policy. Sans-IO:
+//!   the driver feeds it bytes and probe results and performs its outputs.
 //! - [`config`]: the command line. Parses flags into a validated `Config` (or help,
 //!   version, or a one-line usage error); the rest of the server trusts it as is.
 
@@ -24,3 +27,4 @@ pub mod config;
 pub mod ratelimit;
 pub mod time;
 pub mod wire;
+pub mod wz;

@@ -1,0 +1,24 @@
+//! The Warzone 2100 master server ("lobby"): real 2.3.x, 3.x and 4.x games host and browse
+//! games here.
+//!
+//! Contract: docs/protocols/wz-lobby.md ("Legacy protocol", "Behaviour"); wire code in
+//! [`crate::wire::wz`]. Sans-IO like the rest of lobbyd's cores: no sockets, no clock reads.
+//!
+//! - [`lobby`]: [`WzLobby`], the core the driver feeds (`handle_*`) and drains (`poll_*`);
+//! - [`legacy`]: the legacy connection state machine;
+//! - [`games`]: the game table every protocol shares;
+//! - [`policy`]: banned words and minimum version;
+//! - [`stats`]: counters.
+
+pub mod games;
+pub mod legacy;
+pub mod lobby;
+pub mod policy;
+pub mod stats;
+
+#[cfg(test)]
+mod tests;
+
+pub use games::{GameTable, GameView};
+pub use lobby::{ConnId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput};
+pub use stats::WzStats;
