@@ -270,7 +270,10 @@ mod tests {
         table.add(game(1, a, now)).unwrap();
         assert_eq!(table.add(game(1, b, now)), Err(AddError::IdInUse));
         table.add(game(2, a, now)).unwrap();
-        assert_eq!(table.add(game(3, a, now)), Err(AddError::TooManyFromAddress));
+        assert_eq!(
+            table.add(game(3, a, now)),
+            Err(AddError::TooManyFromAddress)
+        );
         table.add(game(3, b, now)).unwrap();
         assert_eq!(table.add(game(4, b, now)), Err(AddError::Full));
         assert_eq!(table.count_for(a), 2);

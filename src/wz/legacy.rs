@@ -221,9 +221,7 @@ impl LegacyConn {
     fn on_gamestruct(&mut self, sh: &mut Shared, st: &mut WzStats, now: Instant, raw: &[u8]) {
         match self.state {
             State::Fresh => self.protocol_error(sh, st, ProtocolError::GameStructWithoutAddg),
-            State::Probing { .. } => {
-                self.protocol_error(sh, st, ProtocolError::InputWhileProbing)
-            }
+            State::Probing { .. } => self.protocol_error(sh, st, ProtocolError::InputWhileProbing),
             State::AwaitingStruct => self.register(sh, st, now, raw),
             State::Registered {
                 game_id,
@@ -460,7 +458,13 @@ impl LegacyConn {
     }
 
     /// Count the outcome; on failure refuse with 408.
-    fn probe_verdict(&mut self, sh: &mut Shared, st: &mut WzStats, _now: Instant, outcome: ProbeOutcome) {
+    fn probe_verdict(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        _now: Instant,
+        outcome: ProbeOutcome,
+    ) {
         st.probe_outcome(outcome);
         if let State::Probing { target, .. } = self.state {
             if matches!(outcome, ProbeOutcome::Refused | ProbeOutcome::TimedOut) {
@@ -511,7 +515,14 @@ impl LegacyConn {
     }
 
     /// Status with the reason, then close.
-    fn refuse(&mut self, sh: &mut Shared, st: &mut WzStats, reason: Refusal, code: u32, motd: &str) {
+    fn refuse(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        reason: Refusal,
+        code: u32,
+        motd: &str,
+    ) {
         st.refuse(reason);
         sh.send_status(self.id, code, motd);
         self.shut(sh, st, Removal::Refused);

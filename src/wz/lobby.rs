@@ -197,7 +197,12 @@ impl Shared {
     }
 
     /// Emit a probe for `conn` and return its id.
-    pub(crate) fn start_probe(&mut self, conn: ConnId, addr: SocketAddr, send_wzlr: bool) -> ProbeId {
+    pub(crate) fn start_probe(
+        &mut self,
+        conn: ConnId,
+        addr: SocketAddr,
+        send_wzlr: bool,
+    ) -> ProbeId {
         let probe = self.next_probe;
         self.next_probe = self.next_probe.wrapping_add(1);
         self.probes.insert(probe, conn);

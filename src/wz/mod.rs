@@ -4,11 +4,12 @@
 //! Contract: docs/protocols/wz-lobby.md ("Legacy protocol", "Behaviour"); wire code in
 //! [`crate::wire::wz`]. Sans-IO like the rest of lobbyd's cores: no sockets, no clock reads.
 //!
-//! - [`lobby`]: [`WzLobby`], the core the driver feeds (`handle_*`) and drains (`poll_*`);
-//! - [`legacy`]: the legacy connection state machine;
-//! - [`games`]: the game table every protocol shares;
-//! - [`policy`]: banned words and minimum version;
-//! - [`stats`]: counters.
+//! - [`lobby`] holds [`WzLobby`], the core the driver feeds (`handle_*`) and drains
+//!   (`poll_*`);
+//! - [`legacy`] is the legacy connection state machine;
+//! - [`games`] is the game table every protocol shares;
+//! - [`policy`] applies banned words and the minimum version;
+//! - [`stats`] holds the counters.
 
 pub mod games;
 pub mod legacy;

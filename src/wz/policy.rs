@@ -52,7 +52,10 @@ impl NamePolicy {
 /// True if the netcode version `(major, minor)` is at least `min` (lexicographic: 2.3.7 is
 /// `(2, 98)`, 3.x `(0x1000, 0)` and up, 4.x `(0x4000, n)`).
 pub fn version_allowed(min: Option<(u32, u32)>, major: u32, minor: u32) -> bool {
-    min.is_none_or(|min| (major, minor) >= min)
+    match min {
+        Some(min) => (major, minor) >= min,
+        None => true,
+    }
 }
 
 #[cfg(test)]
@@ -61,7 +64,9 @@ mod tests {
 
     #[test]
     fn banned_words_match_whole_words_case_insensitively() {
-        let policy = NamePolicy::new(&parse_banned_words("# comment\nBadWord  other\n\n  nasty # x"));
+        let policy = NamePolicy::new(&parse_banned_words(
+            "# comment\nBadWord  other\n\n  nasty # x",
+        ));
         assert!(policy.is_banned(b"my BADWORD game"));
         assert!(policy.is_banned(b"NASTY!!"));
         assert!(policy.is_banned(b"x-other-y"));

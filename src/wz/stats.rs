@@ -312,11 +312,7 @@ impl WzStats {
         for (outcome, value) in ProbeOutcome::ALL.iter().zip(self.probe_outcomes) {
             f("wz_probe_outcomes_total", outcome.as_str(), value);
         }
-        f(
-            "wz_stale_probe_results_total",
-            "",
-            self.stale_probe_results,
-        );
+        f("wz_stale_probe_results_total", "", self.stale_probe_results);
         for (reason, value) in Removal::ALL.iter().zip(self.games_removed) {
             f("wz_games_removed_total", reason.as_str(), value);
         }

@@ -11,8 +11,8 @@ use quickcheck::{Arbitrary, Gen, QuickCheck};
 use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal};
 use super::{ConnId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput};
 use crate::wire::wz::{
-    c_string, parse_game_id, parse_status, read_list_237, read_list_3x, read_list_4x,
-    ClientList, GameStructRepr, GAMESTRUCT_LEN,
+    c_string, parse_game_id, parse_status, read_list_237, read_list_3x, read_list_4x, ClientList,
+    GameStructRepr, GAMESTRUCT_LEN,
 };
 
 const HOST_V4: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
@@ -137,7 +137,12 @@ impl Sim {
 
     /// Register a game on an open connection, answering the probe with `result`; returns
     /// the status the host read.
-    fn register(&mut self, conn: ConnId, gs: &[u8; GAMESTRUCT_LEN], result: ProbeResult) -> (u32, Vec<u8>, bool) {
+    fn register(
+        &mut self,
+        conn: ConnId,
+        gs: &[u8; GAMESTRUCT_LEN],
+        result: ProbeResult,
+    ) -> (u32, Vec<u8>, bool) {
         self.send(conn, &addg(gs));
         let mut out = self.out();
         if let Some((probe, _, _)) = Sim::probe(&out) {
@@ -179,7 +184,10 @@ fn assert_listed(list: &ClientList, ids: &[u32]) {
     assert_eq!(got, ids);
     for game in &list.games {
         assert_ne!(game.dw_size, 0);
-        assert_eq!(game.mod_list, [0; 255], "stale bytes after the terminator relayed");
+        assert_eq!(
+            game.mod_list, [0; 255],
+            "stale bytes after the terminator relayed"
+        );
     }
 }
 
@@ -201,8 +209,10 @@ fn host_237_registers_on_two_sockets_and_reregisters() {
     let out = sim.out();
     let (probe2, target, _) = Sim::probe(&out).unwrap();
     assert_eq!(target, SocketAddr::new(HOST_V6, 2100));
-    sim.lobby.handle_probe_result(sim.now, probe2, ProbeResult::Connected);
-    sim.lobby.handle_probe_result(sim.now, probe1, ProbeResult::Connected);
+    sim.lobby
+        .handle_probe_result(sim.now, probe2, ProbeResult::Connected);
+    sim.lobby
+        .handle_probe_result(sim.now, probe1, ProbeResult::Connected);
     let out = sim.out();
     assert_eq!(parse_status(&Sim::sent(&out, 1)).unwrap().0, 200);
     assert_eq!(parse_status(&Sim::sent(&out, 2)).unwrap().0, 200);
@@ -215,7 +225,10 @@ fn host_237_registers_on_two_sockets_and_reregisters() {
     assert_eq!(host_of(&list.games[0]), b"10.0.0.1");
     assert_eq!(host_of(&list.games[1]), b"2001:db8::1");
     assert!(list.games.iter().all(|g| g.dw_size != 0));
-    assert_ne!(list.games[1].game_id, id, "the v6 socket sent no gaId: fresh id");
+    assert_ne!(
+        list.games[1].game_id, id,
+        "the v6 socket sent no gaId: fresh id"
+    );
 
     // A player joins: the 2.3.7 host closes both sockets and starts over with a new gaId.
     sim.close(1);
@@ -224,7 +237,11 @@ fn host_237_registers_on_two_sockets_and_reregisters() {
     sim.open(3, HOST_V4);
     let new_id = sim.gaid(3);
     assert_ne!(new_id, id);
-    let (code, _, closed) = sim.register(3, &host_struct("2.3.7", "my game", new_id, 0), ProbeResult::Connected);
+    let (code, _, closed) = sim.register(
+        3,
+        &host_struct("2.3.7", "my game", new_id, 0),
+        ProbeResult::Connected,
+    );
     assert_eq!((code, closed), (200, false));
     assert_listed(&read_list_237(&sim.list(11)).unwrap(), &[new_id]);
 }
@@ -234,9 +251,9 @@ fn host_3x_updates_get_no_reply() {
     let mut sim = Sim::new(motd_config());
     sim.open(1, HOST_V4);
     let id = sim.gaid(1);
-    let mut repr = GameStructRepr::parse(&crate::wire::wz::GameStruct::new_checked(
-        &host_struct("3.x", "three", id, 0)[..],
-    ).unwrap())
+    let mut repr = GameStructRepr::parse(
+        &crate::wire::wz::GameStruct::new_checked(&host_struct("3.x", "three", id, 0)[..]).unwrap(),
+    )
     .unwrap();
     let (code, motd, closed) = sim.register(1, &repr.to_bytes(), ProbeResult::Connected);
     assert_eq!((code, motd.as_slice(), closed), (200, &b"hello"[..], false));
@@ -275,7 +292,9 @@ fn host_4x_probe_updates_and_keep() {
     // Every update gets a status; keep never does.
     for players in 2..4 {
         sim.advance(Duration::from_secs(7));
-        let mut repr = GameStructRepr::parse(&crate::wire::wz::GameStruct::new_checked(&gs[..]).unwrap()).unwrap();
+        let mut repr =
+            GameStructRepr::parse(&crate::wire::wz::GameStruct::new_checked(&gs[..]).unwrap())
+                .unwrap();
         repr.current_players = players;
         sim.send(1, &repr.to_bytes());
         let out = sim.out();
@@ -295,7 +314,10 @@ fn host_4x_probe_updates_and_keep() {
     assert_eq!(host_of(&list.games[0]), b"10.0.0.1");
     assert_eq!(list.status, Some((200, b"hello".to_vec())));
     let view = sim.lobby.games().next().unwrap();
-    assert_eq!((view.game_id, view.game_port, view.listed), (id, 2200, true));
+    assert_eq!(
+        (view.game_id, view.game_port, view.listed),
+        (id, 2200, true)
+    );
 }
 
 #[test]
@@ -311,7 +333,11 @@ fn list_reply_serves_every_generation_with_many_games() {
     for conn in 0..15 {
         sim.open(conn, HOST_V4);
         let id = sim.gaid(conn);
-        let (code, _, _) = sim.register(conn, &host_struct("4.x", "g", id, 0), ProbeResult::Connected);
+        let (code, _, _) = sim.register(
+            conn,
+            &host_struct("4.x", "g", id, 0),
+            ProbeResult::Connected,
+        );
         assert_eq!(code, 200);
         ids.push(id);
     }
@@ -343,7 +369,11 @@ fn addg_split_at_every_byte_boundary() {
         let (probe, _, _) = Sim::probe(&out).unwrap_or_else(|| panic!("no probe at split {split}"));
         sim.lobby
             .handle_probe_result(sim.now, probe, ProbeResult::Wzlr { game_id: id });
-        assert_eq!(parse_status(&Sim::sent(&sim.out(), 1)).unwrap().0, 200, "split {split}");
+        assert_eq!(
+            parse_status(&Sim::sent(&sim.out(), 1)).unwrap().0,
+            200,
+            "split {split}"
+        );
     }
     // And one byte at a time.
     let mut sim = Sim::new(motd_config());
@@ -359,10 +389,14 @@ fn unreachable_host_gets_408_then_close() {
     let mut sim = Sim::new(motd_config());
     sim.open(1, HOST_V4);
     let id = sim.gaid(1);
-    let (code, motd, closed) = sim.register(1, &host_struct("3.x", "g", id, 0), ProbeResult::Refused);
+    let (code, motd, closed) =
+        sim.register(1, &host_struct("3.x", "g", id, 0), ProbeResult::Refused);
     assert_eq!((code, closed), (408, true));
     let motd = String::from_utf8(motd).unwrap();
-    assert!(motd.contains("failed to open a connection to 10.0.0.1:2100."), "{motd}");
+    assert!(
+        motd.contains("failed to open a connection to 10.0.0.1:2100."),
+        "{motd}"
+    );
     assert_eq!(sim.lobby.games().count(), 0);
     assert_eq!(sim.lobby.reserved_ids(), 0);
     assert_eq!(sim.lobby.stats.refusals(Refusal::Unreachable), 1);
@@ -379,7 +413,8 @@ fn unreachable_host_gets_408_then_close() {
     let out = sim.out();
     assert_eq!(parse_status(&Sim::sent(&out, 2)).unwrap().0, 408);
     assert!(Sim::closed(&out, 2));
-    sim.lobby.handle_probe_result(sim.now, probe, ProbeResult::Connected);
+    sim.lobby
+        .handle_probe_result(sim.now, probe, ProbeResult::Connected);
     assert_eq!(sim.out(), vec![]);
     assert_eq!(sim.lobby.stats.stale_probe_results, 1);
     assert_eq!(sim.lobby.stats.probe_outcomes_of(ProbeOutcome::TimedOut), 1);
@@ -390,7 +425,11 @@ fn wzlr_with_wrong_game_id_is_refused() {
     let mut sim = Sim::new(motd_config());
     sim.open(1, HOST_V4);
     let id = sim.gaid(1);
-    let (code, _, closed) = sim.register(1, &host_struct("4.x", "g", id, 0), ProbeResult::Wzlr { game_id: id + 1 });
+    let (code, _, closed) = sim.register(
+        1,
+        &host_struct("4.x", "g", id, 0),
+        ProbeResult::Wzlr { game_id: id + 1 },
+    );
     assert_eq!((code, closed), (408, true));
     assert_eq!(sim.lobby.stats.refusals(Refusal::WrongGameId), 1);
     assert_eq!(sim.lobby.games().count(), 0);
@@ -431,27 +470,47 @@ fn banned_words_min_version_and_per_ip_limits() {
     };
     let mut sim = Sim::new(config);
     sim.open(1, HOST_V4);
-    let (code, motd, closed) = sim.register(1, &host_struct("4.x", "my BADWORD game", 0, 0), ProbeResult::Connected);
+    let (code, motd, closed) = sim.register(
+        1,
+        &host_struct("4.x", "my BADWORD game", 0, 0),
+        ProbeResult::Connected,
+    );
     assert_eq!((code, closed), (406, true));
     assert!(String::from_utf8(motd).unwrap().contains("name"));
     assert_eq!(sim.lobby.stats.probes_started, 0);
 
     sim.open(2, HOST_V4);
-    let (code, _, closed) = sim.register(2, &host_struct("2.3.7", "old", 0, 0), ProbeResult::Connected);
+    let (code, _, closed) = sim.register(
+        2,
+        &host_struct("2.3.7", "old", 0, 0),
+        ProbeResult::Connected,
+    );
     assert_eq!((code, closed), (403, true));
     assert_eq!(sim.lobby.stats.refusals(Refusal::MinVersion), 1);
 
     sim.open(3, HOST_V4);
-    assert_eq!(sim.register(3, &host_struct("3.x", "ok", 0, 0), ProbeResult::Connected).0, 200);
+    assert_eq!(
+        sim.register(3, &host_struct("3.x", "ok", 0, 0), ProbeResult::Connected)
+            .0,
+        200
+    );
     sim.open(4, HOST_V4);
-    let (code, _, closed) = sim.register(4, &host_struct("4.x", "second", 0, 0), ProbeResult::Connected);
+    let (code, _, closed) = sim.register(
+        4,
+        &host_struct("4.x", "second", 0, 0),
+        ProbeResult::Connected,
+    );
     assert_eq!((code, closed), (406, true));
     assert_eq!(sim.lobby.stats.refusals(Refusal::GamesPerIp), 1);
 
     // An update that renames the game to a banned name: 4.x gets the reason, then close.
     sim.open(5, HOST_V6);
     let id = sim.gaid(5);
-    sim.register(5, &host_struct("4.x", "fine", id, 0), ProbeResult::Connected);
+    sim.register(
+        5,
+        &host_struct("4.x", "fine", id, 0),
+        ProbeResult::Connected,
+    );
     sim.send(5, &host_struct("4.x", "now badword", id, 0));
     let out = sim.out();
     assert_eq!(parse_status(&Sim::sent(&out, 5)).unwrap().0, 406);
@@ -485,7 +544,11 @@ fn registration_rate_is_limited_per_address() {
     let mut sim = Sim::new(config);
     for conn in 0..3 {
         sim.open(conn, HOST_V4);
-        let (code, _, _) = sim.register(conn, &host_struct("2.3.7", "g", 0, 0), ProbeResult::Connected);
+        let (code, _, _) = sim.register(
+            conn,
+            &host_struct("2.3.7", "g", 0, 0),
+            ProbeResult::Connected,
+        );
         sim.close(conn);
         assert_eq!(code, if conn < 2 { 200 } else { 406 });
     }
@@ -500,9 +563,15 @@ fn malformed_input_closes_and_counts() {
     });
     let cases: Vec<(Vec<u8>, ProtocolError)> = vec![
         (b"HELO\0".to_vec(), ProtocolError::UnknownCommand),
-        (host_struct("3.x", "g", 0, 0).to_vec(), ProtocolError::GameStructWithoutAddg),
+        (
+            host_struct("3.x", "g", 0, 0).to_vec(),
+            ProtocolError::GameStructWithoutAddg,
+        ),
         (b"addg\0list\0".to_vec(), ProtocolError::ExpectedGameStruct),
-        ([b"addg\0".as_slice(), &[0, 0, 0, 9], &[0; 20]].concat(), ProtocolError::BadVersion),
+        (
+            [b"addg\0".as_slice(), &[0, 0, 0, 9], &[0; 20]].concat(),
+            ProtocolError::BadVersion,
+        ),
         (
             [addg(&host_struct("3.x", "g", 0, 0)), b"addg\0".to_vec()].concat(),
             ProtocolError::DuplicateAddg,
@@ -532,7 +601,10 @@ fn malformed_input_closes_and_counts() {
     sim.send(51, partial);
     sim.advance(Duration::from_secs(11));
     assert!(Sim::closed(&sim.out(), 51));
-    assert_eq!(sim.lobby.stats.protocol_errors_of(ProtocolError::Truncated), 2);
+    assert_eq!(
+        sim.lobby.stats.protocol_errors_of(ProtocolError::Truncated),
+        2
+    );
     // A 2.2-era struct after addg is told to upgrade.
     sim.open(52, HOST_V4);
     sim.send(52, &[b"addg\0".as_slice(), &[0, 0, 0, 2]].concat());
@@ -563,7 +635,10 @@ impl Arbitrary for Step {
             4 => Step::Addg(conn, u8::arbitrary(g)),
             5 => {
                 let pick = [&b"gaId\0"[..], b"keep\0", b"list", b"addg\0", b"motd\0"];
-                Step::Bytes(conn, pick[usize::from(u8::arbitrary(g)) % pick.len()].to_vec())
+                Step::Bytes(
+                    conn,
+                    pick[usize::from(u8::arbitrary(g)) % pick.len()].to_vec(),
+                )
             }
             _ => Step::Bytes(conn, Vec::<u8>::arbitrary(g)),
         }
@@ -587,7 +662,11 @@ fn run_script(steps: Vec<Step>) -> bool {
             Step::Addg(conn, kind) => {
                 let generation = ["2.3.7", "3.x", "4.x"][usize::from(kind % 3)];
                 let gs = host_struct(generation, "g", u32::from(kind), u16::from(kind));
-                let bytes = if kind & 4 == 0 { addg(&gs) } else { gs.to_vec() };
+                let bytes = if kind & 4 == 0 {
+                    addg(&gs)
+                } else {
+                    gs.to_vec()
+                };
                 let cut = usize::from(kind).min(bytes.len());
                 sim.send(usize::from(conn), &bytes[..bytes.len() - cut / 8]);
             }
@@ -597,7 +676,9 @@ fn run_script(steps: Vec<Step>) -> bool {
                         0 => ProbeResult::Refused,
                         1 => ProbeResult::TimedOut,
                         2 => ProbeResult::Connected,
-                        _ => ProbeResult::Wzlr { game_id: u32::from(pick) },
+                        _ => ProbeResult::Wzlr {
+                            game_id: u32::from(pick),
+                        },
                     };
                     sim.lobby.handle_probe_result(sim.now, probe, result);
                 }
@@ -642,8 +723,12 @@ fn stats_visit_covers_every_counter() {
     sim.open(1, HOST_V4);
     sim.send(1, b"zzzz");
     let mut seen = Vec::new();
-    sim.lobby.stats.visit(|name, label, value| seen.push((name, label, value)));
+    sim.lobby
+        .stats
+        .visit(|name, label, value| seen.push((name, label, value)));
     assert!(seen.contains(&("wz_protocol_errors_total", "unknown_command", 1)));
     assert!(seen.contains(&("wz_connections_opened_total", "", 1)));
-    assert!(seen.iter().all(|(name, _, _)| name.starts_with("wz_") && name.ends_with("_total")));
+    assert!(seen
+        .iter()
+        .all(|(name, _, _)| name.starts_with("wz_") && name.ends_with("_total")));
 }
