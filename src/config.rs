@@ -9,7 +9,7 @@
 //! strings to values or to a one-line [`UsageError`] naming the flag and the bad value.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::ops::RangeInclusive;
 use std::str::FromStr;
 use std::time::Duration;
@@ -41,8 +41,8 @@ const LOG_LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"]
 /// What the command line asks the binary to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    /// Run the server with this configuration.
-    Run(Config),
+    /// Run the server with this configuration (boxed: it is much larger than the rest).
+    Run(Box<Config>),
     /// Print this full usage text to stdout and exit successfully.
     Help(String),
     /// Print this version line (`lobbyd <version>`) to stdout and exit successfully.
@@ -168,6 +168,9 @@ pub struct Config {
     pub max_conns: usize,
     /// Most TCP connections open at once from one IP (`--max-conns-per-ip`, default 64).
     pub max_conns_per_ip: usize,
+    /// Where the operators' HTTP endpoint (`/metrics`, `/rooms`) listens (`--metrics ADDR`);
+    /// off by default. Bind it to loopback: it is not authenticated.
+    pub metrics: Option<SocketAddr>,
     /// The `--log` level if one was given (lower case, one of error, warn, info, debug,
     /// trace, off); `None` lets `RUST_LOG` decide, falling back to info.
     pub log: Option<String>,
@@ -206,6 +209,7 @@ impl Default for Config {
             conn_rate: 5,
             max_conns: 10_000,
             max_conns_per_ip: 64,
+            metrics: None,
             log: None,
         }
     }
@@ -237,7 +241,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
     if let Some(stray) = matches.free.first() {
         return Err(UsageError::new(format!("unexpected argument {stray:?}")));
     }
-    config_from(&matches, defaults).map(Command::Run)
+    config_from(&matches, defaults).map(|config| Command::Run(Box::new(config)))
 }
 
 /// The `--version` line.
@@ -262,7 +266,7 @@ fn usage(options: &Options) -> String {
 /// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
 fn options(d: &Config) -> Options {
     // (long name, value hint or "" for a plain switch, description), in help order.
-    let flags: [(&str, &str, String); 28] = [
+    let flags: [(&str, &str, String); 29] = [
         ("help", "", "Print this help and exit.".into()),
         ("version", "", "Print the version and exit.".into()),
         (
@@ -448,6 +452,12 @@ fn options(d: &Config) -> Options {
                 "Most TCP connections at once per IP (default {}).",
                 d.max_conns_per_ip
             ),
+        ),
+        (
+            "metrics",
+            "ADDR",
+            "Serve GET /metrics and /rooms over HTTP on ADDR, e.g. 127.0.0.1:9100 (default off)."
+                .into(),
         ),
         (
             "log",
@@ -645,6 +655,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         None => None,
     };
     let public_host = parsed::<Ipv4Addr>(m, "public-host", "an IPv4 address")?;
+    let metrics = parsed::<SocketAddr>(m, "metrics", "an address like 127.0.0.1:9100")?;
     if public_host.is_some_and(|ip| ip.is_unspecified()) {
         return Err(UsageError::new(
             "--public-host: \"0.0.0.0\" is not an address clients can reach".to_string(),
@@ -699,6 +710,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
             1..=usize::MAX,
             d.max_conns_per_ip,
         )?,
+        metrics,
         log,
     })
 }
@@ -763,7 +775,7 @@ mod tests {
 
     fn run(args: &[&str]) -> Result<Config, UsageError> {
         match parse_args(args.iter().map(|a| a.to_string()))? {
-            Command::Run(config) => Ok(config),
+            Command::Run(config) => Ok(*config),
             other => panic!("expected Run, got {other:?}"),
         }
     }

@@ -18,12 +18,17 @@
 //! - [`wz`]: the Warzone 2100 master server core ([`wz::WzLobby`]): game table,
 //!   legacy host/browser connections, reachability probes, name and version policy. Sans-IO:
 //!   the driver feeds it bytes and probe results and performs its outputs.
+//! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as
+//!   JSON) and their request parsing, without the sockets.
 //! - [`config`]: the command line. Parses flags into a validated `Config` (or help,
 //!   version, or a one-line usage error); the rest of the server trusts it as is.
 
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod lobby;
+pub mod metrics;
+pub mod net;
 pub mod ratelimit;
 pub mod time;
 pub mod wire;

@@ -47,9 +47,13 @@ fn init_logging(level: Option<&str>) {
     builder.format_timestamp_millis().init();
 }
 
-/// Runs the server until shutdown. The network driver is not part of this branch, so
-/// this reports that and fails; the integrator replaces it with `lobbyd::net::run`.
-fn run_server(_config: Config) -> ExitCode {
-    log::error!("server not built in this branch");
-    ExitCode::from(1)
+/// Runs the server until shutdown; an I/O error at bind or in the loop exits 1.
+fn run_server(config: Box<Config>) -> ExitCode {
+    match lobbyd::net::run(&config) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            log::error!("lobbyd: {e}");
+            ExitCode::from(1)
+        }
+    }
 }

@@ -37,7 +37,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 28] = [
+const FLAGS: [&str; 29] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -65,6 +65,7 @@ const FLAGS: [&str; 28] = [
     "--conn-rate N",
     "--max-conns N",
     "--max-conns-per-ip N",
+    "--metrics ADDR",
     "--log LEVEL",
 ];
 
@@ -129,4 +130,46 @@ fn bad_values_exit_2_with_one_line_reason() {
     );
     assert_usage_error(&["--port"], "--port needs a value");
     assert_usage_error(&["--port", "1\n2"], "--port: \"1\\n2\"");
+}
+
+/// SIGTERM stops a running server cleanly: exit code 0 within a second or two.
+#[test]
+fn sigterm_exits_zero() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lobbyd"))
+        .args([
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--instance-ports",
+            "0",
+        ])
+        .args(["--log", "info"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("lobbyd starts");
+    // Wait until it has bound its sockets (it logs the real address).
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let ready = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.contains("udp room lobby listening on 127.0.0.1:"));
+    assert!(ready, "lobbyd never reported its address");
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(0));
+            break;
+        }
+        assert!(Instant::now() < deadline, "lobbyd ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

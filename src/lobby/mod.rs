@@ -1,0 +1,845 @@
+//! The lobby core: a sans-IO state machine for rooms, seats and game instances.
+//!
+//! It implements the behaviour of the UDP room lobby (`rtype-udp-lobby-protocol.md`
+//! sections 4-14) and of lobbyd's game-instance relay (`docs/protocols/instance.md`). It owns
+//! no socket and never reads the clock: the driver hands it decoded requests and the current
+//! time through `handle_*` methods and collects what to do through [`Lobby::poll_output`]
+//! (send a reply, bind or close an instance socket) and [`Lobby::poll_timeout`] (when to call
+//! [`Lobby::handle_timeout`] next). Timers run on one fixed-tick [`TimerWheel`].
+//!
+//! Instance sockets are bound by the driver: CREATE_ROOM yields [`Output::OpenInstance`],
+//! the driver answers with [`Lobby::handle_instance_opened`], and only then is ROOM_CREATED
+//! (or JOIN_FAILED) queued. So a listed room always has a live socket, and a room's socket is
+//! closed ([`Output::CloseInstance`]) in the same step that removes it from the list.
+
+pub mod room;
+pub mod stats;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::ratelimit::{PerIpConfig, PerIpLimiter};
+use crate::time::wheel::TimerWheel;
+
+pub use room::{Room, RoomId, RoomState, Slot};
+pub use stats::{InstanceIgnore, JoinFailure, LobbyStats};
+
+use room::{Countdown, SeatRefusal};
+
+/// Bytes of a ROOM_LIST datagram with `n` records: header 8 + count 2 + 13 n + CRC 4.
+pub const fn room_list_len(n: usize) -> usize {
+    8 + 2 + 13 * n + 4
+}
+
+/// Bytes of ROOM_CREATED and JOIN_SUCCESS (6-byte payload).
+const ROOM_PORT_REPLY_LEN: usize = 8 + 6 + 4;
+/// Bytes of JOIN_FAILED (empty payload).
+const JOIN_FAILED_LEN: usize = 8 + 4;
+
+/// What the core needs to know about the operator's limits.
+#[derive(Clone, Debug)]
+pub struct LobbyConfig {
+    /// Live rooms at most (each holds an instance port until reaped).
+    pub max_rooms: usize,
+    /// Rooms one IP address may have created and still alive.
+    pub max_rooms_per_ip: usize,
+    /// Seats per room (1..=255).
+    pub max_players: u8,
+    /// COUNTDOWN seconds between START and STARTED.
+    pub countdown_secs: u8,
+    /// A member silent this long is removed.
+    pub idle_timeout: Duration,
+    /// How long JOIN_SUCCESS / ROOM_CREATED hold a seat for the requester's IP.
+    pub seat_timeout: Duration,
+    /// How long a Finished room stays listed before its port returns to the pool.
+    pub reap_grace: Duration,
+    /// Most rooms in one ROOM_LIST (so the datagram is not fragmented).
+    pub max_list_rooms: usize,
+    /// Per-source-IP request and reply-byte budgets of the UDP lobby.
+    pub rate: PerIpConfig,
+    /// Granularity of the timer wheel.
+    pub timer_tick: Duration,
+}
+
+impl Default for LobbyConfig {
+    fn default() -> Self {
+        LobbyConfig {
+            max_rooms: 100,
+            max_rooms_per_ip: 8,
+            max_players: 4,
+            countdown_secs: 5,
+            idle_timeout: Duration::from_secs(30),
+            seat_timeout: Duration::from_secs(10),
+            reap_grace: Duration::from_secs(2),
+            max_list_rooms: 112,
+            rate: PerIpConfig {
+                rate: 50,
+                per: Duration::from_secs(1),
+                burst: 100,
+                byte_rate: 64_000,
+                byte_burst: 128_000,
+                max_entries: 65_536,
+            },
+            timer_tick: Duration::from_millis(1),
+        }
+    }
+}
+
+/// A request of the UDP room lobby, decoded by the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LobbyRequest {
+    /// LOBBY_LIST_ROOMS.
+    ListRooms,
+    /// LOBBY_CREATE_ROOM.
+    CreateRoom,
+    /// LOBBY_JOIN_ROOM with its room id (0 included: the core refuses it).
+    JoinRoom(u32),
+}
+
+/// A reply of the UDP room lobby.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LobbyReply {
+    /// LOBBY_ROOM_LIST: the driver encodes [`Lobby::room_list`] at send time.
+    RoomList,
+    /// LOBBY_ROOM_CREATED.
+    RoomCreated {
+        /// The new room.
+        room: RoomId,
+        /// Its instance port.
+        port: u16,
+    },
+    /// LOBBY_JOIN_SUCCESS.
+    JoinSuccess {
+        /// The room joined.
+        room: RoomId,
+        /// Its instance port.
+        port: u16,
+    },
+    /// LOBBY_JOIN_FAILED.
+    JoinFailed(JoinFailure),
+}
+
+/// A control message of the instance protocol (DATA goes through [`Lobby::relay_data`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceRequest {
+    /// HELLO, with the player token of a TCP lobby hand-over if any.
+    Hello {
+        /// The 8-byte player token, if the HELLO carried one.
+        token: Option<u64>,
+    },
+    /// LEAVE.
+    Leave,
+    /// START (owner only).
+    Start,
+    /// PING.
+    Ping,
+}
+
+/// Why a HELLO was refused (REJECT reason codes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// 1: every seat taken.
+    Full = 1,
+    /// 2: Playing or Finished.
+    NotJoinable = 2,
+    /// 3: the token matches no expected player.
+    UnknownToken = 3,
+}
+
+/// A message the instance sends to one member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceMessage {
+    /// WELCOME: the player's slot and the room's state.
+    Welcome {
+        /// The player's slot.
+        slot: Slot,
+        /// Members in the room.
+        player_count: u8,
+        /// Seats.
+        max_players: u8,
+        /// Room state code.
+        state: RoomState,
+    },
+    /// REJECT.
+    Reject(RejectReason),
+    /// PEER_JOINED(slot).
+    PeerJoined(Slot),
+    /// PEER_LEFT(slot).
+    PeerLeft(Slot),
+    /// COUNTDOWN(whole seconds left).
+    Countdown(u8),
+    /// STARTED.
+    Started,
+    /// PONG.
+    Pong,
+}
+
+/// What the driver must do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Send a UDP lobby reply from the lobby socket.
+    Lobby {
+        /// Destination.
+        to: SocketAddr,
+        /// The request's sequence id, echoed.
+        seq: u16,
+        /// The reply.
+        reply: LobbyReply,
+    },
+    /// Send an instance message from `room`'s socket.
+    Instance {
+        /// The room whose socket sends it.
+        room: RoomId,
+        /// Destination.
+        to: SocketAddr,
+        /// Echoed request seq, or the room's counter for server-initiated messages.
+        seq: u16,
+        /// The message.
+        msg: InstanceMessage,
+    },
+    /// Bind a UDP socket for `room` and answer with [`Lobby::handle_instance_opened`].
+    OpenInstance {
+        /// The room being created.
+        room: RoomId,
+    },
+    /// Close `room`'s socket: the room is gone from the core.
+    CloseInstance {
+        /// The reaped room.
+        room: RoomId,
+    },
+}
+
+/// One entry of a ROOM_LIST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoomInfo {
+    /// The room.
+    pub room: RoomId,
+    /// Members plus live reservations.
+    pub player_count: u16,
+    /// Seats.
+    pub max_players: u16,
+    /// Instance port.
+    pub port: u16,
+    /// State.
+    pub state: RoomState,
+}
+
+/// What a timer entry stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TimerEvent {
+    Housekeeping(RoomId),
+    CountdownTick(RoomId),
+    Reap(RoomId),
+}
+
+/// A create request waiting for its instance socket.
+#[derive(Clone, Copy, Debug)]
+struct PendingCreate {
+    to: SocketAddr,
+    seq: u16,
+}
+
+/// The lobby: every room, its timers and the queue of outputs.
+pub struct Lobby {
+    config: LobbyConfig,
+    rooms: HashMap<RoomId, Room>,
+    /// Rooms offered in ROOM_LIST, in creation order.
+    listed: Vec<RoomId>,
+    pending_creates: HashMap<RoomId, PendingCreate>,
+    next_room_id: u32,
+    timers: TimerWheel<TimerEvent>,
+    limiter: PerIpLimiter,
+    outputs: VecDeque<Output>,
+    /// The core's counters.
+    pub stats: LobbyStats,
+}
+
+impl Lobby {
+    /// A lobby with no rooms; `now` anchors the timer wheel.
+    pub fn new(config: LobbyConfig, now: Instant) -> Lobby {
+        let timers = TimerWheel::new(now, config.timer_tick, 4096);
+        let limiter = PerIpLimiter::new(config.rate);
+        Lobby {
+            config,
+            rooms: HashMap::new(),
+            listed: Vec::new(),
+            pending_creates: HashMap::new(),
+            next_room_id: 1,
+            timers,
+            limiter,
+            outputs: VecDeque::new(),
+            stats: LobbyStats::default(),
+        }
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &LobbyConfig {
+        &self.config
+    }
+
+    /// The next thing for the driver to do.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// When [`Lobby::handle_timeout`] must be called next, if any timer is armed.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next_deadline()
+    }
+
+    /// Number of rooms alive (bound, opening or finishing).
+    pub fn room_count(&self) -> usize {
+        self.rooms.len()
+    }
+
+    /// A room, for inspection (operators' views, tests).
+    pub fn room(&self, id: RoomId) -> Option<&Room> {
+        self.rooms.get(&id)
+    }
+
+    /// Every room, in no particular order.
+    pub fn rooms(&self) -> impl Iterator<Item = &Room> + '_ {
+        self.rooms.values()
+    }
+
+    /// Source IPs tracked by the UDP lobby's rate limiter.
+    pub fn rate_table_len(&self) -> usize {
+        self.limiter.len()
+    }
+
+    /// The ROOM_LIST records: at most `max_list_rooms`, joinable rooms first, each group in
+    /// creation order. Allocates nothing.
+    pub fn room_list(&self) -> impl Iterator<Item = RoomInfo> + '_ {
+        let joinable = self.listed_rooms().filter(|room| room.is_joinable());
+        let others = self.listed_rooms().filter(|room| !room.is_joinable());
+        joinable
+            .chain(others)
+            .filter_map(|room| {
+                Some(RoomInfo {
+                    room: room.id,
+                    player_count: u16::try_from(room.occupancy()).unwrap_or(u16::MAX),
+                    max_players: u16::try_from(room.max_players()).unwrap_or(u16::MAX),
+                    port: room.port?,
+                    state: room.state,
+                })
+            })
+            .take(self.config.max_list_rooms)
+    }
+
+    fn listed_rooms(&self) -> impl Iterator<Item = &Room> + '_ {
+        self.listed.iter().filter_map(|id| self.rooms.get(id))
+    }
+
+    fn listed_count(&self) -> usize {
+        self.listed.len().min(self.config.max_list_rooms)
+    }
+
+    /// A UDP lobby request from `from` with sequence id `seq`.
+    pub fn handle_lobby_request(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        seq: u16,
+        request: LobbyRequest,
+    ) {
+        if !self.limiter.allow_request(now, from.ip()) {
+            self.stats.rate_limited += 1;
+            return;
+        }
+        match request {
+            LobbyRequest::ListRooms => {
+                self.stats.list_requests += 1;
+                let len = room_list_len(self.listed_count());
+                self.send_lobby(now, from, seq, LobbyReply::RoomList, len);
+            }
+            LobbyRequest::CreateRoom => {
+                self.stats.create_requests += 1;
+                self.create_room(now, from, seq);
+            }
+            LobbyRequest::JoinRoom(id) => {
+                self.stats.join_requests += 1;
+                let reply = match self.join_room(now, from, id) {
+                    Ok((room, port)) => LobbyReply::JoinSuccess { room, port },
+                    Err(reason) => {
+                        self.stats.join_failed(reason);
+                        LobbyReply::JoinFailed(reason)
+                    }
+                };
+                let len = match reply {
+                    LobbyReply::JoinFailed(_) => JOIN_FAILED_LEN,
+                    _ => ROOM_PORT_REPLY_LEN,
+                };
+                self.send_lobby(now, from, seq, reply, len);
+            }
+        }
+    }
+
+    /// Queues a lobby reply if the requester's reply-byte budget allows it.
+    fn send_lobby(
+        &mut self,
+        now: Instant,
+        to: SocketAddr,
+        seq: u16,
+        reply: LobbyReply,
+        len: usize,
+    ) {
+        if !self.limiter.allow_reply_bytes(now, to.ip(), len) {
+            self.stats.reply_budget_exceeded += 1;
+            return;
+        }
+        self.outputs.push_back(Output::Lobby { to, seq, reply });
+    }
+
+    fn create_room(&mut self, now: Instant, from: SocketAddr, seq: u16) {
+        let refusal = if self.rooms.len() >= self.config.max_rooms {
+            Some(JoinFailure::MaxRooms)
+        } else if self
+            .rooms
+            .values()
+            .filter(|r| r.creator == from.ip())
+            .count()
+            >= self.config.max_rooms_per_ip
+        {
+            Some(JoinFailure::MaxRoomsPerIp)
+        } else if self.next_room_id == 0 {
+            Some(JoinFailure::NoRoomId)
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            self.stats.join_failed(reason);
+            self.send_lobby(
+                now,
+                from,
+                seq,
+                LobbyReply::JoinFailed(reason),
+                JOIN_FAILED_LEN,
+            );
+            return;
+        }
+        let id = RoomId(self.next_room_id);
+        // Ids are never reused: after u32::MAX the counter parks at 0, which refuses creates.
+        self.next_room_id = self.next_room_id.checked_add(1).unwrap_or(0);
+        self.rooms
+            .insert(id, Room::new(id, self.config.max_players, from.ip()));
+        self.pending_creates
+            .insert(id, PendingCreate { to: from, seq });
+        self.outputs.push_back(Output::OpenInstance { room: id });
+    }
+
+    /// The driver's answer to [`Output::OpenInstance`]: the bound port, or `None` when no
+    /// port of the instance range could be bound.
+    pub fn handle_instance_opened(&mut self, now: Instant, id: RoomId, port: Option<u16>) {
+        let Some(pending) = self.pending_creates.remove(&id) else {
+            return;
+        };
+        let Some(port) = port else {
+            self.rooms.remove(&id);
+            self.stats.join_failed(JoinFailure::NoInstancePort);
+            let reply = LobbyReply::JoinFailed(JoinFailure::NoInstancePort);
+            self.send_lobby(now, pending.to, pending.seq, reply, JOIN_FAILED_LEN);
+            return;
+        };
+        let expires = now + self.config.seat_timeout;
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        room.port = Some(port);
+        // A fresh room in Waiting with all seats free: the creator's reservation cannot fail.
+        let _ = room.reserve(pending.to.ip(), expires);
+        self.listed.push(id);
+        self.stats.rooms_created += 1;
+        self.arm_housekeeping(id);
+        let reply = LobbyReply::RoomCreated { room: id, port };
+        self.send_lobby(now, pending.to, pending.seq, reply, ROOM_PORT_REPLY_LEN);
+    }
+
+    fn join_room(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        id: u32,
+    ) -> Result<(RoomId, u16), JoinFailure> {
+        if id == 0 {
+            return Err(JoinFailure::RoomZero);
+        }
+        let id = RoomId(id);
+        let expires = now + self.config.seat_timeout;
+        let room = self.rooms.get_mut(&id).ok_or(JoinFailure::NoSuchRoom)?;
+        let port = room.port.ok_or(JoinFailure::NoSuchRoom)?;
+        let expired = room.expire_reservations(now);
+        let result = room.reserve(from.ip(), expires);
+        self.stats.reservations_expired += expired as u64;
+        match result {
+            Ok(()) => {
+                self.arm_housekeeping(id);
+                Ok((id, port))
+            }
+            Err(SeatRefusal::Full) => Err(JoinFailure::Full),
+            Err(SeatRefusal::NotJoinable) => Err(JoinFailure::NotJoinable),
+        }
+    }
+
+    /// A well-formed control datagram from `from` on `room`'s instance socket.
+    pub fn handle_instance_request(
+        &mut self,
+        now: Instant,
+        id: RoomId,
+        from: SocketAddr,
+        seq: u16,
+        request: InstanceRequest,
+    ) {
+        if !self.rooms.contains_key(&id) {
+            self.stats.ignored(InstanceIgnore::StaleRoom);
+            return;
+        }
+        match request {
+            InstanceRequest::Hello { token: _ } => self.hello(now, id, from, seq),
+            InstanceRequest::Leave => {
+                let Some(slot) = self.member_slot(id, from) else {
+                    self.stats.ignored(InstanceIgnore::NotMember);
+                    return;
+                };
+                self.stats.leaves += 1;
+                self.remove_member(now, id, slot);
+            }
+            InstanceRequest::Start => self.start(now, id, from),
+            InstanceRequest::Ping => {
+                let Some(slot) = self.member_slot(id, from) else {
+                    self.stats.ignored(InstanceIgnore::NotMember);
+                    return;
+                };
+                if let Some(room) = self.rooms.get_mut(&id) {
+                    room.touch(slot, now);
+                }
+                self.outputs.push_back(Output::Instance {
+                    room: id,
+                    to: from,
+                    seq,
+                    msg: InstanceMessage::Pong,
+                });
+            }
+        }
+    }
+
+    fn member_slot(&self, id: RoomId, from: SocketAddr) -> Option<Slot> {
+        self.rooms.get(&id)?.slot_of(from)
+    }
+
+    fn hello(&mut self, now: Instant, id: RoomId, from: SocketAddr, seq: u16) {
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        let (slot, is_new) = match room.slot_of(from) {
+            Some(slot) => {
+                room.touch(slot, now);
+                (slot, false)
+            }
+            None => {
+                let expired = room.expire_reservations(now);
+                self.stats.reservations_expired += expired as u64;
+                match room.admit(from, now) {
+                    Ok(slot) => (slot, true),
+                    Err(refusal) => {
+                        let reason = match refusal {
+                            SeatRefusal::Full => RejectReason::Full,
+                            SeatRefusal::NotJoinable => RejectReason::NotJoinable,
+                        };
+                        self.stats.rejects[reason as usize - 1] += 1;
+                        self.outputs.push_back(Output::Instance {
+                            room: id,
+                            to: from,
+                            seq,
+                            msg: InstanceMessage::Reject(reason),
+                        });
+                        return;
+                    }
+                }
+            }
+        };
+        self.stats.welcomes += 1;
+        let welcome = InstanceMessage::Welcome {
+            slot,
+            player_count: u8::try_from(room.member_count()).unwrap_or(u8::MAX),
+            max_players: u8::try_from(room.max_players()).unwrap_or(u8::MAX),
+            state: room.state,
+        };
+        self.outputs.push_back(Output::Instance {
+            room: id,
+            to: from,
+            seq,
+            msg: welcome,
+        });
+        if is_new {
+            // The newcomer learns who is already here, one PEER_JOINED per member ...
+            for index in 0..room.max_players() {
+                let peer_slot = Slot::try_from(index + 1).unwrap_or(Slot::MAX);
+                if peer_slot == slot || room.member(peer_slot).is_none() {
+                    continue;
+                }
+                let seq = room.take_seq();
+                self.outputs.push_back(Output::Instance {
+                    room: id,
+                    to: from,
+                    seq,
+                    msg: InstanceMessage::PeerJoined(peer_slot),
+                });
+            }
+            // ... and the others learn about the newcomer.
+            self.broadcast(id, InstanceMessage::PeerJoined(slot), Some(slot));
+            self.arm_housekeeping(id);
+        }
+    }
+
+    fn start(&mut self, now: Instant, id: RoomId, from: SocketAddr) {
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        let Some(slot) = room.slot_of(from) else {
+            self.stats.ignored(InstanceIgnore::NotMember);
+            return;
+        };
+        room.touch(slot, now);
+        if room.owner != Some(slot) {
+            self.stats.ignored(InstanceIgnore::NotOwner);
+            return;
+        }
+        if room.state != RoomState::Waiting {
+            self.stats.ignored(InstanceIgnore::BadState);
+            return;
+        }
+        room.state = RoomState::Countdown;
+        room.countdown = Some(Countdown {
+            started: now,
+            remaining: self.config.countdown_secs,
+        });
+        self.countdown_step(id);
+    }
+
+    /// Announces the current countdown value and arms the next tick, or starts the game.
+    fn countdown_step(&mut self, id: RoomId) {
+        let total = self.config.countdown_secs;
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        let Some(countdown) = room.countdown else {
+            return;
+        };
+        if countdown.remaining == 0 {
+            room.countdown = None;
+            room.state = RoomState::Playing;
+            room.clear_reservations();
+            self.stats.games_started += 1;
+            self.broadcast(id, InstanceMessage::Started, None);
+            return;
+        }
+        self.broadcast(id, InstanceMessage::Countdown(countdown.remaining), None);
+        // Tick k fires at started + k seconds, computed from the start: no drift.
+        let elapsed = u32::from(total - countdown.remaining) + 1;
+        let deadline = countdown.started + Duration::from_secs(u64::from(elapsed));
+        let key = self.timers.insert(deadline, TimerEvent::CountdownTick(id));
+        if let Some(room) = self.rooms.get_mut(&id) {
+            room.timers.countdown = Some(key);
+        }
+    }
+
+    /// Sends `msg` to every member of `id` except `except`.
+    fn broadcast(&mut self, id: RoomId, msg: InstanceMessage, except: Option<Slot>) {
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        // One event, one sequence number: every member sees the same value for it.
+        let seq = room.take_seq();
+        let count = room.max_players();
+        for index in 0..count {
+            let slot = Slot::try_from(index + 1).unwrap_or(Slot::MAX);
+            if Some(slot) == except {
+                continue;
+            }
+            let Some(addr) = room.member(slot).map(|m| m.addr) else {
+                continue;
+            };
+            self.outputs.push_back(Output::Instance {
+                room: id,
+                to: addr,
+                seq,
+                msg,
+            });
+        }
+    }
+
+    /// A DATA datagram from `from` on `id`'s socket, addressed to `target` (a slot, or 0xFF
+    /// for everyone else). Fills `destinations` with where to forward it and returns the
+    /// sender's slot, or `None` (and counts why) when it must be dropped. The driver then
+    /// rewrites the datagram in place and sends it, so the payload is never copied.
+    pub fn relay_data(
+        &mut self,
+        now: Instant,
+        id: RoomId,
+        from: SocketAddr,
+        target: u8,
+        destinations: &mut Vec<SocketAddr>,
+    ) -> Option<Slot> {
+        destinations.clear();
+        let Some(room) = self.rooms.get_mut(&id) else {
+            self.stats.ignored(InstanceIgnore::StaleRoom);
+            return None;
+        };
+        let Some(sender) = room.slot_of(from) else {
+            self.stats.ignored(InstanceIgnore::NotMember);
+            return None;
+        };
+        room.touch(sender, now);
+        if target == 0xFF {
+            destinations.extend(
+                room.members()
+                    .filter(|(slot, _)| *slot != sender)
+                    .map(|(_, m)| m.addr),
+            );
+        } else {
+            match room.member(target) {
+                Some(member) if target != sender => destinations.push(member.addr),
+                _ => {
+                    self.stats.ignored(InstanceIgnore::BadTarget);
+                    return None;
+                }
+            }
+        }
+        self.stats.data_forwarded += destinations.len() as u64;
+        Some(sender)
+    }
+
+    /// Removes a member, tells the others, and finishes the room if it is now empty.
+    fn remove_member(&mut self, now: Instant, id: RoomId, slot: Slot) {
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        if room.remove(slot).is_none() {
+            return;
+        }
+        self.broadcast(id, InstanceMessage::PeerLeft(slot), None);
+        self.finish_if_empty(now, id);
+    }
+
+    fn finish_if_empty(&mut self, now: Instant, id: RoomId) {
+        let empty = self
+            .rooms
+            .get(&id)
+            .is_some_and(|room| room.is_empty() && room.state != RoomState::Finished);
+        if empty {
+            self.finish(now, id);
+        }
+    }
+
+    /// Moves a room to Finished and schedules its removal.
+    fn finish(&mut self, now: Instant, id: RoomId) {
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        room.state = RoomState::Finished;
+        room.countdown = None;
+        let timers = std::mem::take(&mut room.timers);
+        if let Some((key, _)) = timers.housekeeping {
+            self.timers.cancel(key);
+        }
+        if let Some(key) = timers.countdown {
+            self.timers.cancel(key);
+        }
+        if let Some(key) = timers.reap {
+            self.timers.cancel(key);
+        }
+        let key = self
+            .timers
+            .insert(now + self.config.reap_grace, TimerEvent::Reap(id));
+        if let Some(room) = self.rooms.get_mut(&id) {
+            room.timers.reap = Some(key);
+        }
+    }
+
+    /// Arms (or moves earlier) the room's housekeeping timer to its next deadline.
+    fn arm_housekeeping(&mut self, id: RoomId) {
+        let idle = self.config.idle_timeout;
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        let Some(deadline) = room.next_housekeeping(idle) else {
+            return;
+        };
+        if let Some((key, armed)) = room.timers.housekeeping {
+            if armed <= deadline {
+                return;
+            }
+            self.timers.cancel(key);
+        }
+        let key = self.timers.insert(deadline, TimerEvent::Housekeeping(id));
+        if let Some(room) = self.rooms.get_mut(&id) {
+            room.timers.housekeeping = Some((key, deadline));
+        }
+    }
+
+    /// Runs every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some(event) = self.timers.poll_expired(now) {
+            match event {
+                TimerEvent::Housekeeping(id) => self.housekeeping(now, id),
+                TimerEvent::CountdownTick(id) => {
+                    let Some(room) = self.rooms.get_mut(&id) else {
+                        continue;
+                    };
+                    room.timers.countdown = None;
+                    if let Some(countdown) = room.countdown.as_mut() {
+                        countdown.remaining = countdown.remaining.saturating_sub(1);
+                    }
+                    self.countdown_step(id);
+                }
+                TimerEvent::Reap(id) => self.reap(id),
+            }
+        }
+    }
+
+    fn housekeeping(&mut self, now: Instant, id: RoomId) {
+        let idle = self.config.idle_timeout;
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        room.timers.housekeeping = None;
+        let expired = room.expire_reservations(now);
+        self.stats.reservations_expired += expired as u64;
+        while let Some(slot) = self
+            .rooms
+            .get(&id)
+            .and_then(|room| room.first_idle_member(now, idle))
+        {
+            self.stats.idle_removed += 1;
+            self.remove_member(now, id, slot);
+        }
+        self.finish_if_empty(now, id);
+        if self
+            .rooms
+            .get(&id)
+            .is_some_and(|room| room.state != RoomState::Finished)
+        {
+            self.arm_housekeeping(id);
+        }
+    }
+
+    fn reap(&mut self, id: RoomId) {
+        let Some(room) = self.rooms.remove(&id) else {
+            return;
+        };
+        for key in [room.timers.countdown, room.timers.reap]
+            .into_iter()
+            .flatten()
+            .chain(room.timers.housekeeping.map(|(key, _)| key))
+        {
+            self.timers.cancel(key);
+        }
+        self.listed.retain(|listed| *listed != id);
+        self.stats.rooms_reaped += 1;
+        self.outputs.push_back(Output::CloseInstance { room: id });
+    }
+}
+
+#[cfg(test)]
+mod tests;

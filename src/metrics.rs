@@ -1,0 +1,307 @@
+//! The operators' HTTP endpoint, minus the sockets: request parsing and the two pages.
+//!
+//! `--metrics ADDR` serves `GET /metrics` (Prometheus text exposition format 0.0.4: every
+//! counter of the core and the driver, by protocol and reason, plus gauges for rooms by state,
+//! players, instances and tables) and `GET /rooms` (the live rooms as JSON). Requests are
+//! parsed with `httparse` from a bounded buffer; one request per connection, answered and
+//! closed. The driver owns the sockets; nothing here blocks or allocates without bound.
+
+use std::fmt::Write;
+
+use crate::lobby::RoomState;
+use crate::net::Snapshot;
+
+/// Longest request head we read; anything longer is answered 431 and closed.
+pub const MAX_REQUEST_LEN: usize = 4096;
+
+/// Where a parsed request goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /metrics`.
+    Metrics,
+    /// `GET /rooms`.
+    Rooms,
+    /// Any other path: 404.
+    NotFound,
+    /// A method other than GET or HEAD: 405.
+    MethodNotAllowed,
+}
+
+/// Why a request head could not be served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpError {
+    /// Not HTTP/1.x: 400.
+    Malformed,
+    /// The head does not fit [`MAX_REQUEST_LEN`]: 431.
+    TooLarge,
+}
+
+/// Parses a request head from `buf`: `Ok(None)` until it is complete.
+pub fn parse_request(buf: &[u8]) -> Result<Option<Route>, HttpError> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut request = httparse::Request::new(&mut headers);
+    match request.parse(buf) {
+        Ok(httparse::Status::Complete(_)) => {}
+        Ok(httparse::Status::Partial) if buf.len() >= MAX_REQUEST_LEN => {
+            return Err(HttpError::TooLarge)
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(HttpError::TooLarge),
+        Err(_) => return Err(HttpError::Malformed),
+    }
+    let route = match (request.method, request.path) {
+        (Some("GET" | "HEAD"), Some(path)) => {
+            // Query strings are ignored.
+            match path.split('?').next() {
+                Some("/metrics") => Route::Metrics,
+                Some("/rooms") => Route::Rooms,
+                _ => Route::NotFound,
+            }
+        }
+        _ => Route::MethodNotAllowed,
+    };
+    Ok(Some(route))
+}
+
+/// A whole HTTP/1.1 response with `Connection: close`.
+pub fn response(status: u16, content_type: &str, body: &str, out: &mut Vec<u8>) {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        431 => "Request Header Fields Too Large",
+        _ => "Error",
+    };
+    out.clear();
+    out.extend_from_slice(
+        format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    out.extend_from_slice(body.as_bytes());
+}
+
+/// Writes every counter and gauge of `snap` in the Prometheus text format.
+pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
+    let mut last_name = "";
+    let mut counter = |name: &'static str, label: &'static str, value: u64| {
+        if name != last_name {
+            let _ = writeln!(out, "# TYPE lobbyd_{name} counter");
+            last_name = name;
+        }
+        if label.is_empty() {
+            let _ = writeln!(out, "lobbyd_{name} {value}");
+        } else {
+            let _ = writeln!(out, "lobbyd_{name}{{reason=\"{label}\"}} {value}");
+        }
+    };
+    snap.lobby.visit(&mut counter);
+    snap.driver.visit(&mut counter);
+    for (name, label, value) in &snap.extra {
+        counter(name, label, *value);
+    }
+    let _ = writeln!(out, "# TYPE lobbyd_rooms gauge");
+    for state in [
+        RoomState::Waiting,
+        RoomState::Countdown,
+        RoomState::Playing,
+        RoomState::Finished,
+    ] {
+        let n = snap.rooms.iter().filter(|r| r.state == state).count();
+        let _ = writeln!(out, "lobbyd_rooms{{state=\"{}\"}} {n}", state_name(state));
+    }
+    let gauges: [(&str, usize); 5] = [
+        ("players", snap.rooms.iter().map(|r| r.members).sum()),
+        (
+            "seat_reservations",
+            snap.rooms.iter().map(|r| r.reservations).sum(),
+        ),
+        ("open_instances", snap.open_instances),
+        ("instance_ports_in_use", snap.ports_in_use),
+        ("rate_table_entries", snap.rate_table_len),
+    ];
+    for (name, value) in gauges {
+        let _ = writeln!(out, "# TYPE lobbyd_{name} gauge\nlobbyd_{name} {value}");
+    }
+    let _ = writeln!(
+        out,
+        "# TYPE lobbyd_uptime_seconds gauge\nlobbyd_uptime_seconds {:.3}",
+        snap.uptime.as_secs_f64()
+    );
+}
+
+/// Writes the live rooms as a JSON array.
+pub fn render_rooms_json(snap: &Snapshot, out: &mut String) {
+    out.push('[');
+    for (i, room) in snap.rooms.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let port = room
+            .port
+            .map_or_else(|| "null".to_string(), |p| p.to_string());
+        let _ = write!(
+            out,
+            "{{\"id\":{},\"kind\":\"{}\",\"state\":\"{}\",\"port\":{port},\"members\":{},\
+             \"reservations\":{},\"max_players\":{}}}",
+            room.room.0,
+            room.kind,
+            state_name(room.state),
+            room.members,
+            room.reservations,
+            room.max_players
+        );
+    }
+    out.push_str("]\n");
+}
+
+fn state_name(state: RoomState) -> &'static str {
+    match state {
+        RoomState::Waiting => "waiting",
+        RoomState::Countdown => "countdown",
+        RoomState::Playing => "playing",
+        RoomState::Finished => "finished",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lobby::{JoinFailure, LobbyStats, RoomId};
+    use crate::net::{DriverStats, RoomView};
+    use crate::wire::frame::Error as FrameError;
+    use std::time::Duration;
+
+    fn snapshot() -> Snapshot {
+        let mut lobby = LobbyStats {
+            list_requests: 7,
+            ..LobbyStats::default()
+        };
+        lobby.join_failed(JoinFailure::Full);
+        let mut driver = DriverStats::default();
+        driver.lobby_drop(FrameError::BadChecksum);
+        driver.lobby_drop(FrameError::BadChecksum);
+        Snapshot {
+            lobby,
+            driver,
+            extra: Vec::new(),
+            rooms: vec![
+                RoomView {
+                    room: RoomId(1),
+                    kind: "udp",
+                    state: RoomState::Waiting,
+                    port: Some(4300),
+                    members: 2,
+                    reservations: 1,
+                    max_players: 4,
+                },
+                RoomView {
+                    room: RoomId(2),
+                    kind: "udp",
+                    state: RoomState::Playing,
+                    port: None,
+                    members: 3,
+                    reservations: 0,
+                    max_players: 4,
+                },
+            ],
+            open_instances: 1,
+            ports_in_use: 1,
+            rate_table_len: 5,
+            uptime: Duration::from_millis(1500),
+        }
+    }
+
+    #[test]
+    fn prometheus_text() {
+        let mut out = String::new();
+        render_prometheus(&snapshot(), &mut out);
+        for line in [
+            "lobbyd_udp_lobby_requests_total{reason=\"list_rooms\"} 7",
+            "lobbyd_udp_lobby_join_failed_total{reason=\"full\"} 1",
+            "lobbyd_udp_lobby_dropped_total{reason=\"bad_checksum\"} 2",
+            "lobbyd_udp_lobby_dropped_total{reason=\"truncated\"} 0",
+            "lobbyd_rooms{state=\"waiting\"} 1",
+            "lobbyd_rooms{state=\"playing\"} 1",
+            "lobbyd_players 5",
+            "lobbyd_seat_reservations 1",
+            "lobbyd_rate_table_entries 5",
+            "lobbyd_uptime_seconds 1.500",
+        ] {
+            assert!(out.lines().any(|l| l == line), "missing {line:?} in\n{out}");
+        }
+        // Every sample line is "name{labels} value" or "name value"; TYPE lines once per name.
+        let mut types = std::collections::HashSet::new();
+        for line in out.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                assert!(types.insert(rest.to_string()), "duplicate {line}");
+                continue;
+            }
+            let (_, value) = line.rsplit_once(' ').unwrap();
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+        }
+    }
+
+    #[test]
+    fn rooms_json() {
+        let mut out = String::new();
+        render_rooms_json(&snapshot(), &mut out);
+        assert_eq!(
+            out,
+            "[{\"id\":1,\"kind\":\"udp\",\"state\":\"waiting\",\"port\":4300,\"members\":2,\
+             \"reservations\":1,\"max_players\":4},{\"id\":2,\"kind\":\"udp\",\
+             \"state\":\"playing\",\"port\":null,\"members\":3,\"reservations\":0,\
+             \"max_players\":4}]\n"
+        );
+    }
+
+    #[test]
+    fn requests() {
+        assert_eq!(parse_request(b"GET /metrics HTTP/1.1\r\n"), Ok(None));
+        assert_eq!(
+            parse_request(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Ok(Some(Route::Metrics))
+        );
+        assert_eq!(
+            parse_request(b"GET /rooms?x=1 HTTP/1.0\r\n\r\n"),
+            Ok(Some(Route::Rooms))
+        );
+        assert_eq!(
+            parse_request(b"GET /nope HTTP/1.1\r\n\r\n"),
+            Ok(Some(Route::NotFound))
+        );
+        assert_eq!(
+            parse_request(b"POST /metrics HTTP/1.1\r\n\r\n"),
+            Ok(Some(Route::MethodNotAllowed))
+        );
+        assert_eq!(
+            parse_request(b"\x16\x03\x01garbage"),
+            Err(HttpError::Malformed)
+        );
+        let mut long = b"GET /metrics HTTP/1.1\r\nX: ".to_vec();
+        long.resize(MAX_REQUEST_LEN, b'a');
+        assert_eq!(parse_request(&long), Err(HttpError::TooLarge));
+    }
+
+    #[test]
+    fn response_head() {
+        let mut out = Vec::new();
+        response(404, "text/plain", "no\n", &mut out);
+        assert_eq!(
+            out,
+            b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\
+              Connection: close\r\n\r\nno\n"
+        );
+    }
+
+    quickcheck::quickcheck! {
+        fn arbitrary_requests_never_panic(bytes: Vec<u8>) -> bool {
+            let _ = parse_request(&bytes);
+            true
+        }
+    }
+}

@@ -1,0 +1,535 @@
+//! The poll loop: one thread, one `mio::Poll`, every socket.
+//!
+//! Readiness is drained until `WouldBlock`; each datagram is parsed by `wire`, decided by the
+//! [`Lobby`] core and answered here. The driver has no protocol logic of its own: it maps
+//! bytes to requests, outputs to bytes, and binds or closes instance sockets when the core
+//! asks. Sends that would block drop the datagram and count it; nothing ends the loop but a
+//! shutdown request.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::Instant;
+
+use mio::net::UdpSocket;
+use mio::{Events, Interest, Poll, Waker};
+use slab::Slab;
+
+use crate::lobby::{
+    InstanceMessage, InstanceRequest, Lobby, LobbyReply, LobbyRequest, Output, RoomId, RoomInfo,
+};
+use crate::wire::instance::{
+    self as instance_wire, ClientMsg, ClientRepr, RejectReason, ServerMsg, ServerRepr,
+};
+use crate::wire::udp_lobby::{
+    self, Reply, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState as WireRoomState,
+};
+
+use super::http::MetricsEndpoint;
+use super::instance::{Instance, PortPool};
+use super::stats::DriverStats;
+use super::token::Target;
+use super::{Control, RoomView, Snapshot};
+
+/// Largest datagram we accept; anything longer is truncated by the kernel and then fails the
+/// length check, so it is dropped as malformed.
+const RECV_BUF_LEN: usize = 2048;
+/// Room for the largest reply (a ROOM_LIST of at most 112 records is 1472 bytes).
+const SEND_BUF_LEN: usize = 2048;
+/// Readiness events handled per poll.
+const EVENTS_CAPACITY: usize = 1024;
+/// Datagrams read from one socket before serving the others (fairness under flood).
+const RECV_BUDGET: usize = 256;
+
+/// Everything the loop owns.
+pub struct Server {
+    poll: Poll,
+    lobby_udp: Option<UdpSocket>,
+    instances: Slab<Instance>,
+    /// Instance slab key by room, for sending the core's instance messages.
+    by_room: HashMap<RoomId, usize>,
+    lobby: Lobby,
+    ports: PortPool,
+    bind_ip: std::net::IpAddr,
+    control: Receiver<Control>,
+    recv_buf: Box<[u8; RECV_BUF_LEN]>,
+    send_buf: Box<[u8; SEND_BUF_LEN]>,
+    destinations: Vec<SocketAddr>,
+    /// Instance slab keys to remove once the current event batch is done.
+    closing: Vec<usize>,
+    stats: DriverStats,
+    started: Instant,
+    metrics: Option<MetricsEndpoint>,
+    signals: Option<signal_hook_mio::v1_0::Signals>,
+}
+
+impl Server {
+    /// A server over already-bound sockets.
+    pub(super) fn new(
+        poll: Poll,
+        lobby_udp: Option<UdpSocket>,
+        lobby: Lobby,
+        ports: PortPool,
+        bind_ip: std::net::IpAddr,
+        control: Receiver<Control>,
+    ) -> io::Result<Server> {
+        let mut server = Server {
+            poll,
+            lobby_udp,
+            instances: Slab::new(),
+            by_room: HashMap::new(),
+            lobby,
+            ports,
+            bind_ip,
+            control,
+            recv_buf: Box::new([0; RECV_BUF_LEN]),
+            send_buf: Box::new([0; SEND_BUF_LEN]),
+            destinations: Vec::with_capacity(16),
+            closing: Vec::new(),
+            stats: DriverStats::default(),
+            started: Instant::now(),
+            metrics: None,
+            signals: None,
+        };
+        if let Some(socket) = server.lobby_udp.as_mut() {
+            server.poll.registry().register(
+                socket,
+                Target::LobbyUdp.token(),
+                Interest::READABLE,
+            )?;
+        }
+        Ok(server)
+    }
+
+    /// Serves the metrics endpoint on `listener`.
+    pub(super) fn serve_metrics(&mut self, listener: mio::net::TcpListener) -> io::Result<()> {
+        self.metrics = Some(MetricsEndpoint::new(listener, self.poll.registry())?);
+        Ok(())
+    }
+
+    /// Stops on SIGINT/SIGTERM (and logs SIGHUP) delivered to this process.
+    pub(super) fn handle_signals(&mut self) -> io::Result<()> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+        self.poll
+            .registry()
+            .register(&mut signals, Target::Signals.token(), Interest::READABLE)?;
+        self.signals = Some(signals);
+        Ok(())
+    }
+
+    /// True when a termination signal arrived.
+    fn serve_signals(&mut self) -> bool {
+        let Some(signals) = self.signals.as_mut() else {
+            return false;
+        };
+        let mut stop = false;
+        for signal in signals.pending() {
+            match signal {
+                signal_hook::consts::SIGHUP => log::info!("SIGHUP: nothing to reload"),
+                other => {
+                    log::info!("signal {other}: shutting down");
+                    stop = true;
+                }
+            }
+        }
+        stop
+    }
+
+    fn metrics_ready(&mut self, target: Target) {
+        let Some(mut endpoint) = self.metrics.take() else {
+            return;
+        };
+        match target {
+            Target::MetricsListener => endpoint.accept(self.poll.registry()),
+            Target::MetricsConn(key) => {
+                endpoint.ready(key, self.poll.registry(), || self.snapshot())
+            }
+            _ => {}
+        }
+        self.metrics = Some(endpoint);
+    }
+
+    /// Runs until a shutdown request arrives (or the control channel is dropped).
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(EVENTS_CAPACITY);
+        loop {
+            let timeout = self
+                .lobby
+                .poll_timeout()
+                .map(|deadline| deadline.saturating_duration_since(Instant::now()));
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for event in events.iter() {
+                match Target::from_token(event.token()) {
+                    Some(Target::LobbyUdp) => self.lobby_readable(),
+                    Some(Target::Instance(key)) => self.instance_readable(key),
+                    Some(Target::Waker) if self.serve_control() => return Ok(()),
+                    Some(Target::Signals) if self.serve_signals() => return Ok(()),
+                    Some(target @ (Target::MetricsListener | Target::MetricsConn(_))) => {
+                        self.metrics_ready(target)
+                    }
+                    Some(Target::Waker | Target::Signals) | None => {}
+                }
+            }
+            self.lobby.handle_timeout(Instant::now());
+            self.dispatch();
+            self.remove_closed();
+        }
+    }
+
+    /// Serves pending control messages; true when the loop must stop.
+    fn serve_control(&mut self) -> bool {
+        loop {
+            match self.control.try_recv() {
+                Ok(Control::Shutdown) => return true,
+                Ok(Control::Snapshot(reply)) => {
+                    // The requester may have given up waiting; that is not our problem.
+                    let _ = reply.send(self.snapshot());
+                }
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => return true,
+            }
+        }
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            lobby: self.lobby.stats.clone(),
+            driver: self.stats.clone(),
+            extra: Vec::new(),
+            rooms: self
+                .lobby
+                .rooms()
+                .map(|room| RoomView {
+                    room: room.id,
+                    kind: "udp",
+                    state: room.state,
+                    port: room.port,
+                    members: room.member_count(),
+                    reservations: room.reservation_count(),
+                    max_players: room.max_players(),
+                })
+                .collect(),
+            open_instances: self.instances.len(),
+            ports_in_use: self.ports.in_use(),
+            rate_table_len: self.lobby.rate_table_len(),
+            uptime: self.started.elapsed(),
+        }
+    }
+
+    fn lobby_readable(&mut self) {
+        for _ in 0..RECV_BUDGET {
+            let Some(socket) = self.lobby_udp.as_ref() else {
+                return;
+            };
+            let (len, from) = match socket.recv_from(&mut self.recv_buf[..]) {
+                Ok(received) => received,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // ICMP errors from earlier sends surface here on some systems; keep going.
+                    self.stats.recv_errors += 1;
+                    log::debug!("udp lobby recv: {e}");
+                    continue;
+                }
+            };
+            self.stats.lobby_datagrams_in += 1;
+            self.stats.udp_bytes_in += len as u64;
+            let now = Instant::now();
+            match RequestRepr::parse(&self.recv_buf[..len]) {
+                Ok(RequestRepr { seq, request }) => {
+                    let request = match request {
+                        Request::ListRooms => LobbyRequest::ListRooms,
+                        Request::CreateRoom => LobbyRequest::CreateRoom,
+                        Request::JoinRoom { room_id } => LobbyRequest::JoinRoom(room_id),
+                    };
+                    self.lobby.handle_lobby_request(now, from, seq, request);
+                }
+                Err(error) => {
+                    log::trace!("udp lobby: dropped datagram from {from}: {error}");
+                    self.stats.lobby_drop(error);
+                }
+            }
+            self.dispatch();
+        }
+        // Budget spent with data possibly left: mio is edge-triggered, so come back to this
+        // socket without waiting for a new edge.
+        self.requeue(Target::LobbyUdp);
+    }
+
+    fn instance_readable(&mut self, key: usize) {
+        for _ in 0..RECV_BUDGET {
+            let Some(instance) = self.instances.get(key) else {
+                return;
+            };
+            let room = instance.room;
+            let (len, from) = match instance.socket.recv_from(&mut self.recv_buf[..]) {
+                Ok(received) => received,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.stats.recv_errors += 1;
+                    log::debug!("{room} recv: {e}");
+                    continue;
+                }
+            };
+            self.stats.instance_datagrams_in += 1;
+            self.stats.udp_bytes_in += len as u64;
+            let now = Instant::now();
+            let parsed = match ClientRepr::parse(&self.recv_buf[..len]) {
+                Ok(ClientRepr { seq, msg }) => match msg {
+                    ClientMsg::Data { target, .. } => Ok((seq, None, Some(target))),
+                    ClientMsg::Hello { token } => {
+                        Ok((seq, Some(InstanceRequest::Hello { token }), None))
+                    }
+                    ClientMsg::Leave => Ok((seq, Some(InstanceRequest::Leave), None)),
+                    ClientMsg::Start => Ok((seq, Some(InstanceRequest::Start), None)),
+                    ClientMsg::Ping => Ok((seq, Some(InstanceRequest::Ping), None)),
+                },
+                Err(error) => Err(error),
+            };
+            match parsed {
+                Ok((_, None, Some(target))) => self.relay(now, key, room, from, target, len),
+                Ok((seq, Some(request), _)) => {
+                    self.lobby
+                        .handle_instance_request(now, room, from, seq, request);
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    log::trace!("{room}: dropped datagram from {from}: {error}");
+                    self.stats.instance_drop(error);
+                }
+            }
+            self.dispatch();
+        }
+        self.requeue(Target::Instance(key));
+    }
+
+    /// Forwards a DATA datagram: the core picks the destinations, the datagram is rewritten
+    /// in place (same length) and sent to each, so the payload is never copied.
+    fn relay(
+        &mut self,
+        now: Instant,
+        key: usize,
+        room: RoomId,
+        from: SocketAddr,
+        target: u8,
+        len: usize,
+    ) {
+        let mut destinations = std::mem::take(&mut self.destinations);
+        if let Some(sender) = self
+            .lobby
+            .relay_data(now, room, from, target, &mut destinations)
+        {
+            instance_wire::rewrite_data_for_delivery(&mut self.recv_buf[..len], sender);
+            if let Some(instance) = self.instances.get(key) {
+                for to in &destinations {
+                    let result = instance.socket.send_to(&self.recv_buf[..len], *to);
+                    self.stats.count_send(result, len);
+                }
+            }
+        }
+        self.destinations = destinations;
+    }
+
+    /// Carries out everything the core has queued.
+    fn dispatch(&mut self) {
+        while let Some(output) = self.lobby.poll_output() {
+            match output {
+                Output::Lobby { to, seq, reply } => self.send_lobby_reply(to, seq, reply),
+                Output::Instance { room, to, seq, msg } => {
+                    self.send_instance_message(room, to, seq, msg)
+                }
+                Output::OpenInstance { room } => self.open_instance(room),
+                Output::CloseInstance { room } => self.close_instance(room),
+            }
+        }
+    }
+
+    fn send_lobby_reply(&mut self, to: SocketAddr, seq: u16, reply: LobbyReply) {
+        let buf = &mut self.send_buf[..];
+        let len = match reply {
+            LobbyReply::RoomList => {
+                let records = self.lobby.room_list().map(|info: RoomInfo| RoomRecord {
+                    room_id: info.room.0,
+                    player_count: info.player_count,
+                    max_players: info.max_players,
+                    port: info.port,
+                    state: info.state.code(),
+                });
+                udp_lobby::emit_room_list(buf, seq, records)
+            }
+            LobbyReply::RoomCreated { room, port } => ReplyRepr {
+                seq,
+                reply: Reply::RoomCreated {
+                    room_id: room.0,
+                    port,
+                },
+            }
+            .emit(buf),
+            LobbyReply::JoinSuccess { room, port } => ReplyRepr {
+                seq,
+                reply: Reply::JoinSuccess {
+                    room_id: room.0,
+                    port,
+                },
+            }
+            .emit(buf),
+            LobbyReply::JoinFailed(_) => ReplyRepr {
+                seq,
+                reply: Reply::JoinFailed,
+            }
+            .emit(buf),
+        };
+        if let Some(socket) = self.lobby_udp.as_ref() {
+            let result = socket.send_to(&self.send_buf[..len], to);
+            self.stats.count_send(result, len);
+        }
+    }
+
+    fn send_instance_message(
+        &mut self,
+        room: RoomId,
+        to: SocketAddr,
+        seq: u16,
+        msg: InstanceMessage,
+    ) {
+        let msg = match msg {
+            InstanceMessage::Welcome {
+                slot,
+                player_count,
+                max_players,
+                state,
+            } => ServerMsg::Welcome {
+                slot,
+                player_count,
+                max_players,
+                state: WireRoomState::from(state.code()),
+            },
+            InstanceMessage::Reject(reason) => ServerMsg::Reject(RejectReason::from(reason as u8)),
+            InstanceMessage::PeerJoined(slot) => ServerMsg::PeerJoined(slot),
+            InstanceMessage::PeerLeft(slot) => ServerMsg::PeerLeft(slot),
+            InstanceMessage::Countdown(secs) => ServerMsg::Countdown(secs),
+            InstanceMessage::Started => ServerMsg::Started,
+            InstanceMessage::Pong => ServerMsg::Pong,
+        };
+        let len = ServerRepr { seq, msg }.emit(&mut self.send_buf[..]);
+        let Some(instance) = self.instance_of(room) else {
+            return;
+        };
+        let result = instance.socket.send_to(&self.send_buf[..len], to);
+        self.stats.count_send(result, len);
+    }
+
+    fn instance_of(&self, room: RoomId) -> Option<&Instance> {
+        self.instances.get(*self.by_room.get(&room)?)
+    }
+
+    fn open_instance(&mut self, room: RoomId) {
+        let now = Instant::now();
+        let Some((mut socket, port)) = self.ports.bind(self.bind_ip) else {
+            self.stats.instance_bind_failures += 1;
+            log::warn!("{room}: no instance port could be bound");
+            self.lobby.handle_instance_opened(now, room, None);
+            return;
+        };
+        let entry = self.instances.vacant_entry();
+        let key = entry.key();
+        if let Err(e) = self.poll.registry().register(
+            &mut socket,
+            Target::Instance(key).token(),
+            Interest::READABLE,
+        ) {
+            log::warn!("{room}: cannot register instance socket: {e}");
+            self.ports.release(port);
+            self.stats.instance_bind_failures += 1;
+            self.lobby.handle_instance_opened(now, room, None);
+            return;
+        }
+        log::info!(
+            "{room}: game instance listening on {}",
+            socket
+                .local_addr()
+                .map_or_else(|_| format!("port {port}"), |a| a.to_string())
+        );
+        entry.insert(Instance { socket, room, port });
+        self.by_room.insert(room, key);
+        self.stats.instances_bound += 1;
+        self.lobby.handle_instance_opened(now, room, Some(port));
+    }
+
+    fn close_instance(&mut self, room: RoomId) {
+        if let Some(key) = self.by_room.remove(&room) {
+            // Removed after the event batch, so a reused slab key never sees a stale event.
+            self.closing.push(key);
+        }
+    }
+
+    fn remove_closed(&mut self) {
+        if let Some(endpoint) = self.metrics.as_mut() {
+            endpoint.remove_closed(self.poll.registry());
+        }
+        for key in self.closing.drain(..) {
+            if let Some(mut instance) = self.instances.try_remove(key) {
+                if let Err(e) = self.poll.registry().deregister(&mut instance.socket) {
+                    log::debug!("{}: deregister: {e}", instance.room);
+                }
+                self.ports.release(instance.port);
+                log::info!(
+                    "{}: game instance on port {} closed",
+                    instance.room,
+                    instance.port
+                );
+            }
+        }
+    }
+
+    /// Makes the loop come back to `target` soon, because its socket may still hold data
+    /// after the per-socket receive budget was spent.
+    fn requeue(&mut self, target: Target) {
+        let registry = self.poll.registry();
+        let result = match target {
+            Target::LobbyUdp => match self.lobby_udp.as_mut() {
+                Some(socket) => registry.reregister(socket, target.token(), Interest::READABLE),
+                None => Ok(()),
+            },
+            Target::Instance(key) => match self.instances.get_mut(key) {
+                Some(instance) => {
+                    registry.reregister(&mut instance.socket, target.token(), Interest::READABLE)
+                }
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        };
+        if let Err(e) = result {
+            log::warn!("reregister {target:?}: {e}");
+        }
+    }
+}
+
+impl DriverStats {
+    /// Counts the outcome of one `send_to`.
+    fn count_send(&mut self, result: io::Result<usize>, len: usize) {
+        match result {
+            Ok(_) => {
+                self.udp_datagrams_out += 1;
+                self.udp_bytes_out += len as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.send_would_block += 1,
+            Err(e) => {
+                self.send_errors += 1;
+                log::debug!("udp send: {e}");
+            }
+        }
+    }
+}
+
+/// A waker must outlive the poll loop; the handle keeps it.
+pub(super) fn waker(poll: &Poll) -> io::Result<Waker> {
+    Waker::new(poll.registry(), Target::Waker.token())
+}

@@ -1,0 +1,92 @@
+//! Counters the driver keeps: what it dropped before the core saw it, and I/O totals.
+
+use crate::wire::frame::Error as FrameError;
+
+/// Driver counters (one thread: plain integers).
+#[derive(Clone, Debug, Default)]
+pub struct DriverStats {
+    /// UDP lobby datagrams dropped as malformed, by reason (index in [`FrameError::ALL`]).
+    pub lobby_dropped: [u64; FrameError::ALL.len()],
+    /// Instance datagrams dropped as malformed, by reason.
+    pub instance_dropped: [u64; FrameError::ALL.len()],
+    /// Datagrams received on the lobby socket.
+    pub lobby_datagrams_in: u64,
+    /// Datagrams received on instance sockets.
+    pub instance_datagrams_in: u64,
+    /// Bytes received on all UDP sockets.
+    pub udp_bytes_in: u64,
+    /// Datagrams sent on all UDP sockets.
+    pub udp_datagrams_out: u64,
+    /// Bytes sent on all UDP sockets.
+    pub udp_bytes_out: u64,
+    /// Sends dropped because the socket buffer was full (`WouldBlock`).
+    pub send_would_block: u64,
+    /// Sends that failed with another error.
+    pub send_errors: u64,
+    /// Receive errors other than `WouldBlock`.
+    pub recv_errors: u64,
+    /// Instance sockets bound.
+    pub instances_bound: u64,
+    /// Instance binds that failed for every port tried.
+    pub instance_bind_failures: u64,
+}
+
+impl DriverStats {
+    /// Counts a malformed lobby datagram.
+    pub fn lobby_drop(&mut self, error: FrameError) {
+        if let Some(i) = FrameError::ALL.iter().position(|e| *e == error) {
+            self.lobby_dropped[i] += 1;
+        }
+    }
+
+    /// Counts a malformed instance datagram.
+    pub fn instance_drop(&mut self, error: FrameError) {
+        if let Some(i) = FrameError::ALL.iter().position(|e| *e == error) {
+            self.instance_dropped[i] += 1;
+        }
+    }
+
+    /// How many lobby datagrams were dropped for `error`.
+    pub fn lobby_drops(&self, error: FrameError) -> u64 {
+        FrameError::ALL
+            .iter()
+            .position(|e| *e == error)
+            .map_or(0, |i| self.lobby_dropped[i])
+    }
+
+    /// How many instance datagrams were dropped for `error`.
+    pub fn instance_drops(&self, error: FrameError) -> u64 {
+        FrameError::ALL
+            .iter()
+            .position(|e| *e == error)
+            .map_or(0, |i| self.instance_dropped[i])
+    }
+
+    /// Calls `f(name, label, value)` for every counter; `label` is "" for unlabelled ones.
+    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        for (error, value) in FrameError::ALL.iter().zip(self.lobby_dropped) {
+            f("udp_lobby_dropped_total", error.as_str(), value);
+        }
+        for (error, value) in FrameError::ALL.iter().zip(self.instance_dropped) {
+            f("instance_dropped_total", error.as_str(), value);
+        }
+        f("udp_lobby_datagrams_in_total", "", self.lobby_datagrams_in);
+        f(
+            "instance_datagrams_in_total",
+            "",
+            self.instance_datagrams_in,
+        );
+        f("udp_bytes_in_total", "", self.udp_bytes_in);
+        f("udp_datagrams_out_total", "", self.udp_datagrams_out);
+        f("udp_bytes_out_total", "", self.udp_bytes_out);
+        f("udp_send_would_block_total", "", self.send_would_block);
+        f("udp_send_errors_total", "", self.send_errors);
+        f("udp_recv_errors_total", "", self.recv_errors);
+        f("instances_bound_total", "", self.instances_bound);
+        f(
+            "instance_bind_failures_total",
+            "",
+            self.instance_bind_failures,
+        );
+    }
+}

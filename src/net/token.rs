@@ -1,0 +1,84 @@
+//! Poll tokens, decoded into what they stand for.
+//!
+//! A token packs a kind in its high bits and a slab key in the low 32 bits, so call sites
+//! never do raw `usize` arithmetic: they build a [`Target`] and match on it.
+
+use mio::Token;
+
+/// What a readiness event is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The UDP room lobby socket.
+    LobbyUdp,
+    /// The waker that carries control messages (shutdown, snapshots) into the loop.
+    Waker,
+    /// A game instance socket, by its key in the instance slab.
+    Instance(usize),
+    /// SIGINT, SIGTERM and SIGHUP (only when serving in the main thread).
+    Signals,
+    /// The metrics endpoint's listener.
+    MetricsListener,
+    /// A metrics HTTP connection, by its key in the endpoint's slab.
+    MetricsConn(usize),
+}
+
+const KIND_SHIFT: u32 = 32;
+const KEY_MASK: usize = (1 << KIND_SHIFT) - 1;
+
+const KIND_LOBBY_UDP: usize = 1;
+const KIND_WAKER: usize = 2;
+const KIND_INSTANCE: usize = 3;
+const KIND_SIGNALS: usize = 4;
+const KIND_METRICS_LISTENER: usize = 5;
+const KIND_METRICS_CONN: usize = 6;
+
+impl Target {
+    /// The token registered for this target.
+    pub fn token(self) -> Token {
+        let (kind, key) = match self {
+            Target::LobbyUdp => (KIND_LOBBY_UDP, 0),
+            Target::Waker => (KIND_WAKER, 0),
+            Target::Instance(key) => (KIND_INSTANCE, key & KEY_MASK),
+            Target::Signals => (KIND_SIGNALS, 0),
+            Target::MetricsListener => (KIND_METRICS_LISTENER, 0),
+            Target::MetricsConn(key) => (KIND_METRICS_CONN, key & KEY_MASK),
+        };
+        Token((kind << KIND_SHIFT) | key)
+    }
+
+    /// The target a token was registered for, or `None` for a token we never issue.
+    pub fn from_token(token: Token) -> Option<Target> {
+        let key = token.0 & KEY_MASK;
+        match token.0 >> KIND_SHIFT {
+            KIND_LOBBY_UDP => Some(Target::LobbyUdp),
+            KIND_WAKER => Some(Target::Waker),
+            KIND_INSTANCE => Some(Target::Instance(key)),
+            KIND_SIGNALS => Some(Target::Signals),
+            KIND_METRICS_LISTENER => Some(Target::MetricsListener),
+            KIND_METRICS_CONN => Some(Target::MetricsConn(key)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        for target in [
+            Target::LobbyUdp,
+            Target::Waker,
+            Target::Instance(0),
+            Target::Instance(12345),
+            Target::Signals,
+            Target::MetricsListener,
+            Target::MetricsConn(7),
+        ] {
+            assert_eq!(Target::from_token(target.token()), Some(target));
+        }
+        assert_eq!(Target::from_token(Token(0)), None);
+        assert_eq!(Target::from_token(Token(usize::MAX)), None);
+    }
+}
