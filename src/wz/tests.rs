@@ -627,8 +627,9 @@ enum Step {
 impl Arbitrary for Step {
     fn arbitrary(g: &mut Gen) -> Step {
         let conn = u8::arbitrary(g) % 6;
-        match u8::arbitrary(g) % 9 {
+        match u8::arbitrary(g) % 10 {
             0 => Step::Open(conn, bool::arbitrary(g)),
+            9 => Step::Probe(u8::arbitrary(g) & 0x7f | 2),
             1 => Step::Close(conn),
             2 => Step::Advance(u16::arbitrary(g)),
             3 => Step::Probe(u8::arbitrary(g)),
@@ -657,21 +658,44 @@ fn run_script(steps: Vec<Step>) -> bool {
         match step {
             Step::Open(conn, v6) => sim.open(usize::from(conn), if v6 { HOST_V6 } else { HOST_V4 }),
             Step::Close(conn) => sim.close(usize::from(conn)),
-            Step::Advance(ms) => sim.advance(Duration::from_millis(u64::from(ms) * 8)),
+            Step::Advance(ms) => {
+                // Mostly short steps (probe and idle deadlines), sometimes past the silence.
+                let ms = if ms > 60000 {
+                    u64::from(ms) * 2
+                } else {
+                    u64::from(ms) % 4000
+                };
+                sim.advance(Duration::from_millis(ms));
+            }
             Step::Bytes(conn, bytes) => sim.send(usize::from(conn), &bytes),
             Step::Addg(conn, kind) => {
+                let conn = usize::from(conn);
+                if !sim.bufs.contains_key(&conn) {
+                    sim.open(conn, if kind & 8 == 0 { HOST_V4 } else { HOST_V6 });
+                }
                 let generation = ["2.3.7", "3.x", "4.x"][usize::from(kind % 3)];
                 let gs = host_struct(generation, "g", u32::from(kind), u16::from(kind));
-                let bytes = if kind & 4 == 0 {
-                    addg(&gs)
-                } else {
+                // Mostly whole registrations; sometimes a bare update, sometimes cut short.
+                let bytes = if kind & 0x30 == 0x30 {
                     gs.to_vec()
+                } else {
+                    addg(&gs)
                 };
-                let cut = usize::from(kind).min(bytes.len());
-                sim.send(usize::from(conn), &bytes[..bytes.len() - cut / 8]);
+                let cut = if kind & 0xc0 == 0xc0 {
+                    usize::from(kind)
+                } else {
+                    0
+                };
+                sim.send(conn, &bytes[..bytes.len() - cut]);
             }
             Step::Probe(pick) => {
-                if let Some(&probe) = probes.get(usize::from(pick) % probes.len().max(1)) {
+                // Mostly the latest probe, sometimes an older (maybe stale) one.
+                let index = if pick & 0x80 == 0 {
+                    probes.len().checked_sub(1)
+                } else {
+                    Some(usize::from(pick) % probes.len().max(1))
+                };
+                if let Some(&probe) = index.and_then(|i| probes.get(i)) {
                     let result = match pick % 4 {
                         0 => ProbeResult::Refused,
                         1 => ProbeResult::TimedOut,
