@@ -756,3 +756,31 @@ fn stats_visit_covers_every_counter() {
         .iter()
         .all(|(name, _, _)| name.starts_with("wz_") && name.ends_with("_total")));
 }
+
+#[test]
+fn ipv4_mapped_peer_is_listed_and_probed_as_ipv4() {
+    let mut sim = Sim::new(motd_config());
+    let mapped = IpAddr::V6(Ipv4Addr::new(10, 0, 0, 7).to_ipv6_mapped());
+    sim.open(1, mapped);
+    sim.send(1, &addg(&host_struct("3.x", "g", 0, 0)));
+    let (probe, target, _) = Sim::probe(&sim.out()).unwrap();
+    assert_eq!(target, "10.0.0.7:2100".parse().unwrap());
+    sim.lobby.handle_probe_result(sim.now, probe, ProbeResult::Connected);
+    sim.out();
+    let list = read_list_3x(&sim.list(10)).unwrap();
+    assert_eq!(host_of(&list.games[0]), b"10.0.0.7");
+}
+
+#[test]
+fn reachability_check_off_lists_at_once() {
+    let mut sim = Sim::new(WzConfig {
+        check_reachable: false,
+        ..motd_config()
+    });
+    sim.open(1, HOST_V4);
+    sim.send(1, &addg(&host_struct("4.x", "g", 0, 0)));
+    let out = sim.out();
+    assert!(Sim::probe(&out).is_none());
+    assert_eq!(parse_status(&Sim::sent(&out, 1)).unwrap().0, 200);
+    assert_eq!(sim.lobby.stats.games_listed, 1);
+}
