@@ -765,7 +765,8 @@ fn ipv4_mapped_peer_is_listed_and_probed_as_ipv4() {
     sim.send(1, &addg(&host_struct("3.x", "g", 0, 0)));
     let (probe, target, _) = Sim::probe(&sim.out()).unwrap();
     assert_eq!(target, "10.0.0.7:2100".parse().unwrap());
-    sim.lobby.handle_probe_result(sim.now, probe, ProbeResult::Connected);
+    sim.lobby
+        .handle_probe_result(sim.now, probe, ProbeResult::Connected);
     sim.out();
     let list = read_list_3x(&sim.list(10)).unwrap();
     assert_eq!(host_of(&list.games[0]), b"10.0.0.7");
