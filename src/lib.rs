@@ -15,10 +15,12 @@
 //!   `now` is always passed in.
 //! - [`ratelimit`]: integer token buckets and [`ratelimit::PerIpLimiter`], a bounded
 //!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
+//! - [`wz`]: the Warzone 2100 master server core ([`wz::WzLobby`]): game table,
+//!   legacy host/browser connections, reachability probes, name and version policy. Sans-IO:
+//!   the driver feeds it bytes and probe results and performs its outputs. Also the v4
+//!   accounts (SQLite, argon2id), the password-verification worker and login sessions.
 //! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as
 //!   JSON) and their request parsing, without the sockets.
-//! - [`wz`]: the Warzone 2100 master server's non-wire state: accounts (SQLite, argon2id),
-//!   the password-verification worker thread, and login sessions.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell.
 //! - [`config`]: the command line. Parses flags into a validated `Config` (or help,
 //!   version, or a one-line usage error); the rest of the server trusts it as is.

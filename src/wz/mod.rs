@@ -1,8 +1,29 @@
-//! The Warzone 2100-style master server's state that is not wire format.
+//! The Warzone 2100 master server ("lobby"): real 2.3.x, 3.x and 4.x games host and browse
+//! games here.
 //!
+//! Contract: docs/protocols/wz-lobby.md ("Legacy protocol", "Behaviour") and
+//! docs/protocols/wz-v4.md; wire code in [`crate::wire::wz`] and [`crate::wire::wz_v4`].
+//! Sans-IO like the rest of lobbyd's cores: no sockets, no clock reads.
+//!
+//! - [`lobby`] holds [`WzLobby`], the core the driver feeds (`handle_*`) and drains
+//!   (`poll_*`);
+//! - [`legacy`] is the legacy connection state machine;
+//! - [`games`] is the game table every protocol shares;
+//! - [`policy`] applies banned words and the minimum version;
+//! - [`stats`] holds the counters;
 //! - [`accounts`]: users and argon2id password hashes in SQLite, a password-verification
 //!   worker thread (so a ~20 ms hash never stalls the event loop), and login sessions.
-//!
-//! The game table and the poll-loop integration live elsewhere; nothing here opens a socket.
 
 pub mod accounts;
+pub mod games;
+pub mod legacy;
+pub mod lobby;
+pub mod policy;
+pub mod stats;
+
+#[cfg(test)]
+mod tests;
+
+pub use games::{GameTable, GameView};
+pub use lobby::{ConnId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput};
+pub use stats::WzStats;

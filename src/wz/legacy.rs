@@ -1,0 +1,603 @@
+//! The legacy (2.3.x, 3.x, 4.x) Warzone 2100 lobby connection: one state machine per TCP
+//! connection, driven by [`super::WzLobby`].
+//!
+//! Implements docs/protocols/wz-lobby.md "Legacy protocol" and "Behaviour":
+//!
+//! ```text
+//! Fresh --gaId--> Fresh (id reserved, u32 sent) --addg--> AwaitingStruct --GAMESTRUCT-->
+//!   refused:   status 403/406, close
+//!   probing:   Probing --result--> Registered (status 200) | status 408, close
+//!   no probe:  Registered (status 200)
+//! Registered: bare GAMESTRUCT = update (status only if registered as v4), keep = no reply
+//! Fresh --list--> list reply, close       anything unexpected --> close (counted)
+//! ```
+//!
+//! What it must not do: answer `keep`, answer a v3 host's update, hang up on `gaId`, keep
+//! more than one GAMESTRUCT per connection (the game table's copy), or panic on any input.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+use crate::time::TimerKey;
+use crate::wire::wz::{
+    emit_game_id, motd_command_reply, next_item, Command, GameStruct, Item, ListReplyWriter,
+    GAMESTRUCT_LEN,
+};
+
+use super::games::{AddError, Game, Owner};
+use super::lobby::{ConnId, ProbeId, ProbeResult, Shared, ADDG_REPLY_BUDGET, DEFAULT_GAME_PORT};
+use super::policy::version_allowed;
+use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal, WzStats};
+
+/// `sizeof(desc)` in the C client: the `dwSize` a listed game gets when the host sent 0.
+const DESC_SIZE: i32 = 72;
+
+/// Status codes (docs "Status reply").
+const STATUS_OK: u32 = 200;
+const STATUS_FORBIDDEN_VERSION: u32 = 403;
+const STATUS_NOT_ACCEPTABLE: u32 = 406;
+const STATUS_UNREACHABLE: u32 = 408;
+
+/// Grace past the driver's probe timeout before the core decides itself.
+const PROBE_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Where a legacy connection is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Nothing registered yet (a `gaId` may have reserved an id).
+    Fresh,
+    /// `addg` received; the GAMESTRUCT comes next.
+    AwaitingStruct,
+    /// The game is in the table, unlisted, while its port is probed.
+    Probing {
+        game_id: u32,
+        probe: ProbeId,
+        target: SocketAddr,
+        version: u32,
+        host_port: Option<u16>,
+    },
+    /// The game is listed.
+    Registered {
+        game_id: u32,
+        version: u32,
+        host_port: Option<u16>,
+    },
+    /// A close was requested; further input is ignored.
+    Closing,
+}
+
+/// One legacy connection.
+#[derive(Debug)]
+pub(crate) struct LegacyConn {
+    id: ConnId,
+    ip: IpAddr,
+    state: State,
+    /// The id the last `gaId` returned, until a game takes it.
+    reserved: Option<u32>,
+    /// The one deadline of this connection: idle (Fresh, AwaitingStruct), probe (Probing) or
+    /// silence (Registered).
+    timer: Option<TimerKey>,
+    /// Bytes were left unconsumed by the last `on_bytes` (a message is half there).
+    partial: bool,
+    /// Opened beyond `max_conns_per_ip`: refused at `addg`.
+    over_limit: bool,
+}
+
+impl LegacyConn {
+    /// A new connection from `ip` (already canonical: IPv4-mapped IPv6 shown as IPv4).
+    pub(crate) fn open(
+        id: ConnId,
+        ip: IpAddr,
+        over_limit: bool,
+        sh: &mut Shared,
+        now: Instant,
+    ) -> LegacyConn {
+        let mut conn = LegacyConn {
+            id,
+            ip,
+            state: State::Fresh,
+            reserved: None,
+            timer: None,
+            partial: false,
+            over_limit,
+        };
+        let deadline = now + sh.config.idle_timeout;
+        sh.schedule(&mut conn.timer, id, deadline);
+        conn
+    }
+
+    /// The peer address.
+    pub(crate) fn ip(&self) -> IpAddr {
+        self.ip
+    }
+
+    /// Consume what can be acted on at the front of `buf`; returns the bytes consumed.
+    pub(crate) fn on_bytes(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        now: Instant,
+        buf: &[u8],
+    ) -> usize {
+        let mut used = 0;
+        while self.state != State::Closing {
+            let rest = buf.get(used..).unwrap_or(&[]);
+            if self.state == State::AwaitingStruct {
+                if let [0, 0, 0, version @ (1 | 2 | 5..), ..] = rest {
+                    self.bad_struct_version(sh, st, u32::from(*version));
+                    break;
+                }
+            }
+            match next_item(rest) {
+                Item::NeedMore => break,
+                Item::Garbage { consumed } => used += consumed,
+                Item::Command { cmd, consumed } => {
+                    used += consumed;
+                    self.on_command(sh, st, now, cmd);
+                }
+                Item::GameStruct { consumed } => {
+                    used += consumed;
+                    match rest.get(..GAMESTRUCT_LEN) {
+                        Some(raw) => self.on_gamestruct(sh, st, now, raw),
+                        None => self.protocol_error(sh, st, ProtocolError::Truncated),
+                    }
+                }
+            }
+        }
+        if self.state == State::Closing {
+            self.partial = false;
+            return buf.len();
+        }
+        self.partial = used < buf.len();
+        used.min(buf.len())
+    }
+
+    fn bad_struct_version(&mut self, sh: &mut Shared, st: &mut WzStats, version: u32) {
+        if version < 3 {
+            // A 2.2-era host (GAMESTRUCT_VERSION 2): it reads a status after addg.
+            let motd = "This version of Warzone 2100 is too old for this lobby; \
+                        the game is NOT hosted. Please upgrade.";
+            self.refuse(sh, st, Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd);
+        } else {
+            self.protocol_error(sh, st, ProtocolError::BadVersion);
+        }
+    }
+
+    fn on_command(&mut self, sh: &mut Shared, st: &mut WzStats, now: Instant, cmd: Command) {
+        if cmd.known().is_err() {
+            self.protocol_error(sh, st, ProtocolError::UnknownCommand);
+            return;
+        }
+        st.command(cmd);
+        match (self.state, cmd) {
+            (State::Closing, _) => {}
+            (State::Probing { .. }, Command::Keep) => {}
+            (State::Probing { .. }, _) => {
+                self.protocol_error(sh, st, ProtocolError::InputWhileProbing)
+            }
+            (State::AwaitingStruct, _) => {
+                self.protocol_error(sh, st, ProtocolError::ExpectedGameStruct)
+            }
+            (State::Fresh, Command::GaId) => {
+                if let Some(old) = self.reserved.take() {
+                    sh.table.release_id(old);
+                }
+                let id = sh.table.allocate_id();
+                self.reserved = Some(id);
+                sh.send(self.id, emit_game_id(id).to_vec());
+            }
+            (State::Fresh, Command::Addg) => self.state = State::AwaitingStruct,
+            (State::Fresh, Command::List) => {
+                let mut bytes = Vec::new();
+                let games = sh.table.listed().take(sh.config.list_limit);
+                ListReplyWriter::new(&mut bytes).write(games, STATUS_OK, sh.config.motd.as_bytes());
+                sh.send(self.id, bytes);
+                st.list_replies += 1;
+                self.shut(sh, st, Removal::Closed);
+            }
+            (State::Fresh, Command::Motd) => {
+                let reply = motd_command_reply(sh.config.motd.as_bytes()).to_vec();
+                sh.send(self.id, reply);
+                self.shut(sh, st, Removal::Closed);
+            }
+            // A keep-alive before registering proves nothing; it does not extend the idle
+            // deadline, and it is never answered.
+            (State::Fresh, _) => {}
+            (State::Registered { game_id, .. }, Command::GaId) => {
+                // Idempotent: the host asks again for the id it already has.
+                sh.send(self.id, emit_game_id(game_id).to_vec());
+                self.refresh_silence(sh, now);
+            }
+            (State::Registered { .. }, Command::Keep) => self.refresh_silence(sh, now),
+            (State::Registered { .. }, Command::Addg) => {
+                self.protocol_error(sh, st, ProtocolError::DuplicateAddg)
+            }
+            (State::Registered { .. }, _) => {
+                self.protocol_error(sh, st, ProtocolError::UnexpectedCommand)
+            }
+        }
+    }
+
+    fn on_gamestruct(&mut self, sh: &mut Shared, st: &mut WzStats, now: Instant, raw: &[u8]) {
+        match self.state {
+            State::Fresh => self.protocol_error(sh, st, ProtocolError::GameStructWithoutAddg),
+            State::Probing { .. } => self.protocol_error(sh, st, ProtocolError::InputWhileProbing),
+            State::AwaitingStruct => self.register(sh, st, now, raw),
+            State::Registered {
+                game_id,
+                version,
+                host_port,
+            } => self.update(sh, st, now, raw, game_id, version, host_port),
+            State::Closing => {}
+        }
+    }
+
+    /// The policy verdict on a (rewritten) GAMESTRUCT: name and version.
+    fn policy_refusal(
+        &self,
+        sh: &Shared,
+        view: &GameStruct<&[u8]>,
+    ) -> Option<(Refusal, u32, String)> {
+        if !version_allowed(
+            sh.config.min_version,
+            view.game_version_major(),
+            view.game_version_minor(),
+        ) {
+            let motd = format!(
+                "Your Warzone 2100 version ({}) is too old for this lobby; the game is NOT \
+                 hosted. Please upgrade.",
+                String::from_utf8_lossy(view.version_string())
+            );
+            return Some((Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd));
+        }
+        if sh.policy.is_banned(view.name()) {
+            let motd = "Game name not acceptable. The game is NOT hosted, change the name of \
+                        your game."
+                .to_owned();
+            return Some((Refusal::BannedName, STATUS_NOT_ACCEPTABLE, motd));
+        }
+        None
+    }
+
+    fn register(&mut self, sh: &mut Shared, st: &mut WzStats, now: Instant, raw: &[u8]) {
+        let Some(mut stored) = copy_struct(raw) else {
+            self.protocol_error(sh, st, ProtocolError::BadVersion);
+            return;
+        };
+        let game_id = match self.reserved.take() {
+            Some(id) => id,
+            None => sh.table.allocate_id(),
+        };
+        // Hold the id through the checks so a refusal below gives it back.
+        self.reserved = Some(game_id);
+        rewrite(&mut stored, self.ip, game_id, None);
+        let view = GameStruct::new_unchecked(&stored[..]);
+        let version = view.version();
+        let host_port = view.host_port();
+
+        let refusal = if self.over_limit {
+            let motd = format!(
+                "Too many connections from your address {}; the game is NOT hosted. Close \
+                 other Warzone 2100 sessions and try again.",
+                self.ip
+            );
+            Some((Refusal::ConnsPerIp, STATUS_NOT_ACCEPTABLE, motd))
+        } else if let Some(refusal) = self.policy_refusal(sh, &view) {
+            Some(refusal)
+        } else if let Err(error) = sh.table.check_room(self.ip) {
+            Some(room_refusal(error, self.ip, sh.config.max_games_per_ip))
+        } else if !sh.limiter.allow_request(now, self.ip) {
+            let motd = format!(
+                "Too many games registered from your address {} in a short time; the game is \
+                 NOT hosted. Wait a minute and try again.",
+                self.ip
+            );
+            Some((Refusal::RateLimited, STATUS_NOT_ACCEPTABLE, motd))
+        } else {
+            None
+        };
+        if let Some((reason, code, motd)) = refusal {
+            self.refuse(sh, st, reason, code, &motd);
+            return;
+        }
+
+        let game_port = match host_port {
+            Some(port) if port != 0 => port,
+            _ => DEFAULT_GAME_PORT,
+        };
+        let game = Game {
+            id: game_id,
+            owner: Owner::Legacy(self.id),
+            peer: self.ip,
+            game_port,
+            listed: false,
+            registered_at: now,
+            updated_at: now,
+            gamestruct: stored,
+        };
+        if let Err(error) = sh.table.add(game) {
+            let (reason, code, motd) = room_refusal(error, self.ip, sh.config.max_games_per_ip);
+            self.refuse(sh, st, reason, code, &motd);
+            return;
+        }
+        self.reserved = None;
+
+        if sh.config.check_reachable {
+            let target = SocketAddr::new(self.ip, game_port);
+            let probe = sh.start_probe(self.id, target, version == 4);
+            st.probes_started += 1;
+            self.state = State::Probing {
+                game_id,
+                probe,
+                target,
+                version,
+                host_port,
+            };
+            let wait = (sh.config.probe_timeout + PROBE_GRACE).min(ADDG_REPLY_BUDGET);
+            sh.schedule(&mut self.timer, self.id, now + wait);
+        } else {
+            self.list_game(sh, st, now, game_id, version, host_port);
+        }
+    }
+
+    /// The game passed every check: list it and tell the host.
+    fn list_game(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        now: Instant,
+        game_id: u32,
+        version: u32,
+        host_port: Option<u16>,
+    ) {
+        if let Some(game) = sh.table.get_mut(game_id) {
+            game.listed = true;
+        }
+        st.games_listed += 1;
+        self.state = State::Registered {
+            game_id,
+            version,
+            host_port,
+        };
+        sh.send_status(self.id, STATUS_OK, &sh.config.motd.clone());
+        self.refresh_silence(sh, now);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn update(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        now: Instant,
+        raw: &[u8],
+        game_id: u32,
+        version: u32,
+        host_port: Option<u16>,
+    ) {
+        let changed = match GameStruct::new_checked(raw) {
+            Ok(incoming) => incoming.version() != version || incoming.host_port() != host_port,
+            Err(_) => true,
+        };
+        if changed {
+            self.protocol_error(sh, st, ProtocolError::ChangedUpdate);
+            return;
+        }
+        let Some(game) = sh.table.get_mut(game_id) else {
+            self.protocol_error(sh, st, ProtocolError::UnexpectedCommand);
+            return;
+        };
+        let dw_size = GameStruct::new_unchecked(&game.gamestruct[..]).dw_size();
+        if let Some(bytes) = raw.get(..GAMESTRUCT_LEN) {
+            game.gamestruct.copy_from_slice(bytes);
+        }
+        rewrite(&mut game.gamestruct, self.ip, game_id, Some(dw_size));
+        game.updated_at = now;
+        let refusal = match sh.table.get(game_id) {
+            Some(game) => self.policy_refusal(sh, &GameStruct::new_unchecked(&game.gamestruct[..])),
+            None => None,
+        };
+        if let Some((reason, code, motd)) = refusal {
+            st.refuse(reason);
+            // A 3.x host reads nothing after an update: only a 4.x host gets the reason.
+            if version == 4 {
+                sh.send_status(self.id, code, &motd);
+            }
+            self.shut(sh, st, Removal::Refused);
+            return;
+        }
+        st.updates += 1;
+        if version == 4 {
+            sh.send_status(self.id, STATUS_OK, &sh.config.motd.clone());
+        }
+        self.refresh_silence(sh, now);
+    }
+
+    /// The driver's verdict on this connection's probe (already removed from the probe map).
+    pub(crate) fn on_probe_result(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        now: Instant,
+        probe: ProbeId,
+        result: ProbeResult,
+    ) {
+        let State::Probing {
+            game_id,
+            probe: expected,
+            target,
+            version,
+            host_port,
+        } = self.state
+        else {
+            st.stale_probe_results += 1;
+            return;
+        };
+        if probe != expected {
+            st.stale_probe_results += 1;
+            return;
+        }
+        let outcome = match result {
+            ProbeResult::Refused => ProbeOutcome::Refused,
+            ProbeResult::TimedOut => ProbeOutcome::TimedOut,
+            ProbeResult::Connected => ProbeOutcome::Connected,
+            ProbeResult::Wzlr { game_id: got } if got == game_id => ProbeOutcome::WzlrMatch,
+            ProbeResult::Wzlr { game_id: got } => {
+                st.probe_outcome(ProbeOutcome::WzlrMismatch);
+                let motd = format!(
+                    "Game unreachable: {target} answered for another game (id {got}, this game \
+                     is {game_id}). The game is NOT hosted."
+                );
+                self.refuse(sh, st, Refusal::WrongGameId, STATUS_UNREACHABLE, &motd);
+                return;
+            }
+        };
+        self.probe_verdict(sh, st, now, outcome);
+        if matches!(outcome, ProbeOutcome::Connected | ProbeOutcome::WzlrMatch) {
+            self.list_game(sh, st, now, game_id, version, host_port);
+        }
+    }
+
+    /// Count the outcome; on failure refuse with 408.
+    fn probe_verdict(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        _now: Instant,
+        outcome: ProbeOutcome,
+    ) {
+        st.probe_outcome(outcome);
+        if let State::Probing { target, .. } = self.state {
+            if matches!(outcome, ProbeOutcome::Refused | ProbeOutcome::TimedOut) {
+                let motd = format!(
+                    "Game unreachable, failed to open a connection to {target}. The game is \
+                     NOT hosted: make sure TCP port {} is forwarded to your computer and \
+                     allowed through your firewall.",
+                    target.port()
+                );
+                self.refuse(sh, st, Refusal::Unreachable, STATUS_UNREACHABLE, &motd);
+            }
+        }
+    }
+
+    /// This connection's deadline passed.
+    pub(crate) fn on_timer(&mut self, sh: &mut Shared, st: &mut WzStats, now: Instant) {
+        self.timer = None;
+        match self.state {
+            State::Fresh | State::AwaitingStruct => {
+                let reason = if self.partial {
+                    ProtocolError::Truncated
+                } else {
+                    ProtocolError::IdleTimeout
+                };
+                self.protocol_error(sh, st, reason);
+            }
+            State::Probing { probe, .. } => {
+                // The driver never reported: decide now so the addg status stays in budget.
+                sh.probes.remove(&probe);
+                self.probe_verdict(sh, st, now, ProbeOutcome::TimedOut);
+            }
+            State::Registered { .. } => self.shut(sh, st, Removal::Silence),
+            State::Closing => {}
+        }
+    }
+
+    /// The connection is gone: forget its game at once.
+    pub(crate) fn on_closed(&mut self, sh: &mut Shared, st: &mut WzStats) {
+        if self.partial && self.state != State::Closing {
+            st.protocol_error(ProtocolError::Truncated);
+        }
+        self.release(sh, st, Removal::Closed);
+    }
+
+    fn refresh_silence(&mut self, sh: &mut Shared, now: Instant) {
+        let deadline = now + sh.config.silence_timeout;
+        sh.schedule(&mut self.timer, self.id, deadline);
+    }
+
+    /// Status with the reason, then close.
+    fn refuse(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        reason: Refusal,
+        code: u32,
+        motd: &str,
+    ) {
+        st.refuse(reason);
+        sh.send_status(self.id, code, motd);
+        self.shut(sh, st, Removal::Refused);
+    }
+
+    fn protocol_error(&mut self, sh: &mut Shared, st: &mut WzStats, reason: ProtocolError) {
+        st.protocol_error(reason);
+        self.shut(sh, st, Removal::ProtocolError);
+    }
+
+    /// Drop everything this connection holds and ask the driver to close it.
+    fn shut(&mut self, sh: &mut Shared, st: &mut WzStats, removal: Removal) {
+        if self.state == State::Closing {
+            return;
+        }
+        self.release(sh, st, removal);
+        sh.close(self.id);
+    }
+
+    /// Give back the reserved id, the game, the probe and the timer; state becomes Closing.
+    fn release(&mut self, sh: &mut Shared, st: &mut WzStats, removal: Removal) {
+        sh.cancel(&mut self.timer);
+        if let Some(id) = self.reserved.take() {
+            sh.table.release_id(id);
+        }
+        let game_id = match self.state {
+            State::Probing { game_id, probe, .. } => {
+                sh.probes.remove(&probe);
+                Some(game_id)
+            }
+            State::Registered { game_id, .. } => Some(game_id),
+            _ => None,
+        };
+        if let Some(game_id) = game_id {
+            if sh.table.remove(game_id).is_some() {
+                st.removed(removal);
+            }
+        }
+        self.state = State::Closing;
+    }
+}
+
+/// The refusal for a full table or a full address.
+fn room_refusal(error: AddError, ip: IpAddr, per_ip: usize) -> (Refusal, u32, String) {
+    match error {
+        AddError::TooManyFromAddress => (
+            Refusal::GamesPerIp,
+            STATUS_NOT_ACCEPTABLE,
+            format!(
+                "Too many games hosted from your address {ip} (at most {per_ip}); the game is \
+                 NOT hosted."
+            ),
+        ),
+        AddError::Full | AddError::IdInUse => (
+            Refusal::LobbyFull,
+            STATUS_NOT_ACCEPTABLE,
+            "The lobby is full; the game is NOT hosted. Try again later.".to_owned(),
+        ),
+    }
+}
+
+/// The one copy of a peer's GAMESTRUCT the lobby keeps, if `raw` is a valid one.
+fn copy_struct(raw: &[u8]) -> Option<Box<[u8; GAMESTRUCT_LEN]>> {
+    GameStruct::new_checked(raw).ok()?;
+    let bytes: &[u8; GAMESTRUCT_LEN] = raw.get(..GAMESTRUCT_LEN)?.try_into().ok()?;
+    Some(Box::new(*bytes))
+}
+
+/// Sanitize the strings and apply the lobby's fields: `desc.host` = the address the lobby
+/// saw, `gameId` = the lobby's id, `dwSize` = `keep_size` or, when the host sent 0, 72.
+fn rewrite(bytes: &mut [u8; GAMESTRUCT_LEN], ip: IpAddr, game_id: u32, keep_size: Option<i32>) {
+    let mut view = GameStruct::new_unchecked(&mut bytes[..]);
+    view.sanitize_strings();
+    view.set_host(&ip.to_string());
+    view.set_game_id(game_id);
+    let size = keep_size.unwrap_or_else(|| view.dw_size());
+    view.set_dw_size(if size == 0 { DESC_SIZE } else { size });
+}

@@ -1,0 +1,321 @@
+//! Counters of the Warzone 2100 master server core ([`super::WzLobby::stats`]).
+//!
+//! Plain integers (one thread), read by the metrics exporter through [`WzStats::visit`] like
+//! every other lobbyd counter set. Each reason enum has `ALL` and a stable snake_case
+//! `as_str` used as the metric label. Nothing here allocates or panics.
+
+use crate::wire::wz::Command;
+
+/// Why a host was refused after `addg` (or on an update): the status it got says why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// The game name holds a banned word (406).
+    BannedName,
+    /// The host's netcode version is below `--wz-min-version` (403), or the struct is a
+    /// pre-2.3 layout (version word below 3).
+    MinVersion,
+    /// Too many registrations from the host's address in a short time (406).
+    RateLimited,
+    /// The lobby holds `max_games` games already (406).
+    LobbyFull,
+    /// The host's address holds `max_games_per_ip` games already (406).
+    GamesPerIp,
+    /// The host's address has more than `max_conns_per_ip` connections open (406).
+    ConnsPerIp,
+    /// The game port refused or did not accept a connection in time (408).
+    Unreachable,
+    /// The game port answered the probe with another game's id (408).
+    WrongGameId,
+}
+
+impl Refusal {
+    /// Every variant, in declaration order.
+    pub const ALL: [Refusal; 8] = [
+        Refusal::BannedName,
+        Refusal::MinVersion,
+        Refusal::RateLimited,
+        Refusal::LobbyFull,
+        Refusal::GamesPerIp,
+        Refusal::ConnsPerIp,
+        Refusal::Unreachable,
+        Refusal::WrongGameId,
+    ];
+
+    /// A stable snake_case label, for metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Refusal::BannedName => "banned_name",
+            Refusal::MinVersion => "min_version",
+            Refusal::RateLimited => "rate_limited",
+            Refusal::LobbyFull => "lobby_full",
+            Refusal::GamesPerIp => "games_per_ip",
+            Refusal::ConnsPerIp => "conns_per_ip",
+            Refusal::Unreachable => "unreachable",
+            Refusal::WrongGameId => "wrong_game_id",
+        }
+    }
+}
+
+/// Why a legacy connection was closed for misbehaving (no status is sent for these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProtocolError {
+    /// Four bytes that are no known command.
+    UnknownCommand,
+    /// A GAMESTRUCT after `addg` whose version word is not 3 or 4 (and not an older layout).
+    BadVersion,
+    /// The connection closed or went idle with part of a message buffered.
+    Truncated,
+    /// A GAMESTRUCT on a connection that never sent `addg`.
+    GameStructWithoutAddg,
+    /// A command where `addg` announced a GAMESTRUCT.
+    ExpectedGameStruct,
+    /// A second `addg` on a connection that already registered a game.
+    DuplicateAddg,
+    /// A command that makes no sense in the connection's state (`list` from a host).
+    UnexpectedCommand,
+    /// Input other than `keep` while the lobby is probing the host.
+    InputWhileProbing,
+    /// An update that changes the GAMESTRUCT version or the v4 `hostPort`.
+    ChangedUpdate,
+    /// A connection that did not register a game within the idle timeout.
+    IdleTimeout,
+}
+
+impl ProtocolError {
+    /// Every variant, in declaration order.
+    pub const ALL: [ProtocolError; 10] = [
+        ProtocolError::UnknownCommand,
+        ProtocolError::BadVersion,
+        ProtocolError::Truncated,
+        ProtocolError::GameStructWithoutAddg,
+        ProtocolError::ExpectedGameStruct,
+        ProtocolError::DuplicateAddg,
+        ProtocolError::UnexpectedCommand,
+        ProtocolError::InputWhileProbing,
+        ProtocolError::ChangedUpdate,
+        ProtocolError::IdleTimeout,
+    ];
+
+    /// A stable snake_case label, for metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProtocolError::UnknownCommand => "unknown_command",
+            ProtocolError::BadVersion => "bad_version",
+            ProtocolError::Truncated => "truncated",
+            ProtocolError::GameStructWithoutAddg => "gamestruct_without_addg",
+            ProtocolError::ExpectedGameStruct => "expected_gamestruct",
+            ProtocolError::DuplicateAddg => "duplicate_addg",
+            ProtocolError::UnexpectedCommand => "unexpected_command",
+            ProtocolError::InputWhileProbing => "input_while_probing",
+            ProtocolError::ChangedUpdate => "changed_update",
+            ProtocolError::IdleTimeout => "idle_timeout",
+        }
+    }
+}
+
+/// Why a game (listed or still being probed) left the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Removal {
+    /// The host's connection closed.
+    Closed,
+    /// The host sent nothing for `silence_timeout`.
+    Silence,
+    /// The host was refused (probe failed, or an update broke the name/version policy).
+    Refused,
+    /// The host broke the protocol.
+    ProtocolError,
+}
+
+impl Removal {
+    /// Every variant, in declaration order.
+    pub const ALL: [Removal; 4] = [
+        Removal::Closed,
+        Removal::Silence,
+        Removal::Refused,
+        Removal::ProtocolError,
+    ];
+
+    /// A stable snake_case label, for metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Removal::Closed => "closed",
+            Removal::Silence => "silence",
+            Removal::Refused => "refused",
+            Removal::ProtocolError => "protocol_error",
+        }
+    }
+}
+
+/// What the driver reported for a reachability probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProbeOutcome {
+    /// Connection refused (or another connect error).
+    Refused,
+    /// No connection within the timeout (reported by the driver, or the core's own deadline).
+    TimedOut,
+    /// Connected; no `WZLR` answer (or one the wire module does not understand).
+    Connected,
+    /// A `WZLR` answer with the right game id.
+    WzlrMatch,
+    /// A `WZLR` answer with another game id.
+    WzlrMismatch,
+}
+
+impl ProbeOutcome {
+    /// Every variant, in declaration order.
+    pub const ALL: [ProbeOutcome; 5] = [
+        ProbeOutcome::Refused,
+        ProbeOutcome::TimedOut,
+        ProbeOutcome::Connected,
+        ProbeOutcome::WzlrMatch,
+        ProbeOutcome::WzlrMismatch,
+    ];
+
+    /// A stable snake_case label, for metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProbeOutcome::Refused => "refused",
+            ProbeOutcome::TimedOut => "timed_out",
+            ProbeOutcome::Connected => "connected",
+            ProbeOutcome::WzlrMatch => "wzlr_match",
+            ProbeOutcome::WzlrMismatch => "wzlr_mismatch",
+        }
+    }
+}
+
+/// The legacy commands, in the order of [`WzStats::commands`].
+const COMMANDS: [(Command, &str); 5] = [
+    (Command::GaId, "gaid"),
+    (Command::Addg, "addg"),
+    (Command::List, "list"),
+    (Command::Keep, "keep"),
+    (Command::Motd, "motd"),
+];
+
+fn index_of<T: PartialEq>(all: &[T], item: &T) -> Option<usize> {
+    all.iter().position(|x| x == item)
+}
+
+/// Counters of the Warzone 2100 core.
+#[derive(Clone, Debug, Default)]
+pub struct WzStats {
+    /// Connections opened.
+    pub connections_opened: u64,
+    /// Known commands received, by command (`gaId`, `addg`, `list`, `keep`, `motd`).
+    pub commands: [u64; 5],
+    /// Games listed (registrations that passed every check and the probe).
+    pub games_listed: u64,
+    /// GAMESTRUCT updates applied to listed games.
+    pub updates: u64,
+    /// Hosts refused, by reason (index in [`Refusal::ALL`]).
+    pub refused: [u64; Refusal::ALL.len()],
+    /// Connections closed for protocol errors, by reason (index in [`ProtocolError::ALL`]).
+    pub protocol_errors: [u64; ProtocolError::ALL.len()],
+    /// Probe requests emitted.
+    pub probes_started: u64,
+    /// Probe outcomes, by outcome (index in [`ProbeOutcome::ALL`]).
+    pub probe_outcomes: [u64; ProbeOutcome::ALL.len()],
+    /// Probe results for probes the core no longer waits for (host gone, deadline passed).
+    pub stale_probe_results: u64,
+    /// Games removed from the table, by reason (index in [`Removal::ALL`]).
+    pub games_removed: [u64; Removal::ALL.len()],
+    /// `list` replies sent.
+    pub list_replies: u64,
+    /// Connections opened beyond `max_conns_per_ip` (refused at `addg`).
+    pub connections_over_limit: u64,
+}
+
+impl WzStats {
+    /// Counts a known command.
+    pub fn command(&mut self, cmd: Command) {
+        if let Some(i) = COMMANDS.iter().position(|(c, _)| *c == cmd) {
+            self.commands[i] += 1;
+        }
+    }
+
+    /// How many `cmd` commands were received.
+    pub fn commands_of(&self, cmd: Command) -> u64 {
+        COMMANDS
+            .iter()
+            .position(|(c, _)| *c == cmd)
+            .map_or(0, |i| self.commands[i])
+    }
+
+    /// Counts a refusal.
+    pub fn refuse(&mut self, reason: Refusal) {
+        if let Some(i) = index_of(&Refusal::ALL, &reason) {
+            self.refused[i] += 1;
+        }
+    }
+
+    /// How many hosts were refused for `reason`.
+    pub fn refusals(&self, reason: Refusal) -> u64 {
+        index_of(&Refusal::ALL, &reason).map_or(0, |i| self.refused[i])
+    }
+
+    /// Counts a protocol error.
+    pub fn protocol_error(&mut self, reason: ProtocolError) {
+        if let Some(i) = index_of(&ProtocolError::ALL, &reason) {
+            self.protocol_errors[i] += 1;
+        }
+    }
+
+    /// How many connections were closed for `reason`.
+    pub fn protocol_errors_of(&self, reason: ProtocolError) -> u64 {
+        index_of(&ProtocolError::ALL, &reason).map_or(0, |i| self.protocol_errors[i])
+    }
+
+    /// Counts a probe outcome.
+    pub fn probe_outcome(&mut self, outcome: ProbeOutcome) {
+        if let Some(i) = index_of(&ProbeOutcome::ALL, &outcome) {
+            self.probe_outcomes[i] += 1;
+        }
+    }
+
+    /// How many probes ended with `outcome`.
+    pub fn probe_outcomes_of(&self, outcome: ProbeOutcome) -> u64 {
+        index_of(&ProbeOutcome::ALL, &outcome).map_or(0, |i| self.probe_outcomes[i])
+    }
+
+    /// Counts a game leaving the table.
+    pub fn removed(&mut self, reason: Removal) {
+        if let Some(i) = index_of(&Removal::ALL, &reason) {
+            self.games_removed[i] += 1;
+        }
+    }
+
+    /// How many games left the table for `reason`.
+    pub fn removals(&self, reason: Removal) -> u64 {
+        index_of(&Removal::ALL, &reason).map_or(0, |i| self.games_removed[i])
+    }
+
+    /// Calls `f(name, label, value)` for every counter; `label` is "" for unlabelled ones.
+    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        f("wz_connections_opened_total", "", self.connections_opened);
+        f(
+            "wz_connections_over_limit_total",
+            "",
+            self.connections_over_limit,
+        );
+        for ((_, label), value) in COMMANDS.iter().zip(self.commands) {
+            f("wz_commands_total", label, value);
+        }
+        f("wz_games_listed_total", "", self.games_listed);
+        f("wz_updates_total", "", self.updates);
+        for (reason, value) in Refusal::ALL.iter().zip(self.refused) {
+            f("wz_refused_total", reason.as_str(), value);
+        }
+        for (reason, value) in ProtocolError::ALL.iter().zip(self.protocol_errors) {
+            f("wz_protocol_errors_total", reason.as_str(), value);
+        }
+        f("wz_probes_started_total", "", self.probes_started);
+        for (outcome, value) in ProbeOutcome::ALL.iter().zip(self.probe_outcomes) {
+            f("wz_probe_outcomes_total", outcome.as_str(), value);
+        }
+        f("wz_stale_probe_results_total", "", self.stale_probe_results);
+        for (reason, value) in Removal::ALL.iter().zip(self.games_removed) {
+            f("wz_games_removed_total", reason.as_str(), value);
+        }
+        f("wz_list_replies_total", "", self.list_replies);
+    }
+}
