@@ -19,5 +19,9 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
+# Benchmarks against the echo baseline (BENCH_DURATION=S per mode); loopback only.
+bench:
+	scripts/bench.sh
+
 clean:
 	$(CARGO) clean

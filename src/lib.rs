@@ -22,6 +22,8 @@
 //! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as
 //!   JSON) and their request parsing, without the sockets.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell.
+//! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd (and of
+//!   a built-in UDP echo baseline) on its own mio loop; the server never uses it.
 //! - [`config`]: the command line. Parses flags into a validated `Config` (or help,
 //!   version, or a one-line usage error); the rest of the server trusts it as is.
 
@@ -29,6 +31,7 @@
 
 pub mod cli_user;
 pub mod config;
+pub mod load;
 pub mod lobby;
 pub mod metrics;
 pub mod net;

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Benchmarks lobbyd against the physical limit of this machine, in one session.
+#
+# Builds release binaries, starts lobbyd on loopback with its limits raised (rate limits off,
+# room limits high, short idle timeouts so rooms of one run are gone before the next), runs
+# each lobby-load mode for BENCH_DURATION seconds right after an echo baseline with the
+# same packet sizes, and prints one table: rate, latency, failures and the ratio of each
+# mode to its baseline. Then lobbyd's idle and peak RSS (/proc/PID/status), binary sizes
+# and machine facts. Modes whose server side this build lacks (TCP lobby, Warzone listener)
+# are skipped with a message. The table is also written to bench-out/results.md.
+#
+# Environment: BENCH_DURATION (s, default 3), BENCH_CONCURRENCY (UDP clients, default 32),
+# BENCH_ROOMS (relay rooms, default 16), BENCH_TCP_IDLE (connections, default 10000),
+# BENCH_PARTIES (tcp-cycle parties, default 1000), LOBBYD_PORT etc. (see scripts/lib.sh).
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+DURATION="${BENCH_DURATION:-3}"
+CONC="${BENCH_CONCURRENCY:-32}"
+ROOMS="${BENCH_ROOMS:-16}"
+TCP_IDLE="${BENCH_TCP_IDLE:-10000}"
+PARTIES="${BENCH_PARTIES:-1000}"
+OUT="$REPO_ROOT/bench-out"
+mkdir -p "$OUT"
+RESULTS="$OUT/results.md"
+
+build_release
+raise_nofile 200000
+trap stop_lobbyd EXIT
+
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
+start_lobbyd "$OUT/lobbyd.log" \
+  --max-rooms 500 --max-rooms-per-ip 500 --udp-rate 2000000000 --udp-reply-bytes 0 \
+  --idle-timeout 3 --seat-timeout 3 --reap-grace 0 --countdown 1 \
+  --max-conns 190000 --max-conns-per-ip 190000 --conn-rate 4000000000
+sleep 0.5
+IDLE_RSS_KB="$(status_kb "$LOBBYD_PID" VmRSS)"
+
+ROWS=()
+declare -A RATE
+
+# bench NAME BASELINE MODE [flags...]: one measured run; BASELINE names an earlier row or "-".
+bench() {
+  local name="$1" baseline="$2"; shift 2
+  local file="$OUT/${name//\//_}.json" code=0
+  log "== $name: lobby-load $* (${DURATION}s)"
+  run_load "$@" --duration "$DURATION" --json -q --timeout 2000 >"$file" || code=$?
+  if [ "$code" -ge 2 ] || [ ! -s "$file" ]; then
+    log "   $name did not run (exit $code)"; ROWS+=("| $name | did not run (exit $code) | | | | | | |"); return 0
+  fi
+  local rate p50 p99 p999 fails ratio="-"
+  rate="$(json_field "$file" per_second)"; p50="$(json_latency "$file" p50)"
+  p99="$(json_latency "$file" p99)"; p999="$(json_latency "$file" p999)"
+  fails="$(json_failures "$file")"
+  RATE[$name]="$rate"
+  if [ "$baseline" != "-" ] && [ -n "${RATE[$baseline]:-}" ]; then
+    ratio="$(awk -v a="$rate" -v b="${RATE[$baseline]}" 'BEGIN { printf "%.2f", a / b }')"
+  fi
+  ROWS+=("$(printf '| %s | %.0f | %.1f | %.1f | %.1f | %s | %s | %s |' \
+    "$name" "$rate" "$p50" "$p99" "$p999" "$fails" "$baseline" "$ratio")")
+  log "   $(printf '%.0f/s  p99 %.1f us  failures %s  ratio %s' "$rate" "$p99" "$fails" "$ratio")"
+}
+
+# UDP LIST_ROOMS, 64 rooms listed: 12-byte request, 14 + 13 * 64 = 846-byte reply.
+bench echo-12/846 - echo --size 12 --reply-size 846 --concurrency "$CONC"
+wait_rooms_gone 10 || log "rooms of an earlier run are still listed"
+bench udp-list-64 echo-12/846 udp-list --rooms 64 --concurrency "$CONC"
+half="$(awk -v r="${RATE[udp-list-64]:-0}" 'BEGIN { printf "%d", r / 2 }')"
+if [ "$half" -gt 0 ]; then
+  wait_rooms_gone 10 || true
+  bench udp-list-64@half - udp-list --rooms 64 --concurrency "$CONC" --rate "$half"
+fi
+# A room's whole life: 12-byte requests, 18-byte replies.
+bench echo-12/18 - echo --size 12 --reply-size 18 --concurrency "$CONC"
+bench udp-create-join echo-12/18 udp-create-join --concurrency "$CONC" --sources 127.0.0.2-127.0.0.254
+# Relay: 64-byte DATA, each to 3 other members; the ratio compares forwarded datagrams/s.
+bench echo-64 - echo --size 64 --concurrency "$CONC"
+wait_rooms_gone 10 || true
+bench relay-64x4 echo-64 relay --size 64 --members 4 --concurrency "$ROOMS" --sources 127.0.0.2-127.0.0.254
+
+# TCP lobby and Warzone modes, when this build serves them.
+if tcp_port_answers "$PORT"; then
+  bench tcp-join - tcp-join --concurrency "$CONC" --sources 127.0.0.2-127.0.0.254
+  wait_rooms_gone 10 || true
+  bench tcp-cycle - tcp-cycle --concurrency $(( PARTIES * 4 )) --members 4 --sources 127.0.0.2-127.0.0.254
+  rss_before="$(status_kb "$LOBBYD_PID" VmRSS)"
+  bench tcp-idle - tcp-idle --concurrency "$TCP_IDLE" --sources 127.0.0.2-127.0.0.254
+  log "   tcp-idle: lobbyd RSS ${rss_before} kB before, peak $(status_kb "$LOBBYD_PID" VmHWM) kB"
+else
+  log "== tcp-*: skipped, nothing listens on TCP 127.0.0.1:$PORT (the TCP lobby is not in this build)"
+  ROWS+=("| tcp-* | skipped: no TCP lobby listener in this build | | | | | | |")
+fi
+if lobbyd_has_flag --wz-port && tcp_port_answers "$WZ_PORT"; then
+  bench wz-list - wz-list --concurrency "$CONC"
+  bench wz-host - wz-host --concurrency 4 --sources 127.0.0.2-127.0.0.254
+else
+  log "== wz-*: skipped, no Warzone listener (--wz-port) in this build"
+  ROWS+=("| wz-* | skipped: no Warzone listener in this build | | | | | | |")
+fi
+
+PEAK_RSS_KB="$(status_kb "$LOBBYD_PID" VmHWM)"
+stop_lobbyd
+LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+{
+  echo "## lobby-load results, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "Each mode ran ${DURATION} s, closed loop unless a rate is named, right after its echo"
+  echo "baseline (same packet sizes, same session). Ratio = mode rate / baseline rate."
+  echo
+  echo "| run | per second | p50 us | p99 us | p99.9 us | failures | baseline | ratio |"
+  echo "|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${ROWS[@]}"
+  echo
+  echo "- lobbyd RSS idle: ${IDLE_RSS_KB} kB; peak (VmHWM) over the session: ${PEAK_RSS_KB} kB"
+  echo "- binaries: lobbyd $(stat -c %s "$LOBBYD") B, lobby-load $(stat -c %s "$LOBBY_LOAD") B (release)"
+  echo "- machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
+  echo "- load average before/after: $LOAD_BEFORE / $LOAD_AFTER"
+  echo "- $(rustc --version)"
+} | tee "$RESULTS"

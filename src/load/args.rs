@@ -1,0 +1,282 @@
+//! `lobby-load`'s command line: `lobby-load MODE [OPTIONS]`, parsed with getopts into
+//! validated [`Options`]. Every value is bounded, so no flag can make a run unbounded.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use getopts::Matches;
+
+use super::sources::{check_local, parse_sources};
+use super::{Mode, Options};
+
+/// Longest run.
+pub const MAX_DURATION_SECS: f64 = 3600.0;
+/// Most clients (connections for `tcp-idle`).
+pub const MAX_CONCURRENCY: usize = 200_000;
+/// Largest datagram the tool sends or asks for (the unfragmented UDP payload bound).
+pub const MAX_DATAGRAM: usize = 1472;
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    /// Print this text and exit 0.
+    Help(String),
+    /// Run.
+    Run(Box<Options>),
+}
+
+fn spec() -> getopts::Options {
+    let mut o = getopts::Options::new();
+    o.optflag("h", "help", "Print this help and exit.");
+    o.optopt(
+        "",
+        "target",
+        "Server address (default 127.0.0.1:4242, wz-* 127.0.0.1:9990).",
+        "ADDR",
+    );
+    o.optopt(
+        "",
+        "duration",
+        "Seconds to measure (default 5, at most 3600).",
+        "S",
+    );
+    o.optopt("", "requests", "Stop after N completed requests.", "N");
+    o.optopt(
+        "",
+        "concurrency",
+        "Clients; rooms for relay, connections for tcp-* (default 16).",
+        "N",
+    );
+    o.optopt(
+        "",
+        "rate",
+        "Open loop: R requests (datagrams) per second in total. Default: closed loop.",
+        "R",
+    );
+    o.optopt(
+        "",
+        "sources",
+        "Loopback source addresses, e.g. 127.0.0.2-127.0.0.254 or A,B (default 127.0.0.1).",
+        "IPS",
+    );
+    o.optopt(
+        "",
+        "timeout",
+        "Milliseconds before an unanswered request is a timeout (default 1000).",
+        "MS",
+    );
+    o.optopt(
+        "",
+        "rooms",
+        "udp-list: rooms created before measuring (default 64).",
+        "N",
+    );
+    o.optopt(
+        "",
+        "members",
+        "relay, tcp-cycle: members per room or party (default 4).",
+        "N",
+    );
+    o.optopt(
+        "",
+        "size",
+        "relay, echo: bytes per request datagram (default 64).",
+        "BYTES",
+    );
+    o.optopt(
+        "",
+        "reply-size",
+        "echo: bytes per reply datagram (default --size).",
+        "BYTES",
+    );
+    o.optflag(
+        "",
+        "allow-remote",
+        "Allow a target or source outside loopback.",
+    );
+    o.optflag(
+        "",
+        "start",
+        "relay: owners send START after setup (countdown, then play).",
+    );
+    o.optflag("", "json", "Print the summary as JSON.");
+    o.optflag("q", "quiet", "No progress line.");
+    o
+}
+
+/// The usage text.
+pub fn usage() -> String {
+    let modes: Vec<&str> = Mode::ALL.iter().map(|m| m.name()).collect();
+    let brief = format!(
+        "Usage: lobby-load MODE [OPTIONS]\n\nMODE is one of: {}.\n\
+         Every run stops by itself after --duration (or --requests) and targets loopback only\n\
+         unless --allow-remote is given. echo starts its own UDP echo server: the baseline.",
+        modes.join(", ")
+    );
+    spec().usage(&brief)
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(args: &[String]) -> Result<Command, String> {
+    let m = spec().parse(args).map_err(|e| e.to_string())?;
+    if m.opt_present("help") {
+        return Ok(Command::Help(usage()));
+    }
+    let [mode] = m.free.as_slice() else {
+        return Err("expected exactly one MODE".into());
+    };
+    let mode = Mode::from_name(mode).ok_or_else(|| format!("unknown mode '{mode}'"))?;
+    let allow_remote = m.opt_present("allow-remote");
+    let target = match m.opt_str("target") {
+        Some(text) => parse_target(&text, mode.default_port())?,
+        None => SocketAddr::new(IpAddr::from([127, 0, 0, 1]), mode.default_port()),
+    };
+    check_local("target", target.ip(), allow_remote)?;
+    let mut o = Options::new(mode, target);
+    if let Some(text) = m.opt_str("sources") {
+        o.sources = parse_sources(&text)?;
+        for &ip in &o.sources {
+            check_local("source", ip, allow_remote)?;
+        }
+    }
+    let secs = number::<f64>(&m, "duration", 5.0)?;
+    if !(secs > 0.0 && secs <= MAX_DURATION_SECS) {
+        return Err(format!("--duration must be in (0, {MAX_DURATION_SECS}]"));
+    }
+    o.duration = Duration::from_secs_f64(secs);
+    o.max_requests = m
+        .opt_str("requests")
+        .map(|t| parse_in::<u64>("requests", &t, 1, u64::MAX))
+        .transpose()?;
+    o.concurrency = bounded(&m, "concurrency", 16, 1, MAX_CONCURRENCY)?;
+    o.rate = match m.opt_str("rate") {
+        Some(t) => {
+            let rate: f64 = t.parse().map_err(|_| format!("--rate: bad number '{t}'"))?;
+            if !(rate > 0.0 && rate <= 1e8) {
+                return Err("--rate must be in (0, 1e8]".into());
+            }
+            Some(rate)
+        }
+        None => None,
+    };
+    let timeout_ms = bounded(&m, "timeout", 1000, 1, 60_000)?;
+    o.timeout = Duration::from_millis(timeout_ms as u64);
+    o.rooms = bounded(&m, "rooms", 64, 0, 112)?;
+    o.members = bounded(&m, "members", 4, 1, 64)?;
+    o.size = bounded(&m, "size", 64, 12, MAX_DATAGRAM)?;
+    o.reply_size = bounded(&m, "reply-size", o.size, 12, MAX_DATAGRAM)?;
+    o.start = m.opt_present("start");
+    o.json = m.opt_present("json");
+    o.quiet = m.opt_present("quiet");
+    Ok(Command::Run(Box::new(o)))
+}
+
+/// `ADDR:PORT`, `[V6]:PORT`, or a bare address with the mode's default port.
+fn parse_target(text: &str, default_port: u16) -> Result<SocketAddr, String> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let bare = text.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<IpAddr>()
+        .map(|ip| SocketAddr::new(ip, default_port))
+        .map_err(|_| format!("--target: bad address '{text}' (want IP:PORT)"))
+}
+
+fn number<T: std::str::FromStr>(m: &Matches, name: &str, default: T) -> Result<T, String> {
+    match m.opt_str(name) {
+        Some(t) => t.parse().map_err(|_| format!("--{name}: bad number '{t}'")),
+        None => Ok(default),
+    }
+}
+
+fn parse_in<T>(name: &str, text: &str, lo: T, hi: T) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let value: T = text
+        .parse()
+        .map_err(|_| format!("--{name}: bad number '{text}'"))?;
+    if value < lo || value > hi {
+        return Err(format!("--{name} must be in {lo}..={hi}"));
+    }
+    Ok(value)
+}
+
+fn bounded(m: &Matches, name: &str, default: usize, lo: usize, hi: usize) -> Result<usize, String> {
+    match m.opt_str(name) {
+        Some(t) => parse_in(name, &t, lo, hi),
+        None => Ok(default),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Options, String> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match parse(&args)? {
+            Command::Run(o) => Ok(*o),
+            Command::Help(_) => Err("help".into()),
+        }
+    }
+
+    #[test]
+    fn defaults_per_mode() {
+        let o = run(&["udp-list"]).unwrap();
+        assert_eq!(o.target, "127.0.0.1:4242".parse().unwrap());
+        assert_eq!(o.duration, Duration::from_secs(5));
+        assert_eq!(o.rate, None);
+        assert_eq!(o.rooms, 64);
+        assert_eq!(run(&["echo", "--size", "12"]).unwrap().reply_size, 12);
+    }
+
+    #[test]
+    fn flags_are_read_and_bounded() {
+        let o = run(&[
+            "relay",
+            "--target",
+            "127.0.0.5:4000",
+            "--duration",
+            "0.5",
+            "--concurrency",
+            "8",
+            "--rate",
+            "2500",
+            "--sources",
+            "127.0.0.2-127.0.0.4",
+            "--json",
+            "--requests",
+            "10",
+            "--start",
+        ])
+        .unwrap();
+        assert_eq!(o.target.port(), 4000);
+        assert_eq!(o.duration, Duration::from_millis(500));
+        assert_eq!(o.concurrency, 8);
+        assert_eq!(o.rate, Some(2500.0));
+        assert_eq!(o.sources.len(), 3);
+        assert_eq!(o.max_requests, Some(10));
+        assert!(o.json);
+        assert!(o.start);
+        assert_eq!(
+            run(&["echo", "--target", "::1"]).unwrap().target.port(),
+            4242
+        );
+        assert!(run(&["relay", "--duration", "0"]).is_err());
+        assert!(run(&["relay", "--duration", "7200"]).is_err());
+        assert!(run(&["relay", "--size", "5000"]).is_err());
+        assert!(run(&["relay", "--rate", "-1"]).is_err());
+        assert!(run(&["nope"]).is_err());
+        assert!(run(&[]).is_err());
+        assert!(matches!(run(&["--help"]), Err(e) if e == "help"));
+    }
+
+    #[test]
+    fn remote_targets_need_allow_remote() {
+        assert!(run(&["udp-list", "--target", "192.0.2.1:4242"]).is_err());
+        assert!(run(&["udp-list", "--sources", "192.0.2.1"]).is_err());
+        let o = run(&["udp-list", "--target", "192.0.2.1:4242", "--allow-remote"]).unwrap();
+        assert_eq!(o.target.ip(), "192.0.2.1".parse::<IpAddr>().unwrap());
+    }
+}

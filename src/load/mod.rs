@@ -1,0 +1,143 @@
+//! The load generator behind the `lobby-load` binary: a single-threaded mio client that
+//! drives lobbyd's protocols (and a raw UDP echo baseline) and measures what it gets back.
+//!
+//! It is a client, kept apart from the server: the server's driver (`net`) never uses it.
+//! Every message it sends is built, and every reply checked, with the crate's own [`crate::wire`]
+//! modules, so a load run also checks that the server keeps the wire contract under load.
+//!
+//! - [`args`]: the command line (getopts) into [`Options`];
+//! - [`runner`]: the poll loop shared by every mode, the open-loop [`runner::Pacer`], the
+//!   progress line each second; it stops by itself at `--duration` or `--requests`;
+//! - [`stats`] and [`histogram`]: counters, errors and timeouts by kind, latency
+//!   percentiles, the text and JSON summaries;
+//! - [`sources`]: target and source address policy (loopback only unless `--allow-remote`);
+//! - [`setup`]: blocking room creation and joins before the clock starts;
+//! - one module per family of modes: [`udp_rr`] (the request/reply engine over UDP) with
+//!   [`udp_modes`] (`udp-list`, `udp-create-join`, `echo`) and [`echo_server`]; [`relay`].
+
+pub mod args;
+pub mod echo_server;
+pub mod histogram;
+pub mod relay;
+pub mod runner;
+pub mod setup;
+pub mod sources;
+pub mod stats;
+pub mod udp_modes;
+pub mod udp_rr;
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+pub use stats::Summary;
+
+/// What the load generator does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// LIST_ROOMS against the UDP lobby, after creating `--rooms` rooms so the list is full.
+    UdpList,
+    /// CREATE_ROOM, JOIN_ROOM, HELLO on the instance, LEAVE: a whole short room life.
+    UdpCreateJoin,
+    /// DATA datagrams relayed by game instances among the members of `--concurrency` rooms.
+    Relay,
+    /// A raw UDP echo server started in this process: the machine's physical limit.
+    Echo,
+}
+
+impl Mode {
+    /// Every mode, in the order `--help` lists them.
+    pub const ALL: [Mode; 4] = [Mode::UdpList, Mode::UdpCreateJoin, Mode::Relay, Mode::Echo];
+
+    /// The name on the command line.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::UdpList => "udp-list",
+            Mode::UdpCreateJoin => "udp-create-join",
+            Mode::Relay => "relay",
+            Mode::Echo => "echo",
+        }
+    }
+
+    /// The mode named `name`.
+    pub fn from_name(name: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The port a server of this mode listens on by default.
+    pub const fn default_port(self) -> u16 {
+        4242
+    }
+}
+
+/// Everything a run needs, validated.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// What to do.
+    pub mode: Mode,
+    /// The server (ignored by `echo`, which starts its own).
+    pub target: SocketAddr,
+    /// How long to measure.
+    pub duration: Duration,
+    /// Stop once at least this many requests completed (checked between event batches).
+    pub max_requests: Option<u64>,
+    /// Clients (rooms for `relay`, connections for `tcp-*`).
+    pub concurrency: usize,
+    /// Open loop at this many requests per second in total; `None` is closed loop.
+    pub rate: Option<f64>,
+    /// Source addresses the clients bind, in turn.
+    pub sources: Vec<IpAddr>,
+    /// A request not answered within this counts as a timeout.
+    pub timeout: Duration,
+    /// `udp-list`: rooms created before measuring.
+    pub rooms: usize,
+    /// `relay`, `tcp-cycle`: members per room or party.
+    pub members: usize,
+    /// `relay`, `echo`: bytes of each request datagram.
+    pub size: usize,
+    /// `echo`: bytes of each reply datagram (default: `size`).
+    pub reply_size: usize,
+    /// `relay`: each room's owner sends START after setup, so rooms count down and play
+    /// while DATA flows (and clients that stop early vanish mid-countdown or mid-game).
+    pub start: bool,
+    /// Print a JSON summary instead of text.
+    pub json: bool,
+    /// No progress line.
+    pub quiet: bool,
+}
+
+impl Options {
+    /// Defaults for `mode` against `target`: 5 s, 16 clients, closed loop, 127.0.0.1.
+    pub fn new(mode: Mode, target: SocketAddr) -> Options {
+        Options {
+            mode,
+            target,
+            duration: Duration::from_secs(5),
+            max_requests: None,
+            concurrency: 16,
+            rate: None,
+            sources: vec![IpAddr::from([127, 0, 0, 1])],
+            timeout: Duration::from_secs(1),
+            rooms: 64,
+            members: 4,
+            size: 64,
+            reply_size: 64,
+            start: false,
+            json: false,
+            quiet: false,
+        }
+    }
+
+    /// The source address of client `i`.
+    pub fn source(&self, i: usize) -> IpAddr {
+        self.sources[i % self.sources.len()]
+    }
+}
+
+/// Runs one load test and returns its summary. Progress lines go to `progress` (unless
+/// `quiet`); the run stops by itself after `duration` or `max_requests`.
+pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Result<Summary> {
+    match options.mode {
+        Mode::UdpList | Mode::UdpCreateJoin | Mode::Echo => udp_rr::run(options, progress),
+        Mode::Relay => relay::run(options, progress),
+    }
+}

@@ -1,0 +1,165 @@
+//! The poll loop every mode runs in, the open-loop pacer and the progress line.
+//!
+//! A mode is a [`Workload`]: it registers its sockets, reacts to readiness and is ticked
+//! after every poll (to send, to pace, to sweep timeouts). The loop owns the clock: it
+//! stops at the deadline or once `--requests` completed, whatever the server does, so every
+//! run is bounded in time and count.
+
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use mio::{Events, Poll, Registry, Token};
+
+use super::stats::{Percentiles, Stats, Summary};
+use super::Options;
+
+/// Longest sleep in one poll: timeouts and progress are checked at least this often.
+const MAX_POLL_WAIT: Duration = Duration::from_millis(10);
+/// Poll wait in open loop, the pacing granularity.
+const PACED_POLL_WAIT: Duration = Duration::from_millis(1);
+
+/// One mode's clients.
+pub trait Workload {
+    /// Reacts to readiness of the socket registered under `token`.
+    fn ready(&mut self, registry: &Registry, token: Token, now: Instant, stats: &mut Stats);
+    /// Called after every poll: sends what closed loop or the pacer allows, sweeps timeouts.
+    fn tick(&mut self, registry: &Registry, now: Instant, pacer: &mut Pacer, stats: &mut Stats);
+    /// Called once when the measurement ends, before the summary (close, count what is open).
+    fn finish(&mut self, _now: Instant, _stats: &mut Stats) {}
+}
+
+/// Open-loop send schedule: `rate` sends per second from `start`, whatever the replies.
+#[derive(Debug)]
+pub struct Pacer {
+    start: Instant,
+    rate: Option<f64>,
+    granted: u64,
+}
+
+impl Pacer {
+    /// A pacer for `rate` requests per second (`None`: closed loop, the pacer grants nothing).
+    pub fn new(start: Instant, rate: Option<f64>) -> Pacer {
+        Pacer {
+            start,
+            rate,
+            granted: 0,
+        }
+    }
+
+    /// True in open loop.
+    pub fn is_open_loop(&self) -> bool {
+        self.rate.is_some()
+    }
+
+    /// How many sends are due at `now` and not granted yet; they count as granted. Bounded
+    /// by `cap` so a stall does not turn into one huge burst.
+    pub fn due(&mut self, now: Instant, cap: u64) -> u64 {
+        let Some(rate) = self.rate else {
+            return 0;
+        };
+        // Nanoseconds times rate, then one division: exact for whole milliseconds, where
+        // `secs_f64 * rate` can land just below an integer.
+        let elapsed = now.saturating_duration_since(self.start).as_nanos() as f64;
+        let target = (elapsed * rate / 1e9) as u64;
+        let due = target.saturating_sub(self.granted);
+        // Sends skipped past the cap are forgotten, not owed.
+        self.granted += due;
+        due.min(cap)
+    }
+}
+
+/// Runs `workload` for the options' duration and returns the summary.
+pub fn drive(
+    options: &Options,
+    target: String,
+    mut poll: Poll,
+    workload: &mut dyn Workload,
+    progress: &mut dyn Write,
+) -> io::Result<Summary> {
+    let mut events = Events::with_capacity(1024);
+    let mut stats = Stats::default();
+    let start = Instant::now();
+    let end = start + options.duration;
+    let mut pacer = Pacer::new(start, options.rate);
+    let mut next_report = start + Duration::from_secs(1);
+    let mut last_completed = 0u64;
+    let wait_cap = if pacer.is_open_loop() {
+        PACED_POLL_WAIT
+    } else {
+        MAX_POLL_WAIT
+    };
+    workload.tick(poll.registry(), start, &mut pacer, &mut stats);
+    loop {
+        let now = Instant::now();
+        let done = options.max_requests.is_some_and(|n| stats.completed >= n);
+        if now >= end || done {
+            break;
+        }
+        let wait = end
+            .min(next_report)
+            .saturating_duration_since(now)
+            .min(wait_cap);
+        match poll.poll(&mut events, Some(wait)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        let now = Instant::now();
+        for event in events.iter() {
+            workload.ready(poll.registry(), event.token(), now, &mut stats);
+        }
+        workload.tick(poll.registry(), now, &mut pacer, &mut stats);
+        if now >= next_report {
+            if !options.quiet {
+                report(progress, now - start, &stats, last_completed)?;
+            }
+            last_completed = stats.completed;
+            stats.interval.clear();
+            next_report += Duration::from_secs(1);
+        }
+    }
+    let stop = Instant::now();
+    workload.finish(stop, &mut stats);
+    Ok(Summary::new(options, target, &stats, stop - start))
+}
+
+fn report(out: &mut dyn Write, at: Duration, stats: &Stats, last: u64) -> io::Result<()> {
+    let p = Percentiles::of(&stats.interval);
+    writeln!(
+        out,
+        "[{:>4.0}s] {:>9}/s  p50 {:>8.1}us  p99 {:>8.1}us  max {:>9.1}us  errors {}  timeouts {}",
+        at.as_secs_f64(),
+        stats.completed - last,
+        p.p50,
+        p.p99,
+        p.max,
+        stats.errors.values().sum::<u64>(),
+        stats.timeouts.values().sum::<u64>(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pacer_grants_the_rate_and_forgets_what_it_capped() {
+        let start = Instant::now();
+        let mut pacer = Pacer::new(start, Some(1000.0));
+        assert!(pacer.is_open_loop());
+        assert_eq!(pacer.due(start, 100), 0);
+        assert_eq!(pacer.due(start + Duration::from_millis(10), 100), 10);
+        assert_eq!(pacer.due(start + Duration::from_millis(10), 100), 0);
+        // A 1 s stall: 990 due, only 100 sent now, the rest forgotten.
+        assert_eq!(pacer.due(start + Duration::from_millis(1000), 100), 100);
+        assert_eq!(pacer.due(start + Duration::from_millis(1001), 100), 1);
+    }
+
+    #[test]
+    fn closed_loop_pacer_grants_nothing() {
+        let start = Instant::now();
+        let mut pacer = Pacer::new(start, None);
+        assert!(!pacer.is_open_loop());
+        assert_eq!(pacer.due(start + Duration::from_secs(5), 100), 0);
+    }
+}

@@ -1,0 +1,165 @@
+//! The load generator against an in-process lobbyd over loopback: each mode runs for about a
+//! second and must complete requests with no error and no timeout, and stop by itself.
+//! Nothing here asserts a rate: performance is measured by `scripts/bench.sh`, not tested.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+use lobbyd::config::Config;
+use lobbyd::load::{self, Mode, Options, Summary};
+
+/// A server whose per-IP limits do not get in the way of a load test.
+fn load_config() -> Config {
+    Config {
+        udp_rate: 1_000_000,
+        udp_reply_bytes: 0,
+        max_rooms_per_ip: 64,
+        reap_grace: Duration::ZERO,
+        ..test_config()
+    }
+}
+
+fn options(mode: Mode, server: &lobbyd::net::ServerHandle) -> Options {
+    let mut options = Options::new(mode, server.udp_lobby_addr().unwrap());
+    options.duration = Duration::from_millis(800);
+    options.concurrency = 4;
+    // Generous: two cores shared with a compiler must not turn a slow reply into a failure.
+    options.timeout = Duration::from_secs(5);
+    options.quiet = true;
+    options
+}
+
+fn run(options: &Options) -> Summary {
+    let mut progress = Vec::new();
+    let summary = load::run(options, &mut progress).expect("the run starts");
+    assert!(
+        summary.completed > 0,
+        "nothing completed: {}",
+        summary.to_text()
+    );
+    assert_eq!(summary.failures(), 0, "{}", summary.to_text());
+    assert!(
+        summary.elapsed >= options.duration
+            && summary.elapsed < options.duration + Duration::from_secs(2),
+        "the run must stop by itself at --duration: {:?}",
+        summary.elapsed
+    );
+    assert!(summary.sent >= summary.completed.min(1));
+    summary
+}
+
+#[test]
+fn udp_list_reads_full_room_lists() {
+    let server = start(load_config());
+    let mut options = options(Mode::UdpList, &server);
+    options.rooms = 12;
+    let summary = run(&options);
+    assert_eq!(summary.extra.get("rooms_listed"), Some(&12));
+    let snap = snapshot(&server);
+    assert!(snap.lobby.list_requests >= summary.completed);
+    assert_eq!(
+        snap.rooms.len(),
+        12,
+        "the rooms the run made are alive and listed"
+    );
+}
+
+#[test]
+fn udp_create_join_runs_whole_room_lives() {
+    let server = start(load_config());
+    let summary = run(&options(Mode::UdpCreateJoin, &server));
+    assert!(summary.extra["cycles"] > 0);
+    let snap = snapshot(&server);
+    assert!(snap.lobby.create_requests > 0);
+    assert!(snap.lobby.join_requests > 0);
+}
+
+#[test]
+fn relay_counts_forwarded_datagrams() {
+    let server = start(load_config());
+    let mut options = options(Mode::Relay, &server);
+    options.concurrency = 3;
+    options.members = 3;
+    let summary = run(&options);
+    assert_eq!(summary.extra["rooms"], 3);
+    // Every datagram goes to the two other members; the server counted what it forwarded.
+    let snap = snapshot(&server);
+    assert!(snap.lobby.data_forwarded >= summary.completed);
+    assert!(summary.completed <= summary.sent * 2);
+}
+
+#[test]
+fn relay_open_loop_keeps_its_rate() {
+    let server = start(load_config());
+    let mut options = options(Mode::Relay, &server);
+    options.concurrency = 2;
+    options.members = 2;
+    options.rate = Some(500.0);
+    let summary = run(&options);
+    // 500/s for 0.8 s is 400 sends; the pacer never sends ahead of its schedule.
+    assert!(summary.sent <= 401, "sent {}", summary.sent);
+}
+
+#[test]
+fn echo_baseline_answers_every_datagram() {
+    let mut options = Options::new(Mode::Echo, "127.0.0.1:0".parse().unwrap());
+    options.duration = Duration::from_millis(800);
+    options.concurrency = 2;
+    options.size = 12;
+    options.reply_size = 846;
+    options.timeout = Duration::from_secs(5);
+    options.quiet = true;
+    let summary = run(&options);
+    assert!(summary.extra["echo_answered"] >= summary.completed);
+}
+
+#[test]
+fn max_requests_stops_the_run_early() {
+    let mut options = Options::new(Mode::Echo, "127.0.0.1:0".parse().unwrap());
+    options.duration = Duration::from_secs(30);
+    options.max_requests = Some(500);
+    options.concurrency = 1;
+    options.quiet = true;
+    let summary = load::run(&options, &mut Vec::new()).unwrap();
+    // Checked between event batches, so a batch may finish a few more.
+    assert!(summary.completed >= 500, "{}", summary.completed);
+    assert!(summary.elapsed < Duration::from_secs(10));
+}
+
+#[test]
+fn binary_prints_json_and_refuses_remote_targets() {
+    let exe = env!("CARGO_BIN_EXE_lobby-load");
+    let out = Command::new(exe)
+        .args([
+            "echo",
+            "--duration",
+            "0.5",
+            "--concurrency",
+            "2",
+            "--json",
+            "--timeout",
+            "5000",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["mode"], "echo");
+    assert!(json["completed"].as_u64().unwrap() > 0);
+    assert_eq!(json["errors"], serde_json::json!({}));
+    assert!(json["latency_us"]["p99"].as_f64().unwrap() > 0.0);
+
+    let out = Command::new(exe)
+        .args(["udp-list", "--target", "192.0.2.1:4242", "--duration", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+}
