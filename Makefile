@@ -23,5 +23,9 @@ fmt:
 bench:
 	scripts/bench.sh
 
+# Mixed load with vanishing clients, then leak checks (SOAK_SECONDS=S, default 60).
+soak:
+	scripts/soak.sh
+
 clean:
 	$(CARGO) clean
