@@ -13,6 +13,7 @@
 //! closed ([`Output::CloseInstance`]) in the same step that removes it from the list.
 
 pub mod room;
+pub mod room_map;
 pub mod stats;
 
 use std::collections::{HashMap, VecDeque};
@@ -26,6 +27,7 @@ pub use room::{Room, RoomId, RoomState, Slot};
 pub use stats::{InstanceIgnore, JoinFailure, LobbyStats};
 
 use room::{Countdown, SeatRefusal};
+use room_map::RoomMap;
 
 /// Bytes of a ROOM_LIST datagram with `n` records: header 8 + count 2 + 13 n + CRC 4.
 pub const fn room_list_len(n: usize) -> usize {
@@ -243,7 +245,7 @@ struct PendingCreate {
 /// The lobby: every room, its timers and the queue of outputs.
 pub struct Lobby {
     config: LobbyConfig,
-    rooms: HashMap<RoomId, Room>,
+    rooms: RoomMap<Room>,
     /// Rooms offered in ROOM_LIST, in creation order.
     listed: Vec<RoomId>,
     pending_creates: HashMap<RoomId, PendingCreate>,
@@ -262,7 +264,7 @@ impl Lobby {
         let limiter = PerIpLimiter::new(config.rate);
         Lobby {
             config,
-            rooms: HashMap::new(),
+            rooms: RoomMap::default(),
             listed: Vec::new(),
             pending_creates: HashMap::new(),
             next_room_id: 1,
