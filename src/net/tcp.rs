@@ -737,3 +737,80 @@ fn server_repr(msg: &TcpMessage) -> Option<ServerRepr<'_>> {
         TcpMessage::GameStart(_) => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_connection_is_a_small_fixed_struct() {
+        // What one idle connection costs the driver: its slab entry, no heap buffer.
+        let entry = std::mem::size_of::<Conn>();
+        assert!(entry <= 112, "Conn is {entry} bytes");
+        let queue = SendQueue::default();
+        assert_eq!(queue.buf.capacity(), 0);
+    }
+
+    #[test]
+    fn send_queue_survives_partial_writes_and_frees_when_drained() {
+        /// Accepts at most `step` bytes per write, then would block once.
+        struct Trickle {
+            got: Vec<u8>,
+            step: usize,
+            block_next: bool,
+        }
+        impl Write for Trickle {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                if std::mem::take(&mut self.block_next) {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                self.block_next = true;
+                let n = buf.len().min(self.step);
+                self.got.extend_from_slice(&buf[..n]);
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut stats = TcpStats::default();
+        let mut queue = SendQueue::default();
+        let mut peer = Trickle {
+            got: Vec::new(),
+            step: 3,
+            block_next: false,
+        };
+        let mut sent = Vec::new();
+        for i in 0..50u8 {
+            let frame = [i; 7];
+            assert!(queue.push(&frame));
+            sent.extend_from_slice(&frame);
+            queue.write_to(&mut peer, &mut stats).unwrap();
+        }
+        while !queue.is_empty() {
+            queue.write_to(&mut peer, &mut stats).unwrap();
+        }
+        assert_eq!(peer.got, sent);
+        assert_eq!(queue.buf.capacity(), 0, "drained queue keeps no buffer");
+        assert_eq!(stats.bytes_out, sent.len() as u64);
+    }
+
+    #[test]
+    fn send_queue_refuses_past_the_cap() {
+        let mut queue = SendQueue::default();
+        let chunk = [0u8; 1000];
+        let mut pushed = 0;
+        while queue.push(&chunk) {
+            pushed += chunk.len();
+        }
+        assert!(pushed <= SEND_QUEUE_CAP && pushed + chunk.len() > SEND_QUEUE_CAP);
+    }
+
+    #[test]
+    fn resume_threshold_is_below_ninety_percent() {
+        assert_eq!(resume_below(1), 1);
+        assert_eq!(resume_below(10), 9);
+        assert_eq!(resume_below(100), 90);
+        assert_eq!(resume_below(10_000), 9_000);
+    }
+}
