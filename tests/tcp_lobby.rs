@@ -76,6 +76,13 @@ fn countdown_value(bytes: &[u8]) -> f32 {
     f32::from_le_bytes(bytes[3..7].try_into().unwrap())
 }
 
+/// What one read brought.
+enum Fill {
+    Data,
+    Closed,
+    Timeout,
+}
+
 /// A raw TCP lobby client.
 struct Client {
     stream: TcpStream,
@@ -96,24 +103,44 @@ impl Client {
         self.stream.write_all(bytes).expect("send");
     }
 
+    /// Reads once more from the socket before `deadline`.
+    fn fill(&mut self, deadline: Instant) -> Fill {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Fill::Timeout;
+        }
+        self.stream.set_read_timeout(Some(left)).unwrap();
+        let mut chunk = [0u8; 4096];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => Fill::Closed,
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Fill::Data
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Fill::Data,
+            Err(_) => Fill::Closed,
+        }
+    }
+
+    /// Takes the next whole frame out of what has been read, if there is one.
+    fn take_frame(&mut self) -> Option<Vec<u8>> {
+        match next_frame_max(&self.buf, MAX_SERVER_PAYLOAD) {
+            Next::Frame { consumed, .. } => Some(self.buf.drain(..consumed).collect()),
+            _ => None,
+        }
+    }
+
     /// The next whole frame within `wait`, or `None` on silence; panics on close.
     fn recv_within(&mut self, wait: Duration) -> Option<Vec<u8>> {
         let deadline = Instant::now() + wait;
         loop {
-            if let Next::Frame { consumed, .. } = next_frame_max(&self.buf, MAX_SERVER_PAYLOAD) {
-                return Some(self.buf.drain(..consumed).collect());
+            if let Some(frame) = self.take_frame() {
+                return Some(frame);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
-            }
-            self.stream.set_read_timeout(Some(left)).unwrap();
-            let mut chunk = [0u8; 4096];
-            match self.stream.read(&mut chunk) {
-                Ok(0) => panic!("closed while waiting for a frame; have {:02x?}", self.buf),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                Err(e) => panic!("read: {e}"),
+            match self.fill(deadline) {
+                Fill::Data => {}
+                Fill::Timeout => return None,
+                Fill::Closed => panic!("closed while waiting for a frame; have {:02x?}", self.buf),
             }
         }
     }
@@ -132,26 +159,19 @@ impl Client {
         }
     }
 
-    /// Waits for the server to close the connection (EOF or reset), ignoring nothing: any
-    /// frame before the close is returned for inspection.
+    /// Waits for the server to close the connection (EOF or reset); returns the frames that
+    /// came before the close.
     fn closed_within(&mut self, wait: Duration) -> Result<Vec<Vec<u8>>, String> {
         let deadline = Instant::now() + wait;
         let mut frames = Vec::new();
         loop {
-            while let Next::Frame { consumed, .. } = next_frame_max(&self.buf, MAX_SERVER_PAYLOAD) {
-                frames.push(self.buf.drain(..consumed).collect());
+            while let Some(frame) = self.take_frame() {
+                frames.push(frame);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(format!("still open; got {frames:02x?}"));
-            }
-            self.stream.set_read_timeout(Some(left)).unwrap();
-            let mut chunk = [0u8; 4096];
-            match self.stream.read(&mut chunk) {
-                Ok(0) => return Ok(frames),
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-                Err(_) => return Ok(frames),
+            match self.fill(deadline) {
+                Fill::Data => {}
+                Fill::Timeout => return Err(format!("still open; got {frames:02x?}")),
+                Fill::Closed => return Ok(frames),
             }
         }
     }
@@ -758,4 +778,67 @@ fn slow_reader_is_dropped_without_slowing_the_others() {
     // (Frames of earlier rounds may still be queued ahead of the answer.)
     while fast[0].recv() != frame(PLAYER_READY, &[2, 1]) {}
     eprintln!("slow reader dropped after {rounds} rounds, worst round trip {worst:?}");
+}
+
+#[test]
+fn accepting_pauses_at_max_conns_and_resumes_below_ninety_percent() {
+    let (server, addr) = start_with(Config {
+        max_conns: 2,
+        ..tcp_config()
+    });
+    let mut a = Client::connect(addr);
+    let mut b = Client::connect(addr);
+    a.join("A");
+    b.join("B");
+    // The third waits in the kernel's backlog: connected, but nobody answers it.
+    let mut c = Client::connect(addr);
+    c.send(&connect_req("C"));
+    c.assert_silent();
+    let snap = snapshot(&server);
+    assert!(snap
+        .extra
+        .contains(&("tcp_lobby_accept_paused_total", "", 1)));
+    // One leaves: below 90% of 2, accepting resumes and the waiting client is served.
+    a.send(&frame(DISCONNECT, &[]));
+    assert_eq!(c.recv()[0], CONNECT_ACK);
+}
+
+#[test]
+fn metrics_and_room_view_show_the_tcp_lobby() {
+    use std::io::Read as _;
+    let (server, addr) = start_with(Config {
+        metrics: Some("127.0.0.1:0".parse().unwrap()),
+        ..tcp_config()
+    });
+    let (_clients, _) = party(addr, &["A", "B"]);
+    let mut http = TcpStream::connect(server.metrics_addr().unwrap()).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    for line in [
+        "lobbyd_tcp_lobby_accepted_total 2",
+        "lobbyd_tcp_lobby_connected_total 2",
+        "lobbyd_tcp_lobby_parties_opened_total 1",
+        "lobbyd_tcp_lobby_refused_total{reason=\"conn_rate\"} 0",
+        "lobbyd_tcp_lobby_violations_total{reason=\"oversized\"} 0",
+        "lobbyd_tcp_lobby_errors_sent_total{reason=\"lobby_full\"} 0",
+        "lobbyd_tcp_lobby_closed_total{reason=\"slow_reader\"} 0",
+        "lobbyd_players 2",
+        "lobbyd_rooms{state=\"waiting\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    let mut http = TcpStream::connect(server.metrics_addr().unwrap()).unwrap();
+    http.write_all(b"GET /rooms HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    assert!(
+        text.ends_with(
+            "[{\"id\":1,\"kind\":\"party\",\"state\":\"waiting\",\"port\":null,\"members\":2,\
+             \"reservations\":0,\"max_players\":4}]\n"
+        ),
+        "{text}"
+    );
 }

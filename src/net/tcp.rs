@@ -561,7 +561,7 @@ impl TcpLobby {
                 }
             }
         }
-        if !self.accepting && self.conns.len() < resume_below(self.limits.max_conns) {
+        if !self.accepting && below_resume_mark(self.conns.len(), self.limits.max_conns) {
             self.accepting = true;
             log::info!(
                 "tcp lobby: {} connections, accepting again",
@@ -651,11 +651,9 @@ pub(super) fn bind(
     Ok(Some(addr))
 }
 
-/// Accepting resumes below 90% of `--max-conns` (at least one connection below it).
-fn resume_below(max_conns: usize) -> usize {
-    (max_conns - max_conns / 10)
-        .min(max_conns.saturating_sub(1))
-        .max(1)
+/// Accepting resumes once fewer than 90% of `--max-conns` are open.
+fn below_resume_mark(open: usize, max_conns: usize) -> bool {
+    open.saturating_mul(10) < max_conns.saturating_mul(9)
 }
 
 /// Reads and drops what the peer sent but we will never handle, so closing sends FIN (not
@@ -808,9 +806,16 @@ mod tests {
 
     #[test]
     fn resume_threshold_is_below_ninety_percent() {
-        assert_eq!(resume_below(1), 1);
-        assert_eq!(resume_below(10), 9);
-        assert_eq!(resume_below(100), 90);
-        assert_eq!(resume_below(10_000), 9_000);
+        for (open, max, resume) in [
+            (0, 1, true),
+            (1, 2, true),
+            (8, 10, true),
+            (9, 10, false),
+            (89, 100, true),
+            (90, 100, false),
+            (usize::MAX, usize::MAX, false),
+        ] {
+            assert_eq!(below_resume_mark(open, max), resume, "{open} of {max}");
+        }
     }
 }
