@@ -815,9 +815,7 @@ impl Lobby {
             return;
         };
         match (request, record.stage) {
-            (TcpRequest::Disconnect, Stage::Transferred) => {
-                self.close_conn(now, conn, CloseCause::Linger)
-            }
+            // After GAME_START this is the expected goodbye; nobody is told (no PLAYER_LEFT).
             (TcpRequest::Disconnect, _) => self.close_conn(now, conn, CloseCause::Disconnect),
             (TcpRequest::Connect { name }, Stage::Pending) => self.connect(conn, record, name),
             (TcpRequest::Connect { .. }, _) => {

@@ -342,7 +342,8 @@ impl TcpLobby {
             let Some(conn) = self.conns.get_mut(key) else {
                 return;
             };
-            if conn.phase != Phase::Open {
+            // Also stop once the core has let it go (its CloseConn is on the way).
+            if conn.phase != Phase::Open || lobby.party_of(conn_id).is_none() {
                 return;
             }
             let n = match conn.stream.read(&mut self.read_buf[..]) {
