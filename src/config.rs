@@ -352,7 +352,7 @@ fn options(d: &Config) -> Options {
         (
             "auto-start",
             "",
-            "Start a TCP lobby countdown once all are ready and --min-players are in.".into(),
+            "Start the TCP lobby countdown by itself once all members are ready and the minimum is in.".into(),
         ),
         (
             "idle-timeout",
