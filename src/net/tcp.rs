@@ -7,7 +7,7 @@
 //! What the bytes mean is decided by the [`Lobby`] core; this file maps frames to core inputs
 //! and core outputs to frames, and nothing else.
 //!
-//! An idle connection costs one [`Conn`] (its size is checked by a unit test) plus the core's
+//! An idle connection costs one `Conn` (its size is checked by a unit test) plus the core's
 //! record; no heap buffer is held while nothing is being sent.
 
 use std::collections::HashMap;
@@ -579,7 +579,7 @@ impl TcpLobby {
         let mut events = mio::Events::with_capacity(256);
         loop {
             let mut pending = false;
-            for (_, conn) in self.conns.iter_mut() {
+            for (key, conn) in self.conns.iter_mut() {
                 if conn.phase == Phase::Closed || conn.out.is_empty() {
                     continue;
                 }
@@ -591,7 +591,15 @@ impl TcpLobby {
                     conn.phase = Phase::Closed;
                     continue;
                 }
-                pending |= !conn.out.is_empty();
+                if !conn.out.is_empty() {
+                    pending = true;
+                    if !conn.writable {
+                        // Wake the wait below as soon as this peer can take more.
+                        conn.writable = true;
+                        conn.phase = Phase::Draining;
+                        reregister(poll.registry(), conn, key);
+                    }
+                }
             }
             let now = Instant::now();
             if !pending || now >= deadline {
