@@ -252,12 +252,12 @@ fn run(seed: u64, steps: usize) -> LobbyStats {
                     if sim.conns.remove(&conn) {
                         sim.hashes.remove(&conn);
                         let why = ConnClose::PeerClosed;
-                        sim.lobby.handle_tcp_closed(sim.now, ConnId(conn), why);
+                        sim.lobby.handle_tcp_closed(ConnId(conn), why);
                     }
                 }
                 _ => sim
                     .lobby
-                    .handle_tcp_violation(sim.now, ConnId(conn), Violation::UnknownType),
+                    .handle_tcp_violation(ConnId(conn), Violation::UnknownType),
             },
             18 => {
                 // A HELLO carrying a hash some TCP client was given (or a made-up one).

@@ -860,9 +860,9 @@ impl Lobby {
                     }
                     self.countdown_step(id);
                 }
-                TimerEvent::Reap(id) => self.reap(now, id),
+                TimerEvent::Reap(id) => self.reap(id),
                 TimerEvent::PartyTick(id) => self.party_tick(now, id),
-                TimerEvent::PartyLinger(id) => self.party_linger(now, id),
+                TimerEvent::PartyLinger(id) => self.party_linger(id),
                 TimerEvent::ConnIdle(conn) => self.conn_idle(now, conn),
             }
         }
@@ -894,7 +894,7 @@ impl Lobby {
         }
     }
 
-    fn reap(&mut self, now: Instant, id: RoomId) {
+    fn reap(&mut self, id: RoomId) {
         let Some(room) = self.rooms.remove(&id) else {
             return;
         };
@@ -906,7 +906,7 @@ impl Lobby {
             self.timers.cancel(key);
         }
         self.listed.retain(|listed| *listed != id);
-        self.party_reaped(now, id);
+        self.party_reaped(id);
         self.stats.rooms_reaped += 1;
         self.outputs.push_back(Output::CloseInstance { room: id });
     }

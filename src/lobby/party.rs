@@ -669,7 +669,7 @@ impl Lobby {
 
     /// A malformed or out-of-place message from `conn`: counted, ignored, and the connection
     /// is closed once it has made `--max-violations` of them.
-    pub fn handle_tcp_violation(&mut self, now: Instant, conn: ConnId, reason: Violation) {
+    pub fn handle_tcp_violation(&mut self, conn: ConnId, reason: Violation) {
         let Some(record) = self.tcp.conns.get_mut(&conn) else {
             return;
         };
@@ -679,12 +679,12 @@ impl Lobby {
             self.stats.tcp.violations[i] += 1;
         }
         if over {
-            self.close_conn(now, conn, CloseCause::Violations);
+            self.close_conn(conn, CloseCause::Violations);
         }
     }
 
     /// The driver closed `conn` (peer closed, socket error, slow reader).
-    pub fn handle_tcp_closed(&mut self, now: Instant, conn: ConnId, why: ConnClose) {
+    pub fn handle_tcp_closed(&mut self, conn: ConnId, why: ConnClose) {
         if !self.tcp.conns.contains_key(&conn) {
             return;
         }
@@ -694,22 +694,22 @@ impl Lobby {
             ConnClose::SlowReader => CloseCause::SlowReader,
         };
         self.count_close(cause);
-        self.forget_conn(now, conn);
+        self.forget_conn(conn);
     }
 
     /// Closes `conn` on the core's initiative: the driver flushes what is queued, then closes.
-    fn close_conn(&mut self, now: Instant, conn: ConnId, cause: CloseCause) {
+    fn close_conn(&mut self, conn: ConnId, cause: CloseCause) {
         if !self.tcp.conns.contains_key(&conn) {
             return;
         }
         self.count_close(cause);
-        self.forget_conn(now, conn);
+        self.forget_conn(conn);
         self.outputs.push_back(Output::CloseConn { conn });
     }
 
     /// Removes a connection from its party: PLAYER_LEFT to the rest if it was connected,
     /// countdown continued or cancelled, party dissolved when nobody is left.
-    fn forget_conn(&mut self, now: Instant, conn: ConnId) {
+    fn forget_conn(&mut self, conn: ConnId) {
         let Some(record) = self.tcp.conns.remove(&conn) else {
             return;
         };
@@ -729,7 +729,7 @@ impl Lobby {
                     self.tcp.hashes.remove(&member.hash);
                 }
                 self.send_party(id, TcpMessage::PlayerLeft(slot));
-                self.after_leave(now, id);
+                self.after_leave(id);
             }
         }
         self.dissolve_if_empty(id);
@@ -737,7 +737,7 @@ impl Lobby {
 
     /// A member left: the countdown goes on while `--min-players` remain, else it is
     /// cancelled; with `--auto-start` the rest may now be ready to start.
-    fn after_leave(&mut self, now: Instant, id: RoomId) {
+    fn after_leave(&mut self, id: RoomId) {
         let min = usize::from(self.config.party.min_players);
         let Some(party) = self.tcp.parties.get_mut(&id) else {
             return;
@@ -745,7 +745,7 @@ impl Lobby {
         if party.countdown.is_some() && party.member_count() < min {
             self.cancel_countdown(id);
         } else {
-            self.maybe_auto_start(now, id);
+            self.maybe_auto_start(id);
         }
     }
 
@@ -810,25 +810,28 @@ impl Lobby {
     }
 
     /// A decoded message from `conn`.
+    /// A decoded message is activity too (the driver also reports bytes that complete none).
     pub fn handle_tcp_request(&mut self, now: Instant, conn: ConnId, request: TcpRequest) {
-        let Some(record) = self.tcp.conns.get(&conn).copied() else {
+        let Some(record) = self.tcp.conns.get_mut(&conn) else {
             return;
         };
+        record.last_seen = now;
+        let record = *record;
         match (request, record.stage) {
             // After GAME_START this is the expected goodbye; nobody is told (no PLAYER_LEFT).
-            (TcpRequest::Disconnect, _) => self.close_conn(now, conn, CloseCause::Disconnect),
+            (TcpRequest::Disconnect, _) => self.close_conn(conn, CloseCause::Disconnect),
             (TcpRequest::Connect { name }, Stage::Pending) => self.connect(conn, record, name),
             (TcpRequest::Connect { .. }, _) => {
-                self.handle_tcp_violation(now, conn, Violation::AlreadyConnected)
+                self.handle_tcp_violation(conn, Violation::AlreadyConnected)
             }
             (TcpRequest::Ready(_) | TcpRequest::Start, Stage::Pending) => {
-                self.handle_tcp_violation(now, conn, Violation::NotConnected)
+                self.handle_tcp_violation(conn, Violation::NotConnected)
             }
             (TcpRequest::Ready(_) | TcpRequest::Start, Stage::Transferred) => {
                 self.send_tcp(conn, TcpMessage::Error(TcpError::GameStarted))
             }
             (TcpRequest::Ready(ready), Stage::Connected(slot)) => {
-                self.ready(now, conn, record.party, slot, ready)
+                self.ready(conn, record.party, slot, ready)
             }
             (TcpRequest::Start, Stage::Connected(_)) => self.start_request(conn, record.party),
         }
@@ -895,7 +898,7 @@ impl Lobby {
             .find(|hash| *hash != 0 && !self.tcp.hashes.contains(hash))
     }
 
-    fn ready(&mut self, now: Instant, conn: ConnId, id: RoomId, slot: Slot, ready: bool) {
+    fn ready(&mut self, conn: ConnId, id: RoomId, slot: Slot, ready: bool) {
         let Some(party) = self.tcp.parties.get_mut(&id) else {
             return;
         };
@@ -907,7 +910,7 @@ impl Lobby {
             member.ready = ready;
         }
         self.send_party(id, TcpMessage::PlayerReady { slot, ready });
-        self.maybe_auto_start(now, id);
+        self.maybe_auto_start(id);
     }
 
     /// Why the party cannot start now, if it cannot.
@@ -931,7 +934,7 @@ impl Lobby {
         }
     }
 
-    fn maybe_auto_start(&mut self, _now: Instant, id: RoomId) {
+    fn maybe_auto_start(&mut self, id: RoomId) {
         if self.config.party.auto_start && self.start_refusal(id).is_none() {
             self.open_party_instance(id, Opener::Auto);
         }
@@ -997,14 +1000,14 @@ impl Lobby {
         let pending = std::mem::take(&mut party.pending);
         self.stats.tcp.countdowns += 1;
         for conn in pending {
-            self.rehome(now, conn);
+            self.rehome(conn);
         }
         self.countdown_tick(now, id);
     }
 
     /// Places a pending connection of a starting party in another party, or closes it with
     /// ERROR 0x01 when none can take it.
-    fn rehome(&mut self, now: Instant, conn: ConnId) {
+    fn rehome(&mut self, conn: ConnId) {
         let Some(record) = self.tcp.conns.get(&conn).copied() else {
             return;
         };
@@ -1024,12 +1027,9 @@ impl Lobby {
                 }
             }
             None => {
+                // Its seat was already taken out of its old party: nobody else to tell.
                 self.send_tcp(conn, TcpMessage::Error(TcpError::LobbyFull));
-                // Its seat was already taken out of the party above.
-                if let Some(record) = self.tcp.conns.get_mut(&conn) {
-                    record.party = RoomId(0);
-                }
-                self.close_conn(now, conn, CloseCause::LobbyFull);
+                self.drop_record(conn, CloseCause::LobbyFull);
             }
         }
     }
@@ -1099,14 +1099,14 @@ impl Lobby {
     }
 
     /// Closes the connections of a started party that the clients kept open (no PLAYER_LEFT).
-    pub(super) fn party_linger(&mut self, now: Instant, id: RoomId) {
+    pub(super) fn party_linger(&mut self, id: RoomId) {
         let Some(party) = self.tcp.parties.get_mut(&id) else {
             return;
         };
         party.linger = None;
         let conns = party.conns();
         for conn in conns {
-            self.close_conn(now, conn, CloseCause::Linger);
+            self.close_conn(conn, CloseCause::Linger);
         }
     }
 
@@ -1131,7 +1131,7 @@ impl Lobby {
         record.idle_timer = None;
         let deadline = record.last_seen + idle;
         if deadline <= now {
-            self.close_conn(now, conn, CloseCause::Idle);
+            self.close_conn(conn, CloseCause::Idle);
         } else {
             self.arm_idle(conn, deadline);
         }
@@ -1158,7 +1158,7 @@ impl Lobby {
 
     /// A party's room is being reaped: its players' hashes are free again and connections
     /// still open are closed.
-    pub(super) fn party_reaped(&mut self, now: Instant, id: RoomId) {
+    pub(super) fn party_reaped(&mut self, id: RoomId) {
         let Some(party) = self.tcp.parties.remove(&id) else {
             return;
         };
@@ -1167,7 +1167,7 @@ impl Lobby {
         }
         for (_, member) in party.members() {
             self.tcp.hashes.remove(&member.hash);
-            self.close_conn(now, member.conn, CloseCause::Linger);
+            self.close_conn(member.conn, CloseCause::Linger);
         }
     }
 
@@ -1175,16 +1175,24 @@ impl Lobby {
     /// is closed once that is flushed.
     /// Nobody gets PLAYER_LEFT: everyone is told the same thing at once.
     pub fn handle_shutdown(&mut self) {
-        let mut conns: Vec<(ConnId, TcpConn)> = self.tcp.conns.drain().collect();
-        conns.sort_by_key(|(conn, _)| *conn);
-        for (conn, record) in conns {
-            if let Some(key) = record.idle_timer {
-                self.timers.cancel(key);
-            }
+        let mut conns: Vec<ConnId> = self.tcp.conns.keys().copied().collect();
+        conns.sort();
+        for conn in conns {
             self.send_tcp(conn, TcpMessage::Error(TcpError::ShuttingDown));
-            self.count_close(CloseCause::Shutdown);
-            self.outputs.push_back(Output::CloseConn { conn });
+            self.drop_record(conn, CloseCause::Shutdown);
         }
+    }
+
+    /// Forgets a connection without touching its party and tells the driver to close it.
+    fn drop_record(&mut self, conn: ConnId, cause: CloseCause) {
+        let Some(record) = self.tcp.conns.remove(&conn) else {
+            return;
+        };
+        if let Some(key) = record.idle_timer {
+            self.timers.cancel(key);
+        }
+        self.count_close(cause);
+        self.outputs.push_back(Output::CloseConn { conn });
     }
 }
 

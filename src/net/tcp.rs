@@ -370,7 +370,7 @@ impl TcpLobby {
                         Ok(repr) => lobby.handle_tcp_request(now, conn_id, request_of(repr)),
                         Err(error) => {
                             log::debug!("tcp lobby: conn {key}: {error}");
-                            lobby.handle_tcp_violation(now, conn_id, violation_of(error));
+                            lobby.handle_tcp_violation(conn_id, violation_of(error));
                         }
                     },
                     Piece::Oversized {
@@ -380,7 +380,7 @@ impl TcpLobby {
                         log::debug!(
                             "tcp lobby: conn {key}: type {packet_type:#04x} declares {declared} bytes, skipped"
                         );
-                        lobby.handle_tcp_violation(now, conn_id, Violation::Oversized);
+                        lobby.handle_tcp_violation(conn_id, Violation::Oversized);
                     }
                 }
                 // Stop as soon as the core has let the connection go.
@@ -404,7 +404,7 @@ impl TcpLobby {
         }
         conn.phase = Phase::Closed;
         self.closing.push(key);
-        lobby.handle_tcp_closed(Instant::now(), ConnId(key), why);
+        lobby.handle_tcp_closed(ConnId(key), why);
     }
 
     /// Carries out [`crate::lobby::Output::Tcp`]: encodes the message and queues it.

@@ -362,8 +362,7 @@ fn linger_closes_transferred_connections_without_player_left() {
     let out = h.advance(Duration::from_secs(5));
     assert!(to(&out, 1).contains(&TcpMessage::GameStart(h.lobby.party_of(ConnId(1)).unwrap())));
     // Carol closes herself: nobody hears about it.
-    h.lobby
-        .handle_tcp_closed(h.now, ConnId(3), ConnClose::PeerClosed);
+    h.lobby.handle_tcp_closed(ConnId(3), ConnClose::PeerClosed);
     let out = h.drain();
     assert!(out.is_empty(), "{out:?}");
     let out = h.advance(Duration::from_millis(4900));
@@ -411,8 +410,7 @@ fn leaving_during_countdown_cancels_below_minimum() {
     let id = h.lobby.party_of(ConnId(1)).unwrap();
     assert_eq!(h.open_ports.len(), 1);
     h.advance(Duration::from_millis(250));
-    h.lobby
-        .handle_tcp_closed(h.now, ConnId(2), ConnClose::PeerClosed);
+    h.lobby.handle_tcp_closed(ConnId(2), ConnClose::PeerClosed);
     let out = h.drain();
     assert_eq!(
         to(&out, 1),
@@ -556,8 +554,7 @@ fn disconnect_and_close_send_player_left_and_free_the_slot() {
     // The lowest free slot is handed out again.
     let (_, slot) = h.join(4, "D");
     assert_eq!(slot, 2);
-    h.lobby
-        .handle_tcp_closed(h.now, ConnId(1), ConnClose::Error);
+    h.lobby.handle_tcp_closed(ConnId(1), ConnClose::Error);
     let out = h.drain();
     assert_eq!(to(&out, 4), [TcpMessage::PlayerLeft(1)]);
     assert_eq!(h.lobby.stats.tcp.closes(CloseCause::Disconnect), 1);
@@ -619,10 +616,10 @@ fn violations_close_at_the_limit() {
     let out = h.req(2, TcpRequest::Connect { name: name("B2") });
     assert!(out.is_empty(), "second CONNECT_REQ: {out:?}");
     h.lobby
-        .handle_tcp_violation(h.now, ConnId(2), Violation::UnknownType);
+        .handle_tcp_violation(ConnId(2), Violation::UnknownType);
     assert!(h.drain().is_empty());
     h.lobby
-        .handle_tcp_violation(h.now, ConnId(2), Violation::Oversized);
+        .handle_tcp_violation(ConnId(2), Violation::Oversized);
     let out = h.drain();
     assert_eq!(closed(&out), [2]);
     assert_eq!(to(&out, 1), [TcpMessage::PlayerLeft(2)]);
