@@ -355,25 +355,23 @@ impl Server {
         self.destinations = destinations;
     }
 
-    /// Carries out everything the core has queued, then writes the TCP bytes it produced
-    /// (which may close connections and so queue more).
+    /// Carries out everything the core has queued.
     fn dispatch(&mut self) {
-        loop {
-            while let Some(output) = self.lobby.poll_output() {
-                match output {
-                    Output::Lobby { to, seq, reply } => self.send_lobby_reply(to, seq, reply),
-                    Output::Instance { room, to, seq, msg } => {
-                        self.send_instance_message(room, to, seq, msg)
-                    }
-                    Output::OpenInstance { room } => self.open_instance(room),
-                    Output::CloseInstance { room } => self.close_instance(room),
-                    Output::Tcp { conn, msg } => self.tcp_send(conn, msg),
-                    Output::CloseConn { conn } => self.tcp_close(conn),
+        while let Some(output) = self.lobby.poll_output() {
+            match output {
+                Output::Lobby { to, seq, reply } => self.send_lobby_reply(to, seq, reply),
+                Output::Instance { room, to, seq, msg } => {
+                    self.send_instance_message(room, to, seq, msg)
                 }
+                Output::OpenInstance { room } => self.open_instance(room),
+                Output::CloseInstance { room } => self.close_instance(room),
+                Output::Tcp { conn, msg } => self.tcp_send(conn, msg),
+                Output::CloseConn { conn } => self.tcp_close(conn),
             }
-            self.tcp_flush();
             if !self.lobby.has_output() {
-                return;
+                // TCP bytes are written once the batch is queued; a failed write closes a
+                // connection and may queue more outputs, which this loop then carries out.
+                self.tcp_flush();
             }
         }
     }
