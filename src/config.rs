@@ -134,7 +134,8 @@ pub struct Config {
     /// Interval between TCP lobby COUNTDOWN messages (`--countdown-tick`, default 100 ms,
     /// 1 to 10000 ms).
     pub countdown_tick: Duration,
-    /// Start a TCP lobby room's countdown as soon as `min_players` are in (`--auto-start`).
+    /// Start a TCP lobby party's countdown by itself once every member is ready and at least
+    /// `min_players` are in (`--auto-start`).
     pub auto_start: bool,
     /// How long a silent peer is kept (`--idle-timeout`, default 30 s, more than 0).
     pub idle_timeout: Duration,
@@ -351,7 +352,7 @@ fn options(d: &Config) -> Options {
         (
             "auto-start",
             "",
-            "Start TCP lobby rooms once --min-players are in.".into(),
+            "Start the TCP lobby countdown by itself once all members are ready and the minimum is in.".into(),
         ),
         (
             "idle-timeout",

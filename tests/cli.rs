@@ -132,11 +132,10 @@ fn bad_values_exit_2_with_one_line_reason() {
     assert_usage_error(&["--port", "1\n2"], "--port: \"1\\n2\"");
 }
 
-/// SIGTERM stops a running server cleanly: exit code 0 within a second or two.
-#[test]
-fn sigterm_exits_zero() {
+/// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;
+/// returns the child and its TCP lobby address.
+fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
     use std::io::{BufRead, BufReader};
-    use std::time::{Duration, Instant};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lobbyd"))
         .args([
             "--bind",
@@ -147,17 +146,34 @@ fn sigterm_exits_zero() {
             "0",
         ])
         .args(["--log", "info"])
+        .env_remove("RUST_LOG")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("lobbyd starts");
-    // Wait until it has bound its sockets (it logs the real address).
+    // Wait until it has bound its sockets (it logs the real addresses).
     let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let ready = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|line| line.contains("udp room lobby listening on 127.0.0.1:"));
-    assert!(ready, "lobbyd never reported its address");
+    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+    let mut udp = false;
+    let mut tcp = None;
+    for line in lines.by_ref() {
+        udp |= line.contains("udp room lobby listening on 127.0.0.1:");
+        if let Some((_, addr)) = line.split_once("tcp lobby listening on ") {
+            tcp = addr.trim().parse().ok();
+        }
+        if udp && tcp.is_some() {
+            break;
+        }
+    }
+    assert!(udp, "lobbyd never reported its UDP address");
+    let tcp = tcp.expect("lobbyd never reported its TCP lobby address");
+    // Keep draining its log so the child never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, tcp)
+}
+
+/// Sends SIGTERM and asserts the process exits 0 within a few seconds.
+fn terminate_exits_zero(child: &mut std::process::Child) {
+    use std::time::{Duration, Instant};
     let status = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -172,4 +188,38 @@ fn sigterm_exits_zero() {
         assert!(Instant::now() < deadline, "lobbyd ignored SIGTERM");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// SIGTERM stops a running server cleanly: exit code 0 within a second or two.
+#[test]
+fn sigterm_exits_zero() {
+    let (mut child, _) = running_lobbyd();
+    terminate_exits_zero(&mut child);
+}
+
+/// On SIGTERM a TCP lobby member is told ERROR_MSG 0xFF "server shutting down", then the
+/// connection closes and the process exits 0.
+#[test]
+fn sigterm_notifies_tcp_lobby_members() {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+    let (mut child, tcp) = running_lobbyd();
+    let mut member = std::net::TcpStream::connect(tcp).unwrap();
+    member
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut connect = vec![0x10, 0x20, 0x00];
+    connect.extend_from_slice(b"Alice");
+    connect.resize(35, 0);
+    member.write_all(&connect).unwrap();
+    // CONNECT_ACK (12 bytes) and Alice's own PLAYER_JOIN (45 bytes).
+    let mut joined = [0u8; 57];
+    member.read_exact(&mut joined).unwrap();
+    assert_eq!(&joined[..3], &[0x11, 0x09, 0x00]);
+    terminate_exits_zero(&mut child);
+    let mut rest = Vec::new();
+    member.read_to_end(&mut rest).unwrap();
+    let mut expected = vec![0x1F, 22, 0, 0xFF];
+    expected.extend_from_slice(b"server shutting down\0");
+    assert_eq!(rest, expected);
 }

@@ -10,6 +10,8 @@ pub mod http;
 pub mod instance;
 pub mod server;
 pub mod stats;
+pub mod tcp;
+pub mod tcp_frames;
 pub mod token;
 pub mod warn;
 
@@ -24,7 +26,7 @@ use mio::net::UdpSocket;
 use mio::{Poll, Waker};
 
 use crate::config::{Config, InstancePorts};
-use crate::lobby::{Lobby, LobbyConfig, LobbyStats, RoomId, RoomState};
+use crate::lobby::{Lobby, LobbyConfig, LobbyStats, PartyConfig, RoomId, RoomState};
 use crate::ratelimit::PerIpConfig;
 
 use instance::{PortPool, PortRange};
@@ -102,6 +104,15 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
             max_entries: config.rate_table_size,
         },
         timer_tick: Duration::from_millis(1),
+        party: PartyConfig {
+            min_players: config.min_players,
+            countdown: config.countdown,
+            countdown_tick: config.countdown_tick,
+            auto_start: config.auto_start,
+            max_violations: config.max_violations,
+            spawns: config.spawns.clone(),
+            linger: Duration::from_secs(5),
+        },
     }
 }
 
@@ -118,6 +129,7 @@ struct Built {
     waker: Arc<Waker>,
     control: Sender<Control>,
     udp_lobby: Option<SocketAddr>,
+    tcp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
 }
 
@@ -141,6 +153,7 @@ fn build(config: &Config) -> io::Result<Built> {
     let ports = PortPool::new(port_range(config.instance_ports));
     let bind_ip: IpAddr = config.bind;
     let mut server = Server::new(poll, udp_lobby_socket, lobby, ports, bind_ip, receiver)?;
+    let tcp_lobby = tcp::bind(config, &mut server)?;
     let metrics = match config.metrics {
         Some(addr) => {
             let listener = mio::net::TcpListener::bind(addr)?;
@@ -156,6 +169,7 @@ fn build(config: &Config) -> io::Result<Built> {
         waker,
         control,
         udp_lobby,
+        tcp_lobby,
         metrics,
     })
 }
@@ -178,6 +192,7 @@ pub fn run(config: &Config) -> io::Result<()> {
 /// A server running in its own thread.
 pub struct ServerHandle {
     udp_lobby: Option<SocketAddr>,
+    tcp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
     waker: Arc<Waker>,
     control: Sender<Control>,
@@ -191,6 +206,7 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
         waker,
         control,
         udp_lobby,
+        tcp_lobby,
         metrics,
     } = build(config)?;
     let thread = std::thread::Builder::new()
@@ -198,6 +214,7 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
         .spawn(move || server.run())?;
     Ok(ServerHandle {
         udp_lobby,
+        tcp_lobby,
         metrics,
         waker,
         control,
@@ -209,6 +226,11 @@ impl ServerHandle {
     /// The UDP room lobby's bound address, if enabled.
     pub fn udp_lobby_addr(&self) -> Option<SocketAddr> {
         self.udp_lobby
+    }
+
+    /// The TCP lobby listener's bound address, if enabled.
+    pub fn tcp_lobby_addr(&self) -> Option<SocketAddr> {
+        self.tcp_lobby
     }
 
     /// The metrics endpoint's bound address, if enabled.
