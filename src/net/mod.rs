@@ -12,6 +12,9 @@ pub mod server;
 pub mod stats;
 pub mod token;
 pub mod warn;
+pub mod wz;
+pub mod wz_login;
+pub mod wz_probe;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -30,6 +33,8 @@ use crate::ratelimit::PerIpConfig;
 use instance::{PortPool, PortRange};
 use server::Server;
 pub use stats::DriverStats;
+use wz::WzDriver;
+pub use wz::{WzGameInfo, WzSnapshot};
 
 /// A request from outside the loop.
 #[derive(Debug)]
@@ -78,6 +83,8 @@ pub struct Snapshot {
     pub rate_table_len: usize,
     /// Time since the server started.
     pub uptime: Duration,
+    /// The Warzone master server's counters and games, when it runs.
+    pub wz: Option<WzSnapshot>,
 }
 
 /// The core's settings derived from the command line.
@@ -119,9 +126,12 @@ struct Built {
     control: Sender<Control>,
     udp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
+    wz: Option<SocketAddr>,
 }
 
 fn build(config: &Config) -> io::Result<Built> {
+    // Read the Warzone files first: a wrong path stops the start before anything binds.
+    let wz_config = wz::core_config(&config.wz)?;
     let poll = Poll::new()?;
     let waker = Arc::new(server::waker(&poll)?);
     let udp_lobby_socket = match config.udp_port {
@@ -151,12 +161,29 @@ fn build(config: &Config) -> io::Result<Built> {
         }
         None => None,
     };
+    let wz = match config.wz.port {
+        Some(port) => {
+            let listener = mio::net::TcpListener::bind(SocketAddr::new(config.bind, port))?;
+            let bound = listener.local_addr()?;
+            let registry = server.registry();
+            let waker = Arc::clone(&waker);
+            let driver = WzDriver::new(listener, registry, &config.wz, wz_config, waker)?;
+            server.serve_wz(driver);
+            log::info!("warzone master server listening on {bound}");
+            Some(bound)
+        }
+        None => {
+            log::info!("warzone master server disabled (--wz-port 0)");
+            None
+        }
+    };
     Ok(Built {
         server,
         waker,
         control,
         udp_lobby,
         metrics,
+        wz,
     })
 }
 
@@ -179,6 +206,7 @@ pub fn run(config: &Config) -> io::Result<()> {
 pub struct ServerHandle {
     udp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
+    wz: Option<SocketAddr>,
     waker: Arc<Waker>,
     control: Sender<Control>,
     thread: Option<JoinHandle<io::Result<()>>>,
@@ -192,6 +220,7 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
         control,
         udp_lobby,
         metrics,
+        wz,
     } = build(config)?;
     let thread = std::thread::Builder::new()
         .name("lobbyd".into())
@@ -199,6 +228,7 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
     Ok(ServerHandle {
         udp_lobby,
         metrics,
+        wz,
         waker,
         control,
         thread: Some(thread),
@@ -214,6 +244,11 @@ impl ServerHandle {
     /// The metrics endpoint's bound address, if enabled.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics
+    }
+
+    /// The Warzone master server's bound address, if enabled.
+    pub fn wz_addr(&self) -> Option<SocketAddr> {
+        self.wz
     }
 
     /// The counters and rooms, as the loop sees them between two events.

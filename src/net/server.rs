@@ -31,6 +31,7 @@ use super::instance::{Instance, PortPool};
 use super::stats::DriverStats;
 use super::token::Target;
 use super::warn::WarnBudget;
+use super::wz::WzDriver;
 use super::{Control, RoomView, Snapshot};
 
 /// Largest datagram we accept; anything longer is truncated by the kernel and then fails the
@@ -65,6 +66,8 @@ pub struct Server {
     signals: Option<signal_hook_mio::v1_0::Signals>,
     /// Warnings a peer can trigger are rate-limited through this.
     warnings: WarnBudget,
+    /// The Warzone 2100 master server, when `--wz-port` is enabled.
+    wz: Option<WzDriver>,
 }
 
 impl Server {
@@ -95,6 +98,7 @@ impl Server {
             metrics: None,
             signals: None,
             warnings: WarnBudget::new(Instant::now(), 60, 20),
+            wz: None,
         };
         if let Some(socket) = server.lobby_udp.as_mut() {
             server.poll.registry().register(
@@ -112,7 +116,17 @@ impl Server {
         Ok(())
     }
 
-    /// Stops on SIGINT/SIGTERM (and logs SIGHUP) delivered to this process.
+    /// The loop's registry, for sockets built outside the server.
+    pub(super) fn registry(&self) -> &mio::Registry {
+        self.poll.registry()
+    }
+
+    /// Serves the Warzone 2100 master server (its listener is already registered).
+    pub(super) fn serve_wz(&mut self, driver: WzDriver) {
+        self.wz = Some(driver);
+    }
+
+    /// Stops on SIGINT/SIGTERM (and reloads on SIGHUP) delivered to this process.
     pub(super) fn handle_signals(&mut self) -> io::Result<()> {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
         let mut signals = signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
@@ -131,7 +145,10 @@ impl Server {
         let mut stop = false;
         for signal in signals.pending() {
             match signal {
-                signal_hook::consts::SIGHUP => log::info!("SIGHUP: nothing to reload"),
+                signal_hook::consts::SIGHUP => match self.wz.as_mut() {
+                    Some(wz) => wz.reload(),
+                    None => log::info!("SIGHUP: nothing to reload"),
+                },
                 other => {
                     log::info!("signal {other}: shutting down");
                     stop = true;
@@ -159,10 +176,12 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         loop {
-            let timeout = self
-                .lobby
-                .poll_timeout()
-                .map(|deadline| deadline.saturating_duration_since(Instant::now()));
+            let wz_deadline = self.wz.as_ref().and_then(WzDriver::next_deadline);
+            let timeout = match (self.lobby.poll_timeout(), wz_deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
+            .map(|deadline| deadline.saturating_duration_since(Instant::now()));
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -177,12 +196,22 @@ impl Server {
                     Some(target @ (Target::MetricsListener | Target::MetricsConn(_))) => {
                         self.metrics_ready(target)
                     }
+                    Some(
+                        target @ (Target::WzListener | Target::WzConn(_) | Target::WzProbe(_)),
+                    ) => {
+                        if let Some(wz) = self.wz.as_mut() {
+                            wz.ready(self.poll.registry(), target, event);
+                        }
+                    }
                     Some(Target::Waker | Target::Signals) | None => {}
                 }
             }
             self.lobby.handle_timeout(Instant::now());
             self.dispatch();
             self.remove_closed();
+            if let Some(wz) = self.wz.as_mut() {
+                wz.after_events(self.poll.registry());
+            }
         }
     }
 
@@ -202,10 +231,19 @@ impl Server {
     }
 
     fn snapshot(&self) -> Snapshot {
+        let wz = self.wz.as_ref().map(WzDriver::snapshot);
+        let mut extra = Vec::new();
+        if let Some(wz) = &wz {
+            wz.core
+                .visit(|name, label, value| extra.push((name, label, value)));
+            wz.driver
+                .visit(|name, label, value| extra.push((name, label, value)));
+        }
         Snapshot {
             lobby: self.lobby.stats.clone(),
             driver: self.stats.clone(),
-            extra: Vec::new(),
+            extra,
+            wz,
             rooms: self
                 .lobby
                 .rooms()

@@ -20,6 +20,12 @@ pub enum Target {
     MetricsListener,
     /// A metrics HTTP connection, by its key in the endpoint's slab.
     MetricsConn(usize),
+    /// The Warzone master server's listener.
+    WzListener,
+    /// A Warzone master-server connection, by its key in the driver's slab.
+    WzConn(usize),
+    /// A Warzone reachability probe, by its key in the probe slab.
+    WzProbe(usize),
 }
 
 const KIND_SHIFT: u32 = 32;
@@ -31,6 +37,9 @@ const KIND_INSTANCE: usize = 3;
 const KIND_SIGNALS: usize = 4;
 const KIND_METRICS_LISTENER: usize = 5;
 const KIND_METRICS_CONN: usize = 6;
+const KIND_WZ_LISTENER: usize = 20;
+const KIND_WZ_CONN: usize = 21;
+const KIND_WZ_PROBE: usize = 22;
 
 impl Target {
     /// The token registered for this target.
@@ -42,6 +51,9 @@ impl Target {
             Target::Signals => (KIND_SIGNALS, 0),
             Target::MetricsListener => (KIND_METRICS_LISTENER, 0),
             Target::MetricsConn(key) => (KIND_METRICS_CONN, key & KEY_MASK),
+            Target::WzListener => (KIND_WZ_LISTENER, 0),
+            Target::WzConn(key) => (KIND_WZ_CONN, key & KEY_MASK),
+            Target::WzProbe(key) => (KIND_WZ_PROBE, key & KEY_MASK),
         };
         Token((kind << KIND_SHIFT) | key)
     }
@@ -56,6 +68,9 @@ impl Target {
             KIND_SIGNALS => Some(Target::Signals),
             KIND_METRICS_LISTENER => Some(Target::MetricsListener),
             KIND_METRICS_CONN => Some(Target::MetricsConn(key)),
+            KIND_WZ_LISTENER => Some(Target::WzListener),
+            KIND_WZ_CONN => Some(Target::WzConn(key)),
+            KIND_WZ_PROBE => Some(Target::WzProbe(key)),
             _ => None,
         }
     }
@@ -75,6 +90,9 @@ mod tests {
             Target::Signals,
             Target::MetricsListener,
             Target::MetricsConn(7),
+            Target::WzListener,
+            Target::WzConn(3),
+            Target::WzProbe(9),
         ] {
             assert_eq!(Target::from_token(target.token()), Some(target));
         }

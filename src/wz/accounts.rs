@@ -352,6 +352,17 @@ pub struct Sessions {
     max: usize,
 }
 
+/// Shows the count only: session ids are secrets.
+impl fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sessions")
+            .field("live", &self.live.len())
+            .field("ttl", &self.ttl)
+            .field("max", &self.max)
+            .finish()
+    }
+}
+
 impl Default for Sessions {
     fn default() -> Sessions {
         Sessions::new(SESSION_TTL, MAX_SESSIONS)

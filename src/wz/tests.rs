@@ -712,7 +712,7 @@ fn run_script(steps: Vec<Step>) -> bool {
             match output {
                 WzOutput::Probe { probe, .. } => probes.push(probe),
                 WzOutput::Close { conn } => sim.close(conn),
-                WzOutput::Send { .. } => {}
+                WzOutput::Send { .. } | WzOutput::Verify { .. } | WzOutput::Resume { .. } => {}
             }
         }
         // Bounded state: games by the cap, ids and probes by the open connections.

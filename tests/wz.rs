@@ -1,0 +1,629 @@
+//! The Warzone 2100 master server over real loopback sockets, asserting on the bytes.
+//!
+//! Hosts and browsers here behave as the real 2.3.7, 3.x and 4.x games do
+//! (docs/protocols/wz-lobby.md; notes `wz2100-lobby-wire.md` sections 1.5, 1.6 and 4).
+//! GAMESTRUCTs are built and list replies read with this file's own offsets, not lobbyd's
+//! wire module, so an emitter bug cannot hide behind a matching parser. Legacy hosts
+//! connect from their own 127.0.0.x address so that a v3 game's fixed probe port 2100 can
+//! be served (or left closed) per test without two tests sharing it.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use common::*;
+use lobbyd::config::WzSettings;
+use lobbyd::net::{ServerHandle, Snapshot, WzSnapshot};
+
+const GAMESTRUCT_LEN: usize = 814;
+const MOTD: &str = "Welcome to the test lobby";
+
+/// A server with the Warzone listener on an OS-chosen loopback port.
+fn start_wz(tweak: impl FnOnce(&mut WzSettings)) -> ServerHandle {
+    let mut config = test_config();
+    config.udp_port = None;
+    config.wz = WzSettings {
+        port: Some(0),
+        motd: Some(MOTD.to_owned()),
+        probe_timeout: Duration::from_millis(1500),
+        ..WzSettings::default()
+    };
+    tweak(&mut config.wz);
+    start(config)
+}
+
+fn wz_addr(server: &ServerHandle) -> SocketAddr {
+    server.wz_addr().expect("warzone listener enabled")
+}
+
+fn wz(snap: &Snapshot) -> &WzSnapshot {
+    snap.wz.as_ref().expect("warzone snapshot")
+}
+
+/// The value of one counter among the snapshot's extra counters.
+fn counter(snap: &Snapshot, name: &str, label: &str) -> u64 {
+    snap.extra
+        .iter()
+        .find(|(n, l, _)| *n == name && *l == label)
+        .map(|(_, _, v)| *v)
+        .unwrap_or_else(|| panic!("no counter {name}{{{label}}}"))
+}
+
+/// A TCP connection to the lobby from the loopback source address `ip`.
+fn connect_from(lobby: SocketAddr, ip: &str) -> TcpStream {
+    let source: IpAddr = ip.parse().expect("source ip");
+    let socket =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    socket
+        .bind(&SocketAddr::new(source, 0).into())
+        .expect("bind source address");
+    socket
+        .connect_timeout(&lobby.into(), REPLY_WAIT)
+        .expect("connect");
+    let stream: TcpStream = socket.into();
+    stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+    stream.set_nodelay(true).unwrap();
+    stream
+}
+
+fn read_exact(stream: &mut TcpStream, len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    stream.read_exact(&mut buf).expect("read");
+    buf
+}
+
+fn read_u32(stream: &mut TcpStream) -> u32 {
+    let b = read_exact(stream, 4);
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// Reads a status reply: u32 code, u32 length, MOTD.
+fn read_status(stream: &mut TcpStream) -> (u32, String) {
+    let code = read_u32(stream);
+    let len = read_u32(stream) as usize;
+    assert!(len <= 1024, "MOTD length {len}");
+    let motd = read_exact(stream, len);
+    (code, String::from_utf8(motd).expect("UTF-8 MOTD"))
+}
+
+/// Asserts the lobby sends nothing for a while (and keeps the connection open).
+fn assert_silent(stream: &mut TcpStream) {
+    stream.set_read_timeout(Some(SILENCE_WAIT)).unwrap();
+    let mut byte = [0u8; 1];
+    match stream.read(&mut byte) {
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+        other => panic!("expected silence, got {other:?} {byte:?}"),
+    }
+    stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+}
+
+/// Asserts the lobby closed the connection (EOF, or a reset).
+fn assert_closed(stream: &mut TcpStream) {
+    let mut rest = Vec::new();
+    match stream.read_to_end(&mut rest) {
+        Ok(_) => assert!(
+            rest.is_empty(),
+            "unexpected bytes before close: {rest:02x?}"
+        ),
+        Err(e) => assert_eq!(e.kind(), ErrorKind::ConnectionReset, "{e}"),
+    }
+}
+
+/// A GAMESTRUCT as a host of `generation` ("2.3.7", "3.x", "4.x") fills it (notes 1.3, 4).
+struct Host {
+    generation: &'static str,
+    name: String,
+    players: i32,
+    host_port: u16,
+    game_id: u32,
+}
+
+impl Host {
+    fn new(generation: &'static str, name: &str) -> Host {
+        Host {
+            generation,
+            name: name.to_owned(),
+            players: 1,
+            host_port: 0,
+            game_id: 0,
+        }
+    }
+
+    fn gamestruct(&self) -> Vec<u8> {
+        let (version, major, minor, vstring) = match self.generation {
+            "2.3.7" => (3u32, 2u32, 98u32, "2.3.7"),
+            "3.x" => (3, 0x1000, 0, "3.2.3"),
+            _ => (4, 0x4000, 0x4f, "4.3.3"),
+        };
+        let mut gs = vec![0u8; GAMESTRUCT_LEN];
+        let put = |gs: &mut Vec<u8>, at: usize, text: &str| {
+            gs[at..at + text.len()].copy_from_slice(text.as_bytes());
+        };
+        let put_u32 = |gs: &mut Vec<u8>, at: usize, v: u32| {
+            gs[at..at + 4].copy_from_slice(&v.to_be_bytes());
+        };
+        put_u32(&mut gs, 0, version);
+        put(&mut gs, 4, &self.name);
+        put_u32(&mut gs, 68, 72); // dwSize
+        put_u32(&mut gs, 116, 4); // max players
+        put_u32(&mut gs, 120, self.players as u32);
+        put(&mut gs, 220, "Extra");
+        if version == 4 {
+            gs[377..379].copy_from_slice(&self.host_port.to_be_bytes());
+        }
+        put(&mut gs, 379, "Rush");
+        put(&mut gs, 419, "hostplayer");
+        put(&mut gs, 459, vstring);
+        put_u32(&mut gs, 778, major);
+        put_u32(&mut gs, 782, minor);
+        put_u32(&mut gs, 798, self.game_id);
+        if self.generation == "2.3.7" {
+            put_u32(&mut gs, 802, 0xBAD02);
+            put_u32(&mut gs, 806, 0xBAD03);
+            put_u32(&mut gs, 810, 0xBAD04);
+        } else {
+            put_u32(&mut gs, 806, 0x6c696e); // "lin"
+            put_u32(&mut gs, 810, (major << 16) | minor);
+        }
+        gs
+    }
+
+    /// `gaId`, then `addg` + GAMESTRUCT; returns the lobby's id and the status read.
+    fn register(&mut self, stream: &mut TcpStream) -> (u32, (u32, String)) {
+        stream.write_all(b"gaId\0").unwrap();
+        self.game_id = read_u32(stream);
+        assert_ne!(self.game_id, 0);
+        let mut bytes = b"addg\0".to_vec();
+        bytes.extend_from_slice(&self.gamestruct());
+        stream.write_all(&bytes).unwrap();
+        (self.game_id, read_status(stream))
+    }
+}
+
+/// One listed game as a client reads it from the GAMESTRUCT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Listed {
+    name: String,
+    host: String,
+    dw_size: i32,
+    players: i32,
+    host_port: u16,
+    game_id: u32,
+}
+
+fn c_str(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+fn be32(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn listed(gs: &[u8]) -> Listed {
+    assert_eq!(gs.len(), GAMESTRUCT_LEN);
+    Listed {
+        name: c_str(&gs[4..68]),
+        host: c_str(&gs[76..116]),
+        dw_size: be32(gs, 68) as i32,
+        players: be32(gs, 120) as i32,
+        host_port: u16::from_be_bytes([gs[377], gs[378]]),
+        game_id: be32(gs, 798),
+    }
+}
+
+/// Sends `list\0` and reads the whole reply (the lobby closes after it).
+fn list_bytes(lobby: SocketAddr, command: &[u8]) -> Vec<u8> {
+    let mut stream = connect_from(lobby, "127.0.0.1");
+    stream.write_all(command).unwrap();
+    let mut reply = Vec::new();
+    stream
+        .read_to_end(&mut reply)
+        .expect("list reply then close");
+    reply
+}
+
+/// A cursor that panics on a short reply, as a client's failed read would end its listing.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> &'a [u8] {
+        assert!(self.pos + n <= self.buf.len(), "reply too short");
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        out
+    }
+    fn u32(&mut self) -> u32 {
+        be32(self.take(4), 0)
+    }
+    fn games(&mut self, n: usize) -> Vec<Listed> {
+        (0..n).map(|_| listed(self.take(GAMESTRUCT_LEN))).collect()
+    }
+    fn status(&mut self) -> (u32, String) {
+        let code = self.u32();
+        let len = self.u32() as usize;
+        (code, c_str(self.take(len)))
+    }
+    fn at_end(&self) -> bool {
+        self.pos == self.buf.len()
+    }
+}
+
+/// 2.3.7 `NETfindGame`: u32 count, then min(count, 12) GAMESTRUCTs, nothing else read.
+fn read_as_237(reply: &[u8]) -> Vec<Listed> {
+    let mut r = Reader { buf: reply, pos: 0 };
+    let count = r.u32() as usize;
+    r.games(count.min(12))
+}
+
+/// 3.x: u32 count, min(count, 11) GAMESTRUCTs, then a status.
+fn read_as_3x(reply: &[u8]) -> (Vec<Listed>, (u32, String)) {
+    let mut r = Reader { buf: reply, pos: 0 };
+    let count = r.u32() as usize;
+    let games = r.games(count.min(11));
+    (games, r.status())
+}
+
+/// 4.x `NETenumerateGames`: count + GAMESTRUCTs, a mandatory status, an optional flags
+/// word and second batch (replacing the first when IGNORE_FIRST_BATCH = 1 is set); games
+/// with dwSize 0 are skipped.
+fn read_as_4x(reply: &[u8]) -> (Vec<Listed>, (u32, String)) {
+    let mut r = Reader { buf: reply, pos: 0 };
+    let count = r.u32() as usize;
+    let mut games = r.games(count);
+    let status = r.status();
+    if !r.at_end() {
+        let flags = r.u32();
+        let second_count = r.u32() as usize;
+        let second = r.games(second_count);
+        if flags & 1 != 0 {
+            games = second;
+        } else {
+            games.extend(second);
+        }
+    }
+    assert!(r.at_end(), "bytes after the list reply");
+    games.retain(|g| g.dw_size != 0);
+    (games, status)
+}
+
+/// A game port on `ip:port` that accepts connections (and, if `wzlr` is given, answers the
+/// 8-zero-byte probe with `WZLR` + 1 + that id); returns the requests it saw when joined.
+struct GamePort {
+    addr: SocketAddr,
+    thread: JoinHandle<Vec<Vec<u8>>>,
+}
+
+impl GamePort {
+    fn open(ip: &str, port: u16, answers: usize, wzlr: Option<u32>) -> GamePort {
+        let listener = TcpListener::bind((ip, port)).expect("bind game port");
+        let addr = listener.local_addr().unwrap();
+        let thread = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for _ in 0..answers {
+                let (mut stream, _) = listener.accept().expect("probe connects");
+                stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+                let mut request = vec![0u8; 8];
+                match wzlr {
+                    Some(id) => {
+                        stream.read_exact(&mut request).expect("probe request");
+                        let mut answer = b"WZLR".to_vec();
+                        answer.extend_from_slice(&1u32.to_be_bytes());
+                        answer.extend_from_slice(&id.to_be_bytes());
+                        stream.write_all(&answer).unwrap();
+                    }
+                    None => {
+                        // A 2.3.x/3.x host: the lobby connects and sends nothing.
+                        let n = stream.read(&mut request).unwrap_or(0);
+                        request.truncate(n);
+                    }
+                }
+                seen.push(request);
+            }
+            seen
+        });
+        GamePort { addr, thread }
+    }
+
+    fn requests(self) -> Vec<Vec<u8>> {
+        self.thread.join().expect("game port thread")
+    }
+}
+
+#[test]
+fn host_237_registers_and_reregisters_on_change() {
+    let server = start_wz(|_| {});
+    let lobby = wz_addr(&server);
+    let ip = "127.0.0.21";
+    let port = GamePort::open(ip, 2100, 2, None);
+
+    let mut first = connect_from(lobby, ip);
+    let mut host = Host::new("2.3.7", "Classic 2v2");
+    let (id1, status) = host.register(&mut first);
+    assert_eq!(status, (200, MOTD.to_owned()));
+
+    let games = read_as_237(&list_bytes(lobby, b"list\0"));
+    assert_eq!(
+        games,
+        vec![Listed {
+            name: "Classic 2v2".into(),
+            host: ip.into(),
+            dw_size: 72,
+            players: 1,
+            host_port: 0,
+            game_id: id1,
+        }]
+    );
+
+    // A player joined: 2.3.7 re-registers on a new connection with a new gaId, then
+    // closes the old one.
+    host.players = 2;
+    let mut second = connect_from(lobby, ip);
+    let (id2, status) = host.register(&mut second);
+    assert_eq!(status.0, 200);
+    assert_ne!(id1, id2);
+    drop(first);
+    eventually(&server, REPLY_WAIT, |s| wz(s).games.len() == 1);
+    let games = read_as_237(&list_bytes(lobby, b"list\0"));
+    assert_eq!(games.len(), 1);
+    assert_eq!((games[0].game_id, games[0].players), (id2, 2));
+
+    // Both probes were plain connects: a v3 host is sent nothing.
+    assert_eq!(port.requests(), vec![Vec::<u8>::new(), Vec::new()]);
+    let snap = snapshot(&server);
+    assert_eq!(counter(&snap, "wz_probe_outcomes_total", "connected"), 2);
+    assert_eq!(counter(&snap, "wz_games_removed_total", "closed"), 1);
+}
+
+#[test]
+fn host_3x_bare_updates_get_no_reply() {
+    let server = start_wz(|_| {});
+    let lobby = wz_addr(&server);
+    let ip = "127.0.0.22";
+    let port = GamePort::open(ip, 2100, 1, None);
+    let mut stream = connect_from(lobby, ip);
+    let mut host = Host::new("3.x", "Three");
+    let (id, status) = host.register(&mut stream);
+    assert_eq!(status, (200, MOTD.to_owned()));
+
+    host.players = 3;
+    stream.write_all(&host.gamestruct()).unwrap();
+    assert_silent(&mut stream);
+
+    let (games, status) = read_as_3x(&list_bytes(lobby, b"list\0"));
+    assert_eq!(status, (200, MOTD.to_owned()));
+    assert_eq!(games.len(), 1);
+    assert_eq!(
+        (games[0].game_id, games[0].players, games[0].host.as_str()),
+        (id, 3, ip)
+    );
+    let snap = snapshot(&server);
+    assert_eq!(counter(&snap, "wz_updates_total", ""), 1);
+    drop(port);
+}
+
+#[test]
+fn host_4x_status_after_update_keep_unanswered_wzlr_probe() {
+    let server = start_wz(|_| {});
+    let lobby = wz_addr(&server);
+    let mut stream = connect_from(lobby, "127.0.0.1");
+
+    stream.write_all(b"gaId\0").unwrap();
+    let id = read_u32(&mut stream);
+    // The host's game port answers the lobby's probe with the id it got.
+    let port = GamePort::open("127.0.0.1", 0, 1, Some(id));
+    let mut host = Host::new("4.x", "Four");
+    host.game_id = id;
+    host.host_port = port.addr.port();
+    // 4.3.3 sometimes sends `addg\0` and the struct 44 ms apart.
+    stream.write_all(b"addg\0").unwrap();
+    std::thread::sleep(Duration::from_millis(44));
+    stream.write_all(&host.gamestruct()).unwrap();
+    assert_eq!(read_status(&mut stream), (200, MOTD.to_owned()));
+    assert_eq!(port.requests(), vec![vec![0u8; 8]]);
+
+    // Every update gets a status; `keep` never gets anything.
+    host.players = 2;
+    stream.write_all(&host.gamestruct()).unwrap();
+    assert_eq!(read_status(&mut stream), (200, MOTD.to_owned()));
+    stream.write_all(b"keep\0").unwrap();
+    assert_silent(&mut stream);
+    host.players = 3;
+    stream.write_all(&host.gamestruct()).unwrap();
+    // The next bytes are exactly this update's status: nothing answered `keep`.
+    assert_eq!(read_status(&mut stream), (200, MOTD.to_owned()));
+
+    let (games, status) = read_as_4x(&list_bytes(lobby, b"list\0"));
+    assert_eq!(status, (200, MOTD.to_owned()));
+    assert_eq!(
+        games,
+        vec![Listed {
+            name: "Four".into(),
+            host: "127.0.0.1".into(),
+            dw_size: 72,
+            players: 3,
+            host_port: host.host_port,
+            game_id: id,
+        }]
+    );
+    let snap = snapshot(&server);
+    assert_eq!(counter(&snap, "wz_probe_outcomes_total", "wzlr_match"), 1);
+    assert_eq!(counter(&snap, "wz_commands_total", "keep"), 1);
+    assert_eq!(counter(&snap, "wz_updates_total", ""), 2);
+}
+
+#[test]
+fn wzlr_answer_for_another_game_is_refused() {
+    let server = start_wz(|_| {});
+    let lobby = wz_addr(&server);
+    let mut stream = connect_from(lobby, "127.0.0.1");
+    stream.write_all(b"gaId\0").unwrap();
+    let id = read_u32(&mut stream);
+    let port = GamePort::open("127.0.0.1", 0, 1, Some(id + 1000));
+    let mut host = Host::new("4.x", "Impostor");
+    host.game_id = id;
+    host.host_port = port.addr.port();
+    let mut bytes = b"addg\0".to_vec();
+    bytes.extend_from_slice(&host.gamestruct());
+    stream.write_all(&bytes).unwrap();
+    let (code, motd) = read_status(&mut stream);
+    assert_eq!(code, 408);
+    assert!(motd.contains("answered for another game"), "{motd}");
+    assert_closed(&mut stream);
+    drop(port);
+}
+
+/// 13 games: 2.3.7 and 3.x show the first batch of 11 (3.x then reads the status; 2.3.7
+/// could take 12 but the batch announces 11), 4.x shows all 13 through
+/// IGNORE_FIRST_BATCH; `list`, `list\n` and a bare 4-byte `list` all work.
+#[test]
+fn list_reply_read_by_every_client_generation() {
+    let server = start_wz(|w| {
+        w.check_reachable = false;
+        w.max_games_per_ip = 20;
+    });
+    let lobby = wz_addr(&server);
+    let mut hosts = Vec::new();
+    let mut ids = Vec::new();
+    for n in 0..13 {
+        let mut stream = connect_from(lobby, "127.0.0.1");
+        let mut host = Host::new("4.x", &format!("game {n}"));
+        host.host_port = 2100 + n;
+        let (id, status) = host.register(&mut stream);
+        assert_eq!(status.0, 200);
+        ids.push(id);
+        hosts.push(stream);
+    }
+    for command in [&b"list\0"[..], b"list\n", b"list"] {
+        let reply = list_bytes(lobby, command);
+        let old = read_as_237(&reply);
+        assert_eq!(old.len(), 11);
+        let (three, status) = read_as_3x(&reply);
+        assert_eq!(three.len(), 11);
+        assert_eq!(status, (200, MOTD.to_owned()));
+        let (four, status) = read_as_4x(&reply);
+        assert_eq!(status, (200, MOTD.to_owned()));
+        let got: Vec<u32> = four.iter().map(|g| g.game_id).collect();
+        assert_eq!(got, ids);
+        for (n, game) in four.iter().enumerate() {
+            assert_eq!(game.name, format!("game {n}"));
+            assert_eq!(game.host, "127.0.0.1");
+            assert_eq!(game.host_port, 2100 + n as u16);
+            assert_eq!(game.dw_size, 72);
+        }
+        assert_eq!(&old[..], &four[..11]);
+        assert_eq!(&three[..], &four[..11]);
+    }
+    drop(hosts);
+}
+
+#[test]
+fn unreachable_host_refused_with_reason_and_closed() {
+    let server = start_wz(|_| {});
+    let lobby = wz_addr(&server);
+    // Nothing listens on 127.0.0.23:2100.
+    let mut stream = connect_from(lobby, "127.0.0.23");
+    let mut host = Host::new("3.x", "Behind NAT");
+    let (_, (code, motd)) = host.register(&mut stream);
+    assert_eq!(code, 408);
+    assert!(
+        motd.contains("Game unreachable") && motd.contains("127.0.0.23:2100"),
+        "{motd}"
+    );
+    assert_closed(&mut stream);
+    let (games, _) = read_as_4x(&list_bytes(lobby, b"list\0"));
+    assert!(games.is_empty());
+    let snap = snapshot(&server);
+    assert_eq!(counter(&snap, "wz_refused_total", "unreachable"), 1);
+    assert_eq!(counter(&snap, "wz_probe_outcomes_total", "refused"), 1);
+}
+
+#[test]
+fn host_disconnect_removes_the_game_at_once() {
+    let server = start_wz(|w| w.check_reachable = false);
+    let lobby = wz_addr(&server);
+    let mut stream = connect_from(lobby, "127.0.0.1");
+    let mut host = Host::new("4.x", "Short lived");
+    let (id, _) = host.register(&mut stream);
+    let (games, _) = read_as_4x(&list_bytes(lobby, b"list\0"));
+    assert_eq!(games.len(), 1);
+    assert_eq!(games[0].game_id, id);
+    drop(stream);
+    let snap = eventually(&server, REPLY_WAIT, |s| wz(s).games.is_empty());
+    assert!(wz(&snap).games.is_empty());
+    let (games, _) = read_as_4x(&list_bytes(lobby, b"list\0"));
+    assert!(games.is_empty());
+    assert_eq!(counter(&snap, "wz_games_removed_total", "closed"), 1);
+}
+
+#[test]
+fn policy_refusals_after_addg() {
+    let dir = std::env::temp_dir().join(format!("lobbyd-wz-words-{}", std::process::id()));
+    std::fs::write(&dir, "# banned\nbadword\n").unwrap();
+    let words = dir.clone();
+    let server = start_wz(move |w| {
+        w.check_reachable = false;
+        w.banned_words = Some(words);
+        w.min_version = Some((0x1000, 0));
+    });
+    let lobby = wz_addr(&server);
+
+    let mut stream = connect_from(lobby, "127.0.0.1");
+    let (_, (code, motd)) = Host::new("2.3.7", "Old one").register(&mut stream);
+    assert_eq!(code, 403);
+    assert!(motd.contains("too old"), "{motd}");
+    assert_closed(&mut stream);
+
+    let mut stream = connect_from(lobby, "127.0.0.1");
+    let (_, (code, motd)) = Host::new("4.x", "my BADWORD game").register(&mut stream);
+    assert_eq!(code, 406);
+    assert!(motd.contains("Game name not acceptable"), "{motd}");
+    assert_closed(&mut stream);
+
+    let snap = snapshot(&server);
+    assert_eq!(counter(&snap, "wz_refused_total", "min_version"), 1);
+    assert_eq!(counter(&snap, "wz_refused_total", "banned_name"), 1);
+    let _ = std::fs::remove_file(dir);
+}
+
+#[test]
+fn malformed_legacy_input_is_closed_and_counted() {
+    let server = start_wz(|_| {});
+    let lobby = wz_addr(&server);
+    let mut stream = connect_from(lobby, "127.0.0.1");
+    stream.write_all(b"hack\0").unwrap();
+    assert_closed(&mut stream);
+    // A bare GAMESTRUCT with no addg.
+    let mut stream = connect_from(lobby, "127.0.0.1");
+    stream
+        .write_all(&Host::new("4.x", "x").gamestruct())
+        .unwrap();
+    assert_closed(&mut stream);
+    // A v4 handshake announcing version 5.
+    let mut stream = connect_from(lobby, "127.0.0.1");
+    stream.write_all(b"version\0\0\0\0\x05").unwrap();
+    assert_closed(&mut stream);
+    // The server still serves.
+    let (games, status) = read_as_4x(&list_bytes(lobby, b"list\0"));
+    assert!(games.is_empty());
+    assert_eq!(status.0, 200);
+    let snap = snapshot(&server);
+    assert_eq!(
+        counter(&snap, "wz_protocol_errors_total", "unknown_command"),
+        1
+    );
+    assert_eq!(
+        counter(&snap, "wz_protocol_errors_total", "gamestruct_without_addg"),
+        1
+    );
+    assert_eq!(
+        counter(&snap, "wz_protocol_errors_total", "v4_wrong_version"),
+        1
+    );
+}
