@@ -189,12 +189,13 @@ fn build(config: &Config) -> io::Result<Built> {
 
 /// Binds every socket of `config` and serves in the calling thread until shut down.
 pub fn run(config: &Config) -> io::Result<()> {
+    let signals = server::signals()?;
     let Built {
         mut server,
         control,
         ..
     } = build(config)?;
-    server.handle_signals()?;
+    server.handle_signals(signals)?;
     // Held for the loop's lifetime: a dropped sender reads as a shutdown request.
     let _control = control;
     server.run()?;

@@ -127,9 +127,11 @@ impl Server {
     }
 
     /// Stops on SIGINT/SIGTERM (and reloads on SIGHUP) delivered to this process.
-    pub(super) fn handle_signals(&mut self) -> io::Result<()> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    /// `signals` come from [`signals`], created before the sockets were bound.
+    pub(super) fn handle_signals(
+        &mut self,
+        mut signals: signal_hook_mio::v1_0::Signals,
+    ) -> io::Result<()> {
         self.poll
             .registry()
             .register(&mut signals, Target::Signals.token(), Interest::READABLE)?;
@@ -571,6 +573,13 @@ impl DriverStats {
             }
         }
     }
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP from now on; create it before binding anything, so a
+/// signal sent as soon as the start-up log shows an address is queued, not fatal.
+pub(super) fn signals() -> io::Result<signal_hook_mio::v1_0::Signals> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])
 }
 
 /// A waker must outlive the poll loop; the handle keeps it.
