@@ -26,6 +26,8 @@ pub mod v4;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_v4;
 
 pub use games::{GameTable, GameView};
 pub use lobby::{
