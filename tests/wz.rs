@@ -1161,3 +1161,17 @@ fn sighup_reloads_motd_and_banned_words_keeping_connections() {
     drain.join().unwrap();
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn shutdown_closes_master_server_connections() {
+    let server = start_wz(|w| w.check_reachable = false);
+    let lobby = wz_addr(&server);
+    let mut host = connect_from(lobby, "127.0.0.1");
+    let (_, status) = Host::new("4.x", "Until shutdown").register(&mut host);
+    assert_eq!(status.0, 200);
+    let mut v4 = V4::connect(lobby);
+    assert_eq!(v4.bson("list", json!(""), 1)["result"]["count"], 1);
+    server.shutdown().expect("clean shutdown");
+    assert_closed(&mut host);
+    assert_closed(&mut v4.stream);
+}

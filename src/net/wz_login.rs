@@ -1,6 +1,6 @@
 //! v4 `login` verification for the driver: account lookup in SQLite on the loop thread (one
-//! indexed row, microseconds), the argon2id check on [`PasswordWorker`]'s thread (about
-//! 19 ms each, docs/protocols/wz-v4.md "Sessions"), results brought back by the loop's
+//! indexed row, microseconds), the argon2id check on [`PasswordWorker`]'s thread (19 to
+//! 54 ms each, docs/protocols/wz-v4.md "Sessions"), results brought back by the loop's
 //! `mio::Waker`.
 //!
 //! The server never creates the database: `lobbyd user add` does. While the file does not
