@@ -1175,3 +1175,72 @@ fn shutdown_closes_master_server_connections() {
     assert_closed(&mut host);
     assert_closed(&mut v4.stream);
 }
+
+/// 200 games from 200 addresses make a ~330 KB legacy list reply and ~60 KB v4 list
+/// responses. A browser with a tiny receive buffer that reads late still gets every byte
+/// intact (the send queue survives partial writes); a v4 client that pipelines requests and
+/// never reads is dropped once its queue passes the cap, and nobody else notices.
+#[test]
+fn send_queues_survive_partial_writes_and_are_bounded() {
+    let server = start_wz(|w| {
+        w.check_reachable = false;
+        w.login = lobbyd::config::WzLogin::Off;
+    });
+    let lobby = wz_addr(&server);
+    let mut hosts = Vec::new();
+    for n in 0..200u16 {
+        let ip = format!("127.0.{}.{}", 1 + n / 250, 1 + n % 250);
+        let mut stream = connect_from(lobby, &ip);
+        let mut host = Host::new("4.x", &format!("crowded {n}"));
+        host.host_port = 3000 + n;
+        let (_, status) = host.register(&mut stream);
+        assert_eq!(status.0, 200, "{ip}");
+        hosts.push(stream);
+    }
+
+    let small_reader = || {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("socket");
+        socket.set_recv_buffer_size(4096).unwrap();
+        socket.connect_timeout(&lobby.into(), REPLY_WAIT).unwrap();
+        let stream: TcpStream = socket.into();
+        stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+        stream
+    };
+
+    let mut browser = small_reader();
+    browser.write_all(b"list\0").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut reply = Vec::new();
+    browser
+        .read_to_end(&mut reply)
+        .expect("whole reply, then close");
+    let (games, status) = read_as_4x(&reply);
+    assert_eq!(status, (200, MOTD.to_owned()));
+    assert_eq!(games.len(), 200);
+    for (n, game) in games.iter().enumerate() {
+        assert_eq!(game.name, format!("crowded {n}"));
+        assert_eq!(game.host_port, 3000 + n as u16);
+    }
+
+    // A v4 client asks for the list 400 times and reads nothing: 400 x ~60 KB is more than
+    // the kernel's socket buffers (a few MB on loopback) plus the 1 MiB queue.
+    let mut greedy = small_reader();
+    greedy.write_all(b"version\0\0\0\0\x04").unwrap();
+    let request = br#"{"method": "list", "id": 1}"#;
+    let mut frames = Vec::new();
+    for _ in 0..400 {
+        frames.extend_from_slice(&(request.len() as u32).to_be_bytes());
+        frames.extend_from_slice(request);
+    }
+    greedy.write_all(&frames).unwrap();
+    let snap = eventually(&server, REPLY_WAIT, |s| {
+        counter(s, "wz_send_overflow_total", "") == 1
+    });
+    assert_eq!(counter(&snap, "wz_send_overflow_total", ""), 1);
+    // Everyone else is still served.
+    let (games, _) = read_as_4x(&list_bytes(lobby, b"list\0"));
+    assert_eq!(games.len(), 200);
+    assert_eq!(wz(&snap).games.len(), 200);
+    drop(hosts);
+}

@@ -449,8 +449,7 @@ impl WzDriver {
                 Ok(n) => {
                     self.stats.bytes_in += n as u64;
                     conn.inbuf.extend_from_slice(&self.chunk[..n]);
-                    self.feed(now, key);
-                    self.dispatch(registry, now);
+                    self.feed(registry, now, key);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -471,13 +470,22 @@ impl WzDriver {
         }
     }
 
-    /// Hands the read buffer to the core and drops what it consumed.
-    fn feed(&mut self, now: Instant, key: usize) {
-        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
-            return;
-        };
-        let used = self.core.handle_bytes(now, key, &conn.inbuf);
-        conn.inbuf.drain(..used.min(conn.inbuf.len()));
+    /// Hands the read buffer to the core and drops what it consumed, carrying out the
+    /// outputs after each call: the core answers a bounded number of v4 requests per call,
+    /// so replies reach the capped send queue (and a peer that does not read them is
+    /// dropped) before more are produced.
+    fn feed(&mut self, registry: &Registry, now: Instant, key: usize) {
+        loop {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+                return;
+            };
+            let used = self.core.handle_bytes(now, key, &conn.inbuf);
+            conn.inbuf.drain(..used.min(conn.inbuf.len()));
+            self.carry_out(registry, now);
+            if used == 0 {
+                return;
+            }
+        }
     }
 
     /// The peer finished sending: the core forgets the connection (its game leaves the
@@ -492,58 +500,65 @@ impl WzDriver {
         self.flush(registry, now, key);
     }
 
-    /// Carries out the core's outputs, then serves connections whose request was answered.
+    /// Carries out the core's outputs, then serves connections whose request was answered
+    /// (feeding and reading them again), until nothing is left to do.
     fn dispatch(&mut self, registry: &Registry, now: Instant) {
         loop {
-            while let Some(output) = self.core.poll_output() {
-                match output {
-                    WzOutput::Send { conn, bytes } => self.queue(registry, now, conn, &bytes),
-                    WzOutput::Close { conn } => {
-                        if let Some(c) = self.conns.get_mut(conn) {
-                            c.close_after_flush = true;
-                            self.flush(registry, now, conn);
-                        }
-                    }
-                    WzOutput::Probe {
-                        probe,
-                        addr,
-                        send_wzlr,
-                    } => {
-                        let timeout = self.probe_timeout;
-                        if let Some(result) = self
-                            .probes
-                            .start(registry, now, timeout, probe, addr, send_wzlr)
-                        {
-                            self.core.handle_probe_result(now, probe, result);
-                        }
-                    }
-                    WzOutput::Verify {
-                        job,
-                        username,
-                        password,
-                        ..
-                    } => {
-                        let decided = match self.logins.as_mut() {
-                            Some(logins) => logins.verify(job, &username, password),
-                            None => Some(crate::wz::VerifyResult::Busy),
-                        };
-                        if let Some(result) = decided {
-                            self.core.handle_verify_result(now, job, result);
-                        }
-                    }
-                    WzOutput::Resume { conn } => self.resumed.push(conn),
-                }
-            }
+            self.carry_out(registry, now);
             let Some(key) = self.resumed.pop() else {
                 return;
             };
-            self.feed(now, key);
+            self.feed(registry, now, key);
             let paused = self
                 .conns
                 .get_mut(key)
                 .is_some_and(|c| std::mem::take(&mut c.paused));
             if paused {
                 self.read(registry, now, key);
+            }
+        }
+    }
+
+    /// Carries out the core's queued outputs; `Resume` is only noted (see `dispatch`), so
+    /// this never recurses into reading.
+    fn carry_out(&mut self, registry: &Registry, now: Instant) {
+        while let Some(output) = self.core.poll_output() {
+            match output {
+                WzOutput::Send { conn, bytes } => self.queue(registry, now, conn, &bytes),
+                WzOutput::Close { conn } => {
+                    if let Some(c) = self.conns.get_mut(conn) {
+                        c.close_after_flush = true;
+                        self.flush(registry, now, conn);
+                    }
+                }
+                WzOutput::Probe {
+                    probe,
+                    addr,
+                    send_wzlr,
+                } => {
+                    let timeout = self.probe_timeout;
+                    if let Some(result) = self
+                        .probes
+                        .start(registry, now, timeout, probe, addr, send_wzlr)
+                    {
+                        self.core.handle_probe_result(now, probe, result);
+                    }
+                }
+                WzOutput::Verify {
+                    job,
+                    username,
+                    password,
+                    ..
+                } => {
+                    let decided = match self.logins.as_mut() {
+                        Some(logins) => logins.verify(job, &username, password),
+                        None => Some(crate::wz::VerifyResult::Busy),
+                    };
+                    if let Some(result) = decided {
+                        self.core.handle_verify_result(now, job, result);
+                    }
+                }
+                WzOutput::Resume { conn } => self.resumed.push(conn),
             }
         }
     }

@@ -396,10 +396,11 @@ impl WzLobby {
     }
 
     /// Feed the connection's read buffer; returns how many bytes were consumed (the driver
-    /// drops them and keeps the rest for the next call). What is left is shorter than one
-    /// GAMESTRUCT (legacy) or one `MAX_FRAME` frame (v4), except behind a v4 request that
-    /// waits for a verdict (see [`WzOutput::Resume`]). Bytes of an unknown or closing
-    /// connection are all consumed.
+    /// drops them, carries out the outputs, and calls again while the count is non-zero:
+    /// a v4 connection answers a few requests per call). What is finally left is shorter
+    /// than one GAMESTRUCT (legacy) or one `MAX_FRAME` frame (v4), except behind a v4
+    /// request that waits for a verdict (see [`WzOutput::Resume`]). Bytes of an unknown or
+    /// closing connection are all consumed.
     pub fn handle_bytes(&mut self, now: Instant, conn: ConnId, buf: &[u8]) -> usize {
         let (sh, st) = (&mut self.shared, &mut self.stats);
         let Some(state) = self.conns.get_mut(&conn) else {

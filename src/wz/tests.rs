@@ -87,9 +87,15 @@ impl Sim {
     pub(super) fn send(&mut self, conn: ConnId, bytes: &[u8]) {
         let buf = self.bufs.entry(conn).or_default();
         buf.extend_from_slice(bytes);
-        let used = self.lobby.handle_bytes(self.now, conn, buf);
-        assert!(used <= buf.len());
-        buf.drain(..used);
+        // As the driver does: call again while the core consumes.
+        loop {
+            let used = self.lobby.handle_bytes(self.now, conn, buf);
+            assert!(used <= buf.len());
+            buf.drain(..used);
+            if used == 0 || buf.is_empty() {
+                break;
+            }
+        }
         assert!(buf.len() < self.max_left, "core left {} bytes", buf.len());
     }
 

@@ -130,6 +130,20 @@ fn handshake_and_frames_split_at_every_byte() {
 }
 
 #[test]
+fn pipelined_requests_are_answered_a_few_per_call() {
+    let mut sim = v4_sim(config(LoginPolicy::Off, false));
+    open_v4(&mut sim, 1, HOST_V4);
+    let one = frame(r#"{"method": "list", "id": 1}"#);
+    let many: Vec<u8> = one.iter().copied().cycle().take(one.len() * 20).collect();
+    let used = sim.lobby.handle_bytes(sim.now, 1, &many);
+    assert_eq!(used, one.len() * 8, "eight frames per call");
+    assert_eq!(responses(&sim.out(), 1).len(), 8);
+    // The simulated driver calls again while bytes are consumed, as the real one does.
+    sim.send(1, &many[used..]);
+    assert_eq!(responses(&sim.out(), 1).len(), 12);
+}
+
+#[test]
 fn wrong_version_and_oversized_frame_close() {
     let mut sim = v4_sim(config(LoginPolicy::Off, false));
     sim.open(1, HOST_V4);

@@ -42,6 +42,11 @@ use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal, V4Method, WzSt
 /// result text tells them apart.
 const WRONG_LOGIN_TEXT: &str = "Unknown user or wrong password";
 
+/// Requests answered per [`V4Conn::on_bytes`] call: a `list` answer can be ~100 times its
+/// request, so the driver gets to move answers into its capped send queue (and drop a peer
+/// that does not read) after every few, instead of one read chunk producing megabytes.
+const FRAMES_PER_CALL: usize = 8;
+
 /// A request whose answer waits for something outside the core.
 #[derive(Debug)]
 enum Pending {
@@ -107,9 +112,10 @@ impl V4Conn {
         self.ip
     }
 
-    /// Answer every complete frame at the front of `buf` until one has to wait; returns the
-    /// bytes consumed. What is left is shorter than one frame (`MAX_FRAME + 4`), or anything
-    /// behind a request that waits for a verdict.
+    /// Answer up to [`FRAMES_PER_CALL`] complete frames at the front of `buf`, stopping at
+    /// one that has to wait; returns the bytes consumed (call again while it is non-zero).
+    /// What is left after the last call is shorter than one frame (`MAX_FRAME + 4`), or
+    /// anything behind a request that waits for a verdict.
     pub(crate) fn on_bytes(
         &mut self,
         sh: &mut Shared,
@@ -118,7 +124,9 @@ impl V4Conn {
         buf: &[u8],
     ) -> usize {
         let mut used = 0;
-        while !self.closing && self.pending.is_none() {
+        let mut frames = 0;
+        while !self.closing && self.pending.is_none() && frames < FRAMES_PER_CALL {
+            frames += 1;
             let rest = buf.get(used..).unwrap_or(&[]);
             match next_frame(rest, MAX_FRAME) {
                 Next::NeedMore => break,
