@@ -1244,3 +1244,46 @@ fn send_queues_survive_partial_writes_and_are_bounded() {
     assert_eq!(wz(&snap).games.len(), 200);
     drop(hosts);
 }
+
+#[test]
+fn operators_see_games_and_counters_over_http() {
+    let mut config = test_config();
+    config.udp_port = None;
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    config.wz = WzSettings {
+        port: Some(0),
+        check_reachable: false,
+        ..WzSettings::default()
+    };
+    let server = start(config);
+    let lobby = wz_addr(&server);
+    let metrics = server.metrics_addr().expect("metrics enabled");
+    let mut host = connect_from(lobby, "127.0.0.1");
+    let (id, _) = Host::new("4.x", "Seen \"by\" ops").register(&mut host);
+
+    let get = |path: &str| {
+        let mut stream = TcpStream::connect(metrics).unwrap();
+        stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+        let mut text = String::new();
+        stream.read_to_string(&mut text).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        body.to_owned()
+    };
+    let games: Json = serde_json::from_str(&get("/wz/games")).expect("JSON");
+    assert_eq!(games[0]["id"], id);
+    assert_eq!(games[0]["name"], "Seen \"by\" ops");
+    assert_eq!(games[0]["protocol"], "legacy");
+    assert_eq!(games[0]["listed"], true);
+    let text = get("/metrics");
+    for sample in [
+        "lobbyd_wz_games{state=\"listed\"} 1",
+        "lobbyd_wz_commands_total{reason=\"gaid\"} 1",
+        "lobbyd_wz_commands_total{reason=\"addg\"} 1",
+        "lobbyd_wz_games_listed_total 1",
+        "lobbyd_wz_accepted_total 1",
+    ] {
+        assert!(text.lines().any(|l| l == sample), "no {sample} in\n{text}");
+    }
+}
