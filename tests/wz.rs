@@ -1242,6 +1242,7 @@ fn send_queues_survive_partial_writes_and_are_bounded() {
     let (games, _) = read_as_4x(&list_bytes(lobby, b"list\0"));
     assert_eq!(games.len(), 200);
     assert_eq!(wz(&snap).games.len(), 200);
+
     drop(hosts);
 }
 

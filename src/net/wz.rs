@@ -11,6 +11,7 @@
 //! `Close` closes once the queue is flushed. Closed connections and finished probes are
 //! removed after the event batch, so a reused slab key never sees a stale event.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -41,6 +42,9 @@ pub const IN_CAP: usize = MAX_FRAME as usize + 4;
 pub const OUT_CAP: usize = 1024 * 1024;
 /// Most master-server connections at once; more are accepted and closed at once.
 pub const MAX_CONNS: usize = 4096;
+/// How long a connection the core closed may take to read what is queued for it; after
+/// that it is closed anyway, so a peer that never reads cannot hold a slot.
+pub const LINGER: Duration = Duration::from_secs(10);
 /// Bytes read per `read` call.
 const READ_CHUNK: usize = 16 * 1024;
 /// Reads from one connection per readiness event before serving the others.
@@ -65,6 +69,8 @@ pub struct WzDriverStats {
     pub bytes_out: u64,
     /// MOTD / banned-words reloads that failed (the old values stay).
     pub reload_failures: u64,
+    /// Connections closed with replies still queued after [`LINGER`].
+    pub linger_timeouts: u64,
 }
 
 impl WzDriverStats {
@@ -77,6 +83,7 @@ impl WzDriverStats {
         f("wz_bytes_in_total", "", self.bytes_in);
         f("wz_bytes_out_total", "", self.bytes_out);
         f("wz_reload_failures_total", "", self.reload_failures);
+        f("wz_linger_timeouts_total", "", self.linger_timeouts);
     }
 }
 
@@ -126,6 +133,8 @@ struct Files {
 #[derive(Debug)]
 struct Conn {
     stream: TcpStream,
+    /// Tells this connection from a later one that reuses its slab key.
+    serial: u64,
     inbuf: Vec<u8>,
     out: Vec<u8>,
     written: usize,
@@ -154,6 +163,10 @@ pub struct WzDriver {
     resumed: Vec<usize>,
     /// Connections to remove after the event batch.
     closing: Vec<usize>,
+    /// Connections waiting to flush before closing, with their deadline and serial, in
+    /// deadline order (the grace is constant).
+    lingering: VecDeque<(Instant, usize, u64)>,
+    next_serial: u64,
     stats: WzDriverStats,
     warnings: WarnBudget,
 }
@@ -258,6 +271,8 @@ impl WzDriver {
             chunk: Box::new([0; READ_CHUNK]),
             resumed: Vec::new(),
             closing: Vec::new(),
+            lingering: VecDeque::new(),
+            next_serial: 0,
             stats: WzDriverStats::default(),
             warnings: WarnBudget::new(now, 60, 20),
         })
@@ -306,6 +321,20 @@ impl WzDriver {
         }
         self.core.handle_timeout(now);
         self.dispatch(registry, now);
+        while let Some(&(deadline, key, serial)) = self.lingering.front() {
+            if deadline > now {
+                break;
+            }
+            self.lingering.pop_front();
+            let still_there = self
+                .conns
+                .get(key)
+                .is_some_and(|c| c.serial == serial && !c.closed);
+            if still_there {
+                self.stats.linger_timeouts += 1;
+                self.close(now, key);
+            }
+        }
         self.probes.remove_finished(registry);
         for key in self.closing.drain(..) {
             if let Some(mut conn) = self.conns.try_remove(key) {
@@ -316,10 +345,15 @@ impl WzDriver {
 
     /// When the loop must wake for a Warzone deadline.
     pub fn next_deadline(&self) -> Option<Instant> {
-        match (self.core.poll_timeout(), self.probes.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let linger = self.lingering.front().map(|(deadline, _, _)| *deadline);
+        [
+            self.core.poll_timeout(),
+            self.probes.next_deadline(),
+            linger,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// SIGHUP: reread the MOTD and banned-words files; on error keep the old values.
@@ -414,8 +448,10 @@ impl WzDriver {
             }
             // Small status replies must not wait for Nagle.
             let _ = stream.set_nodelay(true);
+            self.next_serial += 1;
             entry.insert(Conn {
                 stream,
+                serial: self.next_serial,
                 inbuf: Vec::new(),
                 out: Vec::new(),
                 written: 0,
@@ -492,11 +528,21 @@ impl WzDriver {
     /// list at once); what is queued is still flushed, then the socket closes.
     fn peer_closed(&mut self, registry: &Registry, now: Instant, key: usize) {
         self.core.handle_closed(now, key);
-        let Some(conn) = self.conns.get_mut(key) else {
+        if let Some(conn) = self.conns.get_mut(key) {
+            conn.inbuf.clear();
+        }
+        self.close_after_flush(registry, now, key);
+    }
+
+    /// Close once the queue is flushed, within [`LINGER`].
+    fn close_after_flush(&mut self, registry: &Registry, now: Instant, key: usize) {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
             return;
         };
-        conn.close_after_flush = true;
-        conn.inbuf.clear();
+        if !conn.close_after_flush {
+            conn.close_after_flush = true;
+            self.lingering.push_back((now + LINGER, key, conn.serial));
+        }
         self.flush(registry, now, key);
     }
 
@@ -525,12 +571,7 @@ impl WzDriver {
         while let Some(output) = self.core.poll_output() {
             match output {
                 WzOutput::Send { conn, bytes } => self.queue(registry, now, conn, &bytes),
-                WzOutput::Close { conn } => {
-                    if let Some(c) = self.conns.get_mut(conn) {
-                        c.close_after_flush = true;
-                        self.flush(registry, now, conn);
-                    }
-                }
+                WzOutput::Close { conn } => self.close_after_flush(registry, now, conn),
                 WzOutput::Probe {
                     probe,
                     addr,
