@@ -40,8 +40,12 @@ pub const IN_CAP: usize = MAX_FRAME as usize + 4;
 /// Most bytes queued to one connection; a peer that does not read a few `list` replies'
 /// worth is dropped.
 pub const OUT_CAP: usize = 1024 * 1024;
-/// Most master-server connections at once; more are accepted and closed at once.
+/// Most master-server connections at once. At the limit the listener stops accepting
+/// (newcomers wait in the kernel's backlog) and resumes below [`RESUME_CONNS`]: closing
+/// them at accept would make 4.x hosts reconnect in a tight loop (notes section 4).
 pub const MAX_CONNS: usize = 4096;
+/// Accepting resumes below this many connections (90 % of [`MAX_CONNS`]).
+pub const RESUME_CONNS: usize = MAX_CONNS / 10 * 9;
 /// How long a connection the core closed may take to read what is queued for it; after
 /// that it is closed anyway, so a peer that never reads cannot hold a slot.
 pub const LINGER: Duration = Duration::from_secs(10);
@@ -57,8 +61,8 @@ const MAX_WORDS_FILE: u64 = 1024 * 1024;
 pub struct WzDriverStats {
     /// Connections accepted and served.
     pub accepted: u64,
-    /// Connections closed at accept because [`MAX_CONNS`] were open.
-    pub rejected_full: u64,
+    /// Times accepting paused because [`MAX_CONNS`] were open (or accept failed).
+    pub accept_pauses: u64,
     /// Connections dropped because their send queue passed [`OUT_CAP`].
     pub send_overflow: u64,
     /// Connections that ended with a read or write error (reset by the peer, ...).
@@ -77,7 +81,7 @@ impl WzDriverStats {
     /// Calls `f(name, label, value)` for every counter.
     pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
         f("wz_accepted_total", "", self.accepted);
-        f("wz_rejected_full_total", "", self.rejected_full);
+        f("wz_accept_pauses_total", "", self.accept_pauses);
         f("wz_send_overflow_total", "", self.send_overflow);
         f("wz_io_errors_total", "", self.io_errors);
         f("wz_bytes_in_total", "", self.bytes_in);
@@ -167,6 +171,9 @@ pub struct WzDriver {
     /// deadline order (the grace is constant).
     lingering: VecDeque<(Instant, usize, u64)>,
     next_serial: u64,
+    /// Accepting stopped (at the connection limit, or after an accept error); retried
+    /// after each event batch once below [`RESUME_CONNS`].
+    accept_paused: bool,
     stats: WzDriverStats,
     warnings: WarnBudget,
 }
@@ -273,6 +280,7 @@ impl WzDriver {
             closing: Vec::new(),
             lingering: VecDeque::new(),
             next_serial: 0,
+            accept_paused: false,
             stats: WzDriverStats::default(),
             warnings: WarnBudget::new(now, 60, 20),
         })
@@ -340,6 +348,11 @@ impl WzDriver {
             if let Some(mut conn) = self.conns.try_remove(key) {
                 let _ = registry.deregister(&mut conn.stream);
             }
+        }
+        if self.accept_paused && self.conns.len() < RESUME_CONNS {
+            self.accept_paused = false;
+            self.accept(registry, now);
+            self.dispatch(registry, now);
         }
     }
 
@@ -422,21 +435,23 @@ impl WzDriver {
 
     fn accept(&mut self, registry: &Registry, now: Instant) {
         loop {
+            if self.conns.len() >= MAX_CONNS {
+                self.pause_accepting();
+                return;
+            }
             let (mut stream, peer) = match self.listener.accept() {
                 Ok(accepted) => accepted,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    // Out of descriptors, or the peer reset before accept: try again later.
+                    // Out of descriptors, say: the listener is edge-triggered, so retry
+                    // after the next event batch rather than wait for a new connection.
                     self.warnings
                         .warn(now, format_args!("wz accept failed: {e}"));
+                    self.pause_accepting();
                     return;
                 }
             };
-            if self.conns.len() >= MAX_CONNS {
-                self.stats.rejected_full += 1;
-                continue; // dropped: closed at once
-            }
             let entry = self.conns.vacant_entry();
             let key = entry.key();
             if let Err(e) =
@@ -462,6 +477,13 @@ impl WzDriver {
             });
             self.stats.accepted += 1;
             self.core.handle_open(now, key, peer);
+        }
+    }
+
+    fn pause_accepting(&mut self) {
+        if !self.accept_paused {
+            self.accept_paused = true;
+            self.stats.accept_pauses += 1;
         }
     }
 
