@@ -37,9 +37,9 @@ const KIND_INSTANCE: usize = 3;
 const KIND_SIGNALS: usize = 4;
 const KIND_METRICS_LISTENER: usize = 5;
 const KIND_METRICS_CONN: usize = 6;
-const KIND_WZ_LISTENER: usize = 20;
-const KIND_WZ_CONN: usize = 21;
-const KIND_WZ_PROBE: usize = 22;
+const KIND_WZ_LISTENER: usize = 30;
+const KIND_WZ_CONN: usize = 31;
+const KIND_WZ_PROBE: usize = 32;
 
 impl Target {
     /// The token registered for this target.
