@@ -13,13 +13,16 @@
 //! - [`net`]: the driver, the only module that imports `mio`: one `Poll`, tokens, the
 //!   instance-socket slab, the TCP lobby's listener and connection slab (`net::tcp`, with
 //!   zero-copy framing in `net::tcp_frames`), buffers, readiness; no protocol logic of its own.
+//!   The Warzone master server's sockets (listener, connections, probes, password worker)
+//!   are in `net::wz*`.
 //! - [`time`]: pure time building blocks; [`time::TimerWheel`] is the fixed-tick hashed
 //!   timer wheel whose next deadline becomes the driver's poll timeout. No clock reads:
 //!   `now` is always passed in.
 //! - [`ratelimit`]: integer token buckets and [`ratelimit::PerIpLimiter`], a bounded
 //!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
 //! - [`wz`]: the Warzone 2100 master server core ([`wz::WzLobby`]): game table,
-//!   legacy host/browser connections, reachability probes, name and version policy. Sans-IO:
+//!   legacy and v4 host/browser connections, reachability probes, name and version policy,
+//!   login sessions. Sans-IO:
 //!   the driver feeds it bytes and probe results and performs its outputs. Also the v4
 //!   accounts (SQLite, argon2id), the password-verification worker and login sessions.
 //! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as

@@ -37,7 +37,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 29] = [
+const FLAGS: [&str; 41] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -67,10 +67,22 @@ const FLAGS: [&str; 29] = [
     "--max-conns-per-ip N",
     "--metrics ADDR",
     "--log LEVEL",
+    "--wz-port PORT",
+    "--motd TEXT",
+    "--motd-file PATH",
+    "--wz-check-reachable on|off",
+    "--wz-probe-timeout SECS",
+    "--wz-silence-timeout SECS",
+    "--wz-min-version MAJOR.MINOR",
+    "--wz-banned-words FILE",
+    "--wz-max-games-per-ip N",
+    "--wz-max-games N",
+    "--wz-login required|optional|off",
+    "--db PATH",
 ];
 
 /// A sample of defaults the help text must quote.
-const DEFAULTS: [&str; 8] = [
+const DEFAULTS: [&str; 10] = [
     "(default 0.0.0.0)",
     "(default 4242)",
     "(default 4300-4399)",
@@ -79,6 +91,8 @@ const DEFAULTS: [&str; 8] = [
     "(default 112)",
     "(default \"100,100;100,200;100,300;100,400\")",
     "(default 10000)",
+    "(default 9990)",
+    "(default lobbyd.sqlite)",
 ];
 
 #[test]
@@ -132,6 +146,60 @@ fn bad_values_exit_2_with_one_line_reason() {
     assert_usage_error(&["--port", "1\n2"], "--port: \"1\\n2\"");
 }
 
+#[test]
+fn bad_warzone_values_exit_2_with_one_line_reason() {
+    assert_usage_error(&["--wz-port", "99999"], "--wz-port: \"99999\"");
+    assert_usage_error(
+        &["--wz-check-reachable", "maybe"],
+        "--wz-check-reachable: \"maybe\" is not on or off",
+    );
+    assert_usage_error(
+        &["--wz-login", "sometimes"],
+        "--wz-login: \"sometimes\" is not required, optional or off",
+    );
+    assert_usage_error(
+        &["--wz-min-version", "four"],
+        "--wz-min-version: \"four\" is not MAJOR.MINOR",
+    );
+    assert_usage_error(&["--wz-probe-timeout", "5"], "--wz-probe-timeout: \"5\"");
+    assert_usage_error(&["--wz-silence-timeout", "-1"], "--wz-silence-timeout:");
+    assert_usage_error(
+        &["--wz-max-games-per-ip", "0"],
+        "--wz-max-games-per-ip: \"0\"",
+    );
+    assert_usage_error(
+        &["--motd", "x", "--motd-file", "y"],
+        "--motd and --motd-file exclude each other",
+    );
+    assert_usage_error(&["--db", ""], "--db: empty path");
+}
+
+/// A MOTD or banned-words file that cannot be read stops the server at start with exit 1
+/// and the path in the message; nothing is served on a half-read configuration.
+#[test]
+fn unreadable_warzone_files_exit_1() {
+    for flag in ["--motd-file", "--wz-banned-words"] {
+        let output = lobbyd(&[
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--instance-ports",
+            "0",
+            "--wz-port",
+            "0",
+            flag,
+            "/nonexistent/lobbyd-test-file",
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{flag}: {output:?}");
+        assert!(
+            stderr(&output).contains("/nonexistent/lobbyd-test-file"),
+            "{flag}: {}",
+            stderr(&output)
+        );
+    }
+}
+
 /// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;
 /// returns the child and its TCP lobby address.
 fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
@@ -143,6 +211,8 @@ fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
             "--port",
             "0",
             "--instance-ports",
+            "0",
+            "--wz-port",
             "0",
         ])
         .args(["--log", "info"])

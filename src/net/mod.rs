@@ -14,6 +14,9 @@ pub mod tcp;
 pub mod tcp_frames;
 pub mod token;
 pub mod warn;
+pub mod wz;
+pub mod wz_login;
+pub mod wz_probe;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -32,6 +35,8 @@ use crate::ratelimit::PerIpConfig;
 use instance::{PortPool, PortRange};
 use server::Server;
 pub use stats::DriverStats;
+use wz::WzDriver;
+pub use wz::{WzGameInfo, WzSnapshot};
 
 /// A request from outside the loop.
 #[derive(Debug)]
@@ -80,6 +85,8 @@ pub struct Snapshot {
     pub rate_table_len: usize,
     /// Time since the server started.
     pub uptime: Duration,
+    /// The Warzone master server's counters and games, when it runs.
+    pub wz: Option<WzSnapshot>,
 }
 
 /// The core's settings derived from the command line.
@@ -131,9 +138,12 @@ struct Built {
     udp_lobby: Option<SocketAddr>,
     tcp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
+    wz: Option<SocketAddr>,
 }
 
 fn build(config: &Config) -> io::Result<Built> {
+    // Read the Warzone files first: a wrong path stops the start before anything binds.
+    let wz_config = wz::core_config(&config.wz)?;
     let poll = Poll::new()?;
     let waker = Arc::new(server::waker(&poll)?);
     let udp_lobby_socket = match config.udp_port {
@@ -164,6 +174,22 @@ fn build(config: &Config) -> io::Result<Built> {
         }
         None => None,
     };
+    let wz = match config.wz.port {
+        Some(port) => {
+            let listener = mio::net::TcpListener::bind(SocketAddr::new(config.bind, port))?;
+            let bound = listener.local_addr()?;
+            let registry = server.registry();
+            let waker = Arc::clone(&waker);
+            let driver = WzDriver::new(listener, registry, &config.wz, wz_config, waker)?;
+            server.serve_wz(driver);
+            log::info!("warzone master server listening on {bound}");
+            Some(bound)
+        }
+        None => {
+            log::info!("warzone master server disabled (--wz-port 0)");
+            None
+        }
+    };
     Ok(Built {
         server,
         waker,
@@ -171,17 +197,19 @@ fn build(config: &Config) -> io::Result<Built> {
         udp_lobby,
         tcp_lobby,
         metrics,
+        wz,
     })
 }
 
 /// Binds every socket of `config` and serves in the calling thread until shut down.
 pub fn run(config: &Config) -> io::Result<()> {
+    let signals = server::signals()?;
     let Built {
         mut server,
         control,
         ..
     } = build(config)?;
-    server.handle_signals()?;
+    server.handle_signals(signals)?;
     // Held for the loop's lifetime: a dropped sender reads as a shutdown request.
     let _control = control;
     server.run()?;
@@ -194,6 +222,7 @@ pub struct ServerHandle {
     udp_lobby: Option<SocketAddr>,
     tcp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
+    wz: Option<SocketAddr>,
     waker: Arc<Waker>,
     control: Sender<Control>,
     thread: Option<JoinHandle<io::Result<()>>>,
@@ -208,6 +237,7 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
         udp_lobby,
         tcp_lobby,
         metrics,
+        wz,
     } = build(config)?;
     let thread = std::thread::Builder::new()
         .name("lobbyd".into())
@@ -216,6 +246,7 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
         udp_lobby,
         tcp_lobby,
         metrics,
+        wz,
         waker,
         control,
         thread: Some(thread),
@@ -236,6 +267,11 @@ impl ServerHandle {
     /// The metrics endpoint's bound address, if enabled.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics
+    }
+
+    /// The Warzone master server's bound address, if enabled.
+    pub fn wz_addr(&self) -> Option<SocketAddr> {
+        self.wz
     }
 
     /// The counters and rooms, as the loop sees them between two events.

@@ -34,6 +34,7 @@ use super::stats::DriverStats;
 use super::tcp::{TcpLimits, TcpLobby};
 use super::token::Target;
 use super::warn::WarnBudget;
+use super::wz::WzDriver;
 use super::{Control, RoomView, Snapshot};
 
 /// Largest datagram we accept; anything longer is truncated by the kernel and then fails the
@@ -70,6 +71,8 @@ pub struct Server {
     warnings: WarnBudget,
     /// The TCP lobby's listener and connections, if enabled.
     tcp: Option<TcpLobby>,
+    /// The Warzone 2100 master server, when `--wz-port` is enabled.
+    wz: Option<WzDriver>,
 }
 
 impl Server {
@@ -101,6 +104,7 @@ impl Server {
             signals: None,
             warnings: WarnBudget::new(Instant::now(), 60, 20),
             tcp: None,
+            wz: None,
         };
         if let Some(socket) = server.lobby_udp.as_mut() {
             server.poll.registry().register(
@@ -118,10 +122,22 @@ impl Server {
         Ok(())
     }
 
-    /// Stops on SIGINT/SIGTERM (and logs SIGHUP) delivered to this process.
-    pub(super) fn handle_signals(&mut self) -> io::Result<()> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    /// The loop's registry, for sockets built outside the server.
+    pub(super) fn registry(&self) -> &mio::Registry {
+        self.poll.registry()
+    }
+
+    /// Serves the Warzone 2100 master server (its listener is already registered).
+    pub(super) fn serve_wz(&mut self, driver: WzDriver) {
+        self.wz = Some(driver);
+    }
+
+    /// Stops on SIGINT/SIGTERM (and reloads on SIGHUP) delivered to this process.
+    /// `signals` come from [`signals`], created before the sockets were bound.
+    pub(super) fn handle_signals(
+        &mut self,
+        mut signals: signal_hook_mio::v1_0::Signals,
+    ) -> io::Result<()> {
         self.poll
             .registry()
             .register(&mut signals, Target::Signals.token(), Interest::READABLE)?;
@@ -137,7 +153,10 @@ impl Server {
         let mut stop = false;
         for signal in signals.pending() {
             match signal {
-                signal_hook::consts::SIGHUP => log::info!("SIGHUP: nothing to reload"),
+                signal_hook::consts::SIGHUP => match self.wz.as_mut() {
+                    Some(wz) => wz.reload(),
+                    None => log::info!("SIGHUP: nothing to reload"),
+                },
                 other => {
                     log::info!("signal {other}: shutting down");
                     stop = true;
@@ -165,10 +184,11 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         loop {
-            let deadline = match (self.lobby.poll_timeout(), self.tcp_deadline()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let wz_deadline = self.wz.as_ref().and_then(WzDriver::next_deadline);
+            let deadline = [self.lobby.poll_timeout(), self.tcp_deadline(), wz_deadline]
+                .into_iter()
+                .flatten()
+                .min();
             let timeout = deadline.map(|at| at.saturating_duration_since(Instant::now()));
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
@@ -186,12 +206,22 @@ impl Server {
                     Some(target @ (Target::MetricsListener | Target::MetricsConn(_))) => {
                         self.metrics_ready(target)
                     }
+                    Some(
+                        target @ (Target::WzListener | Target::WzConn(_) | Target::WzProbe(_)),
+                    ) => {
+                        if let Some(wz) = self.wz.as_mut() {
+                            wz.ready(self.poll.registry(), target, event);
+                        }
+                    }
                     Some(Target::Waker | Target::Signals) | None => {}
                 }
             }
             self.lobby.handle_timeout(Instant::now());
             self.dispatch();
             self.remove_closed();
+            if let Some(wz) = self.wz.as_mut() {
+                wz.after_events(self.poll.registry());
+            }
         }
     }
 
@@ -211,15 +241,23 @@ impl Server {
     }
 
     fn snapshot(&self) -> Snapshot {
+        let wz = self.wz.as_ref().map(WzDriver::snapshot);
         let mut extra = Vec::new();
         if let Some(tcp) = self.tcp.as_ref() {
             tcp.stats
+                .visit(|name, label, value| extra.push((name, label, value)));
+        }
+        if let Some(wz) = &wz {
+            wz.core
+                .visit(|name, label, value| extra.push((name, label, value)));
+            wz.driver
                 .visit(|name, label, value| extra.push((name, label, value)));
         }
         Snapshot {
             lobby: self.lobby.stats.clone(),
             driver: self.stats.clone(),
             extra,
+            wz,
             rooms: self
                 .lobby
                 .rooms()
@@ -635,6 +673,13 @@ impl DriverStats {
             }
         }
     }
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP from now on; create it before binding anything, so a
+/// signal sent as soon as the start-up log shows an address is queued, not fatal.
+pub(super) fn signals() -> io::Result<signal_hook_mio::v1_0::Signals> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])
 }
 
 /// A waker must outlive the poll loop; the handle keeps it.
