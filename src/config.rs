@@ -16,6 +16,9 @@ use std::time::Duration;
 
 use getopts::{Fail, Matches, Options};
 
+mod wz;
+pub use wz::{WzLogin, WzSettings, DEFAULT_WZ_PORT};
+
 /// The most room summaries one LIST reply can carry in a 1472-byte UDP datagram.
 pub const MAX_LIST_ROOMS: usize = 112;
 
@@ -134,7 +137,8 @@ pub struct Config {
     /// Interval between TCP lobby COUNTDOWN messages (`--countdown-tick`, default 100 ms,
     /// 1 to 10000 ms).
     pub countdown_tick: Duration,
-    /// Start a TCP lobby room's countdown as soon as `min_players` are in (`--auto-start`).
+    /// Start a TCP lobby party's countdown by itself once every member is ready and at least
+    /// `min_players` are in (`--auto-start`).
     pub auto_start: bool,
     /// How long a silent peer is kept (`--idle-timeout`, default 30 s, more than 0).
     pub idle_timeout: Duration,
@@ -174,6 +178,8 @@ pub struct Config {
     /// The `--log` level if one was given (lower case, one of error, warn, info, debug,
     /// trace, off); `None` lets `RUST_LOG` decide, falling back to info.
     pub log: Option<String>,
+    /// The Warzone 2100 master server (`--wz-*`, `--motd*`, `--db`; see [`WzSettings`]).
+    pub wz: WzSettings,
 }
 
 impl Default for Config {
@@ -211,6 +217,7 @@ impl Default for Config {
             max_conns_per_ip: 64,
             metrics: None,
             log: None,
+            wz: WzSettings::default(),
         }
     }
 }
@@ -253,7 +260,7 @@ fn version() -> String {
 fn usage(options: &Options) -> String {
     let brief = format!(
         "{}\n\nUsage: lobbyd [OPTIONS]\n\nA game lobby server: R-Type UDP room lobby and game \
-         instances, R-Type TCP lobby.",
+         instances, R-Type TCP lobby, Warzone 2100 master server.",
         version()
     );
     format!(
@@ -351,7 +358,7 @@ fn options(d: &Config) -> Options {
         (
             "auto-start",
             "",
-            "Start TCP lobby rooms once --min-players are in.".into(),
+            "Start the TCP lobby countdown by itself once all members are ready and the minimum is in.".into(),
         ),
         (
             "idle-timeout",
@@ -478,6 +485,7 @@ fn options(d: &Config) -> Options {
             options.optopt(short, name, desc, hint);
         }
     }
+    wz::declare(&mut options, &d.wz);
     options
 }
 
@@ -597,6 +605,7 @@ fn parsed<T: FromStr>(m: &Matches, flag: &str, kind: &str) -> Result<Option<T>, 
 
 /// Builds and cross-checks the configuration from parsed flags.
 fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
+    let wz = wz::settings_from(m, d.wz.clone())?;
     let bind = match m.opt_str("bind") {
         Some(text) => parse_bind(&text)?,
         None => d.bind,
@@ -712,6 +721,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         )?,
         metrics,
         log,
+        wz,
     })
 }
 
@@ -773,7 +783,7 @@ fn parse_log_level(text: &str) -> Result<String, UsageError> {
 mod tests {
     use super::*;
 
-    fn run(args: &[&str]) -> Result<Config, UsageError> {
+    pub(super) fn run(args: &[&str]) -> Result<Config, UsageError> {
         match parse_args(args.iter().map(|a| a.to_string()))? {
             Command::Run(config) => Ok(*config),
             other => panic!("expected Run, got {other:?}"),
@@ -785,7 +795,7 @@ mod tests {
         run(&line.split_whitespace().collect::<Vec<_>>())
     }
 
-    fn reason(args: &[&str]) -> String {
+    pub(super) fn reason(args: &[&str]) -> String {
         match run(args) {
             Ok(config) => panic!("expected an error for {args:?}, got {config:?}"),
             Err(err) => err.to_string(),

@@ -6,17 +6,23 @@
 //!   constructors (after `new_checked` no accessor panics) plus plain `Repr` types with
 //!   `parse`/`emit`, in the style of smoltcp's `wire`. No I/O, no allocation on parse.
 //! - [`lobby`]: the lobby itself, a sans-IO state machine: rooms, seats, owners, countdowns,
-//!   game-instance membership. It takes decoded requests and the current time and returns
-//!   outputs (replies, "bind an instance socket", "close it") and its next deadline.
+//!   game-instance membership, and the TCP lobby's parties (`lobby::party`: admission,
+//!   ready-check, countdown, GAME_START hand-over by player hash). It takes decoded requests
+//!   and the current time and returns outputs (replies, TCP messages, "bind an instance
+//!   socket", "close it") and its next deadline.
 //! - [`net`]: the driver, the only module that imports `mio`: one `Poll`, tokens, the
-//!   instance-socket slab, buffers, readiness; no protocol logic of its own.
+//!   instance-socket slab, the TCP lobby's listener and connection slab (`net::tcp`, with
+//!   zero-copy framing in `net::tcp_frames`), buffers, readiness; no protocol logic of its own.
+//!   The Warzone master server's sockets (listener, connections, probes, password worker)
+//!   are in `net::wz*`.
 //! - [`time`]: pure time building blocks; [`time::TimerWheel`] is the fixed-tick hashed
 //!   timer wheel whose next deadline becomes the driver's poll timeout. No clock reads:
 //!   `now` is always passed in.
 //! - [`ratelimit`]: integer token buckets and [`ratelimit::PerIpLimiter`], a bounded
 //!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
 //! - [`wz`]: the Warzone 2100 master server core ([`wz::WzLobby`]): game table,
-//!   legacy host/browser connections, reachability probes, name and version policy. Sans-IO:
+//!   legacy and v4 host/browser connections, reachability probes, name and version policy,
+//!   login sessions. Sans-IO:
 //!   the driver feeds it bytes and probe results and performs its outputs. Also the v4
 //!   accounts (SQLite, argon2id), the password-verification worker and login sessions.
 //! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as

@@ -21,6 +21,8 @@ pub enum Route {
     Metrics,
     /// `GET /rooms`.
     Rooms,
+    /// `GET /wz/games`: the Warzone master server's games.
+    WzGames,
     /// Any other path: 404.
     NotFound,
     /// A method other than GET or HEAD: 405.
@@ -55,6 +57,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<Route>, HttpError> {
             match path.split('?').next() {
                 Some("/metrics") => Route::Metrics,
                 Some("/rooms") => Route::Rooms,
+                Some("/wz/games") => Route::WzGames,
                 _ => Route::NotFound,
             }
         }
@@ -127,11 +130,50 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
     for (name, value) in gauges {
         let _ = writeln!(out, "# TYPE lobbyd_{name} gauge\nlobbyd_{name} {value}");
     }
+    if let Some(wz) = &snap.wz {
+        let listed = wz.games.iter().filter(|g| g.listed).count();
+        let _ = writeln!(
+            out,
+            "# TYPE lobbyd_wz_games gauge\nlobbyd_wz_games{{state=\"listed\"}} {listed}\n\
+             lobbyd_wz_games{{state=\"probing\"}} {}",
+            wz.games.len() - listed
+        );
+        for (name, value) in [("wz_connections", wz.connections), ("wz_probes", wz.probes)] {
+            let _ = writeln!(out, "# TYPE lobbyd_{name} gauge\nlobbyd_{name} {value}");
+        }
+    }
     let _ = writeln!(
         out,
         "# TYPE lobbyd_uptime_seconds gauge\nlobbyd_uptime_seconds {:.3}",
         snap.uptime.as_secs_f64()
     );
+}
+
+/// Writes the Warzone master server's games as a JSON array (peer strings escaped).
+pub fn render_wz_games_json(snap: &Snapshot, out: &mut String) {
+    let games = snap.wz.as_ref().map_or(&[][..], |wz| &wz.games[..]);
+    let text = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
+    out.push('[');
+    for (i, game) in games.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            "{{\"id\":{},\"protocol\":\"{}\",\"host\":\"{}\",\"listed\":{},\"name\":{},\
+             \"version\":{},\"players\":{},\"max_players\":{},\"age_secs\":{}}}",
+            game.game_id,
+            game.protocol,
+            game.host,
+            game.listed,
+            text(&game.name),
+            text(&game.version),
+            game.players.0,
+            game.players.1,
+            game.age_secs
+        );
+    }
+    out.push_str("]\n");
 }
 
 /// Writes the live rooms as a JSON array.
@@ -213,6 +255,7 @@ mod tests {
             ports_in_use: 1,
             rate_table_len: 5,
             uptime: Duration::from_millis(1500),
+            wz: None,
         }
     }
 
@@ -295,6 +338,48 @@ mod tests {
             out,
             b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\
               Connection: close\r\n\r\nno\n"
+        );
+    }
+
+    #[test]
+    fn wz_games_page_and_gauges() {
+        let mut snap = snapshot();
+        snap.wz = Some(crate::net::WzSnapshot {
+            games: vec![crate::net::WzGameInfo {
+                game_id: 7,
+                protocol: "legacy",
+                host: "192.0.2.7:2100".parse().unwrap(),
+                listed: true,
+                name: "a \"quoted\" \\ name".into(),
+                version: "4.3.3".into(),
+                players: (1, 4),
+                age_secs: 12,
+            }],
+            connections: 3,
+            ..crate::net::WzSnapshot::default()
+        });
+        let mut json = String::new();
+        render_wz_games_json(&snap, &mut json);
+        assert_eq!(
+            json,
+            "[{\"id\":7,\"protocol\":\"legacy\",\"host\":\"192.0.2.7:2100\",\"listed\":true,\
+             \"name\":\"a \\\"quoted\\\" \\\\ name\",\"version\":\"4.3.3\",\"players\":1,\
+             \"max_players\":4,\"age_secs\":12}]\n"
+        );
+        let mut text = String::new();
+        render_prometheus(&snap, &mut text);
+        assert!(
+            text.contains("lobbyd_wz_games{state=\"listed\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lobbyd_wz_games{state=\"probing\"} 0\n"),
+            "{text}"
+        );
+        assert!(text.contains("lobbyd_wz_connections 3\n"), "{text}");
+        assert_eq!(
+            parse_request(b"GET /wz/games HTTP/1.1\r\n\r\n"),
+            Ok(Some(Route::WzGames))
         );
     }
 

@@ -37,7 +37,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 29] = [
+const FLAGS: [&str; 41] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -67,10 +67,22 @@ const FLAGS: [&str; 29] = [
     "--max-conns-per-ip N",
     "--metrics ADDR",
     "--log LEVEL",
+    "--wz-port PORT",
+    "--motd TEXT",
+    "--motd-file PATH",
+    "--wz-check-reachable on|off",
+    "--wz-probe-timeout SECS",
+    "--wz-silence-timeout SECS",
+    "--wz-min-version MAJOR.MINOR",
+    "--wz-banned-words FILE",
+    "--wz-max-games-per-ip N",
+    "--wz-max-games N",
+    "--wz-login required|optional|off",
+    "--db PATH",
 ];
 
 /// A sample of defaults the help text must quote.
-const DEFAULTS: [&str; 8] = [
+const DEFAULTS: [&str; 10] = [
     "(default 0.0.0.0)",
     "(default 4242)",
     "(default 4300-4399)",
@@ -79,6 +91,8 @@ const DEFAULTS: [&str; 8] = [
     "(default 112)",
     "(default \"100,100;100,200;100,300;100,400\")",
     "(default 10000)",
+    "(default 9990)",
+    "(default lobbyd.sqlite)",
 ];
 
 #[test]
@@ -132,11 +146,64 @@ fn bad_values_exit_2_with_one_line_reason() {
     assert_usage_error(&["--port", "1\n2"], "--port: \"1\\n2\"");
 }
 
-/// SIGTERM stops a running server cleanly: exit code 0 within a second or two.
 #[test]
-fn sigterm_exits_zero() {
+fn bad_warzone_values_exit_2_with_one_line_reason() {
+    assert_usage_error(&["--wz-port", "99999"], "--wz-port: \"99999\"");
+    assert_usage_error(
+        &["--wz-check-reachable", "maybe"],
+        "--wz-check-reachable: \"maybe\" is not on or off",
+    );
+    assert_usage_error(
+        &["--wz-login", "sometimes"],
+        "--wz-login: \"sometimes\" is not required, optional or off",
+    );
+    assert_usage_error(
+        &["--wz-min-version", "four"],
+        "--wz-min-version: \"four\" is not MAJOR.MINOR",
+    );
+    assert_usage_error(&["--wz-probe-timeout", "5"], "--wz-probe-timeout: \"5\"");
+    assert_usage_error(&["--wz-silence-timeout", "-1"], "--wz-silence-timeout:");
+    assert_usage_error(
+        &["--wz-max-games-per-ip", "0"],
+        "--wz-max-games-per-ip: \"0\"",
+    );
+    assert_usage_error(
+        &["--motd", "x", "--motd-file", "y"],
+        "--motd and --motd-file exclude each other",
+    );
+    assert_usage_error(&["--db", ""], "--db: empty path");
+}
+
+/// A MOTD or banned-words file that cannot be read stops the server at start with exit 1
+/// and the path in the message; nothing is served on a half-read configuration.
+#[test]
+fn unreadable_warzone_files_exit_1() {
+    for flag in ["--motd-file", "--wz-banned-words"] {
+        let output = lobbyd(&[
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--instance-ports",
+            "0",
+            "--wz-port",
+            "0",
+            flag,
+            "/nonexistent/lobbyd-test-file",
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{flag}: {output:?}");
+        assert!(
+            stderr(&output).contains("/nonexistent/lobbyd-test-file"),
+            "{flag}: {}",
+            stderr(&output)
+        );
+    }
+}
+
+/// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;
+/// returns the child and its TCP lobby address.
+fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
     use std::io::{BufRead, BufReader};
-    use std::time::{Duration, Instant};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lobbyd"))
         .args([
             "--bind",
@@ -145,19 +212,38 @@ fn sigterm_exits_zero() {
             "0",
             "--instance-ports",
             "0",
+            "--wz-port",
+            "0",
         ])
         .args(["--log", "info"])
+        .env_remove("RUST_LOG")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("lobbyd starts");
-    // Wait until it has bound its sockets (it logs the real address).
+    // Wait until it has bound its sockets (it logs the real addresses).
     let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let ready = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|line| line.contains("udp room lobby listening on 127.0.0.1:"));
-    assert!(ready, "lobbyd never reported its address");
+    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+    let mut udp = false;
+    let mut tcp = None;
+    for line in lines.by_ref() {
+        udp |= line.contains("udp room lobby listening on 127.0.0.1:");
+        if let Some((_, addr)) = line.split_once("tcp lobby listening on ") {
+            tcp = addr.trim().parse().ok();
+        }
+        if udp && tcp.is_some() {
+            break;
+        }
+    }
+    assert!(udp, "lobbyd never reported its UDP address");
+    let tcp = tcp.expect("lobbyd never reported its TCP lobby address");
+    // Keep draining its log so the child never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, tcp)
+}
+
+/// Sends SIGTERM and asserts the process exits 0 within a few seconds.
+fn terminate_exits_zero(child: &mut std::process::Child) {
+    use std::time::{Duration, Instant};
     let status = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -172,4 +258,38 @@ fn sigterm_exits_zero() {
         assert!(Instant::now() < deadline, "lobbyd ignored SIGTERM");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// SIGTERM stops a running server cleanly: exit code 0 within a second or two.
+#[test]
+fn sigterm_exits_zero() {
+    let (mut child, _) = running_lobbyd();
+    terminate_exits_zero(&mut child);
+}
+
+/// On SIGTERM a TCP lobby member is told ERROR_MSG 0xFF "server shutting down", then the
+/// connection closes and the process exits 0.
+#[test]
+fn sigterm_notifies_tcp_lobby_members() {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+    let (mut child, tcp) = running_lobbyd();
+    let mut member = std::net::TcpStream::connect(tcp).unwrap();
+    member
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut connect = vec![0x10, 0x20, 0x00];
+    connect.extend_from_slice(b"Alice");
+    connect.resize(35, 0);
+    member.write_all(&connect).unwrap();
+    // CONNECT_ACK (12 bytes) and Alice's own PLAYER_JOIN (45 bytes).
+    let mut joined = [0u8; 57];
+    member.read_exact(&mut joined).unwrap();
+    assert_eq!(&joined[..3], &[0x11, 0x09, 0x00]);
+    terminate_exits_zero(&mut child);
+    let mut rest = Vec::new();
+    member.read_to_end(&mut rest).unwrap();
+    let mut expected = vec![0x1F, 22, 0, 0xFF];
+    expected.extend_from_slice(b"server shutting down\0");
+    assert_eq!(rest, expected);
 }

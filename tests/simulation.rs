@@ -7,6 +7,11 @@
 //! - ports are unique among open sockets and come back to the pool when a room is reaped;
 //! - room ids only grow and are never reused; at most `max_rooms` rooms exist.
 //!
+//! - TCP lobby parties share the rooms: no party holds more players than seats, a party is
+//!   never listed, it holds an instance socket exactly while counting down or playing,
+//!   outputs go only to connections the driver has open, live player hashes are non-zero
+//!   and unique.
+//!
 //! At the end, once every client is silent past the idle timeout, every room is reaped.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,8 +19,10 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use lobbyd::lobby::{
-    InstanceRequest, Lobby, LobbyConfig, LobbyReply, LobbyRequest, Output, RoomId,
+    ConnClose, ConnId, InstanceRequest, Lobby, LobbyConfig, LobbyReply, LobbyRequest, LobbyStats,
+    Output, PartyConfig, RoomId, RoomKind, RoomState, TcpMessage, TcpRequest, Violation,
 };
+use lobbyd::wire::tcp_lobby::name_field;
 
 /// splitmix64: tiny, seedable, good enough to pick actions.
 struct Rng(u64);
@@ -42,6 +49,11 @@ struct Sim {
     known_rooms: Vec<RoomId>,
     last_created: u32,
     max_rooms: usize,
+    /// TCP connections the fake driver has open.
+    conns: BTreeSet<usize>,
+    next_conn: usize,
+    /// Player hashes handed out (CONNECT_ACK) and not yet known gone, by connection.
+    hashes: BTreeMap<usize, u64>,
 }
 
 impl Sim {
@@ -57,6 +69,9 @@ impl Sim {
             known_rooms: Vec::new(),
             last_created: 0,
             max_rooms,
+            conns: BTreeSet::new(),
+            next_conn: 0,
+            hashes: BTreeMap::new(),
         }
     }
 
@@ -102,6 +117,16 @@ impl Sim {
                         "joined a room without socket"
                     );
                 }
+                Output::Tcp { conn, msg } => {
+                    assert!(self.conns.contains(&conn.0), "{msg:?} to closed {conn:?}");
+                    if let TcpMessage::ConnectAck { hash, .. } = msg {
+                        assert_ne!(hash, 0);
+                        self.hashes.insert(conn.0, hash);
+                    }
+                }
+                Output::CloseConn { conn } => {
+                    assert!(self.conns.remove(&conn.0), "closing closed {conn:?}");
+                }
                 Output::Lobby { .. } | Output::Instance { .. } => {}
             }
         }
@@ -115,7 +140,33 @@ impl Sim {
         }
         let listed: BTreeMap<RoomId, u16> =
             self.lobby.room_list().map(|r| (r.room, r.port)).collect();
-        assert_eq!(listed, self.open, "listed rooms differ from open sockets");
+        let open_udp: BTreeMap<RoomId, u16> = self
+            .open
+            .iter()
+            .filter(|(id, _)| self.lobby.party(**id).is_none())
+            .map(|(id, port)| (*id, *port))
+            .collect();
+        assert_eq!(listed, open_udp, "listed rooms differ from open sockets");
+        for room in self.lobby.rooms().filter(|r| r.kind == RoomKind::Party) {
+            assert!(!listed.contains_key(&room.id), "party listed");
+            assert_eq!(room.port, self.open.get(&room.id).copied(), "{:?}", room.id);
+            if room.state == RoomState::Waiting {
+                assert!(room.port.is_none(), "waiting party holds a socket");
+            }
+            if let Some(party) = self.lobby.party(room.id) {
+                assert!(party.occupancy() <= room.max_players());
+            }
+        }
+        // Every connection the core knows is open in the driver.
+        assert!(self.lobby.tcp_conn_count() <= self.conns.len());
+        let live: Vec<u64> = self
+            .lobby
+            .rooms()
+            .filter_map(|room| self.lobby.party(room.id))
+            .flat_map(|party| party.members().map(|(_, m)| m.hash))
+            .collect();
+        let unique: BTreeSet<u64> = live.iter().copied().collect();
+        assert_eq!(unique.len(), live.len(), "two live players share a hash");
         let ports: BTreeSet<u16> = self.open.values().copied().collect();
         assert_eq!(ports.len(), self.open.len(), "a port serves two rooms");
         assert!(ports.is_disjoint(&self.free_ports));
@@ -128,8 +179,12 @@ fn client(rng: &mut Rng) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::new(127, 0, 0, host), port))
 }
 
-fn run(seed: u64, steps: usize) {
+fn run(seed: u64, steps: usize) -> LobbyStats {
     let config = LobbyConfig {
+        party: PartyConfig {
+            countdown: Duration::from_secs(1),
+            ..PartyConfig::default()
+        },
         max_rooms: 12,
         max_rooms_per_ip: 3,
         max_players: 4,
@@ -142,6 +197,13 @@ fn run(seed: u64, steps: usize) {
     };
     let idle = config.idle_timeout;
     let mut sim = Sim::new(config);
+    let mut hash_rng = Rng(seed ^ 0x5555);
+    // A small hash space, so collisions with live players happen and must be avoided.
+    sim.lobby = Lobby::with_hash_source(
+        sim.lobby.config().clone(),
+        sim.now,
+        Box::new(move || hash_rng.below(64)),
+    );
     let mut rng = Rng(seed);
     let mut dest = Vec::new();
     for _ in 0..steps {
@@ -152,7 +214,65 @@ fn run(seed: u64, steps: usize) {
             sim.known_rooms[rng.below(sim.known_rooms.len() as u64) as usize]
         };
         let seq = rng.next() as u16;
-        match rng.below(12) {
+        let conn = if sim.conns.is_empty() {
+            0
+        } else {
+            let open: Vec<usize> = sim.conns.iter().copied().collect();
+            open[rng.below(open.len() as u64) as usize]
+        };
+        if sim.conns.contains(&conn) {
+            sim.lobby.handle_tcp_activity(sim.now, ConnId(conn));
+        }
+        match rng.below(20) {
+            12 | 13 => {
+                sim.next_conn += 1;
+                sim.conns.insert(sim.next_conn);
+                sim.lobby
+                    .handle_tcp_open(sim.now, ConnId(sim.next_conn), from);
+            }
+            14 => {
+                let names = ["A", "B", "C", "", "B"];
+                let name = name_field(names[rng.below(5) as usize]);
+                let request = TcpRequest::Connect { name };
+                sim.lobby.handle_tcp_request(sim.now, ConnId(conn), request);
+            }
+            15 | 16 => {
+                let request = match rng.below(4) {
+                    0 => TcpRequest::Ready(false),
+                    1 | 2 => TcpRequest::Ready(true),
+                    _ => TcpRequest::Start,
+                };
+                sim.lobby.handle_tcp_request(sim.now, ConnId(conn), request);
+            }
+            17 => match rng.below(3) {
+                0 => sim
+                    .lobby
+                    .handle_tcp_request(sim.now, ConnId(conn), TcpRequest::Disconnect),
+                1 => {
+                    if sim.conns.remove(&conn) {
+                        sim.hashes.remove(&conn);
+                        let why = ConnClose::PeerClosed;
+                        sim.lobby.handle_tcp_closed(ConnId(conn), why);
+                    }
+                }
+                _ => sim
+                    .lobby
+                    .handle_tcp_violation(ConnId(conn), Violation::UnknownType),
+            },
+            18 => {
+                // A HELLO carrying a hash some TCP client was given (or a made-up one).
+                let token = match sim.hashes.values().next() {
+                    Some(hash) if rng.below(2) == 0 => *hash,
+                    _ => rng.below(64),
+                };
+                let hello = InstanceRequest::Hello { token: Some(token) };
+                sim.lobby
+                    .handle_instance_request(sim.now, room, from, seq, hello);
+            }
+            19 => {
+                sim.now += Duration::from_millis(rng.below(300));
+                sim.lobby.handle_timeout(sim.now);
+            }
             0 => sim
                 .lobby
                 .handle_lobby_request(sim.now, from, seq, LobbyRequest::ListRooms),
@@ -210,6 +330,12 @@ fn run(seed: u64, steps: usize) {
     }
     assert_eq!(sim.lobby.room_count(), 0, "rooms left behind");
     assert!(sim.open.is_empty());
+    assert_eq!(sim.lobby.tcp_conn_count(), 0, "connections left behind");
+    assert!(
+        sim.conns.is_empty(),
+        "the core never closed some connections"
+    );
+    sim.lobby.stats.clone()
 }
 
 #[test]
@@ -221,5 +347,11 @@ fn simulation_keeps_invariants() {
 
 #[test]
 fn simulation_long_run() {
-    run(0xDEAD_BEEF, 50_000);
+    let stats = run(0xDEAD_BEEF, 50_000);
+    // The run reached the interesting places of the TCP lobby, not only its refusals.
+    let tcp = &stats.tcp;
+    assert!(tcp.games_started > 0, "{tcp:?}");
+    assert!(tcp.countdowns_cancelled > 0, "{tcp:?}");
+    assert!(tcp.unknown_tokens > 0, "{tcp:?}");
+    assert!(stats.welcomes > 0);
 }

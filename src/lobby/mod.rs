@@ -12,6 +12,7 @@
 //! (or JOIN_FAILED) queued. So a listed room always has a live socket, and a room's socket is
 //! closed ([`Output::CloseInstance`]) in the same step that removes it from the list.
 
+pub mod party;
 pub mod room;
 pub mod room_map;
 pub mod stats;
@@ -23,7 +24,11 @@ use std::time::{Duration, Instant};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::time::wheel::TimerWheel;
 
-pub use room::{Room, RoomId, RoomState, Slot};
+pub use party::{
+    CloseCause, ConnClose, ConnId, Party, PartyConfig, PartyStats, TcpError, TcpMessage,
+    TcpRequest, Violation,
+};
+pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
 pub use stats::{InstanceIgnore, JoinFailure, LobbyStats};
 
 use room::{Countdown, SeatRefusal};
@@ -62,6 +67,8 @@ pub struct LobbyConfig {
     pub rate: PerIpConfig,
     /// Granularity of the timer wheel.
     pub timer_tick: Duration,
+    /// The TCP lobby's settings.
+    pub party: PartyConfig,
 }
 
 impl Default for LobbyConfig {
@@ -84,6 +91,7 @@ impl Default for LobbyConfig {
                 max_entries: 65_536,
             },
             timer_tick: Duration::from_millis(1),
+            party: PartyConfig::default(),
         }
     }
 }
@@ -205,10 +213,24 @@ pub enum Output {
         /// The room being created.
         room: RoomId,
     },
-    /// Close `room`'s socket: the room is gone from the core.
+    /// Close `room`'s socket: the room is gone from the core, or a party's countdown was
+    /// cancelled and its socket is no longer needed.
     CloseInstance {
         /// The reaped room.
         room: RoomId,
+    },
+    /// Send a TCP lobby message on a connection.
+    Tcp {
+        /// The connection.
+        conn: ConnId,
+        /// The message.
+        msg: TcpMessage,
+    },
+    /// Close a TCP lobby connection once what is queued for it is written (bounded wait).
+    /// The core has already forgotten it.
+    CloseConn {
+        /// The connection.
+        conn: ConnId,
     },
 }
 
@@ -233,6 +255,9 @@ enum TimerEvent {
     Housekeeping(RoomId),
     CountdownTick(RoomId),
     Reap(RoomId),
+    PartyTick(RoomId),
+    PartyLinger(RoomId),
+    ConnIdle(ConnId),
 }
 
 /// A create request waiting for its instance socket.
@@ -253,13 +278,25 @@ pub struct Lobby {
     timers: TimerWheel<TimerEvent>,
     limiter: PerIpLimiter,
     outputs: VecDeque<Output>,
+    /// TCP lobby parties and connections (`party.rs`).
+    tcp: party::TcpState,
     /// The core's counters.
     pub stats: LobbyStats,
 }
 
 impl Lobby {
-    /// A lobby with no rooms; `now` anchors the timer wheel.
+    /// A lobby with no rooms; `now` anchors the timer wheel. Player hashes come from the
+    /// operating system's CSPRNG.
     pub fn new(config: LobbyConfig, now: Instant) -> Lobby {
+        Lobby::with_hash_source(config, now, Box::new(party::os_random_u64))
+    }
+
+    /// A lobby drawing TCP player hashes from `hash_source` (simulations pass a seeded one).
+    pub fn with_hash_source(
+        config: LobbyConfig,
+        now: Instant,
+        hash_source: Box<dyn FnMut() -> u64 + Send>,
+    ) -> Lobby {
         let timers = TimerWheel::new(now, config.timer_tick, 4096);
         let limiter = PerIpLimiter::new(config.rate);
         Lobby {
@@ -271,6 +308,7 @@ impl Lobby {
             timers,
             limiter,
             outputs: VecDeque::new(),
+            tcp: party::TcpState::new(hash_source),
             stats: LobbyStats::default(),
         }
     }
@@ -283,6 +321,11 @@ impl Lobby {
     /// The next thing for the driver to do.
     pub fn poll_output(&mut self) -> Option<Output> {
         self.outputs.pop_front()
+    }
+
+    /// Whether outputs are waiting for [`Lobby::poll_output`].
+    pub fn has_output(&self) -> bool {
+        !self.outputs.is_empty()
     }
 
     /// When [`Lobby::handle_timeout`] must be called next, if any timer is armed.
@@ -399,7 +442,7 @@ impl Lobby {
         } else if self
             .rooms
             .values()
-            .filter(|r| r.creator == from.ip())
+            .filter(|r| r.kind == RoomKind::Udp && r.creator == from.ip())
             .count()
             >= self.config.max_rooms_per_ip
         {
@@ -433,6 +476,10 @@ impl Lobby {
     /// The driver's answer to [`Output::OpenInstance`]: the bound port, or `None` when no
     /// port of the instance range could be bound.
     pub fn handle_instance_opened(&mut self, now: Instant, id: RoomId, port: Option<u16>) {
+        if self.rooms.get(&id).map(|room| room.kind) == Some(RoomKind::Party) {
+            self.party_instance_opened(now, id, port);
+            return;
+        }
         let Some(pending) = self.pending_creates.remove(&id) else {
             return;
         };
@@ -468,7 +515,11 @@ impl Lobby {
         }
         let id = RoomId(id);
         let expires = now + self.config.seat_timeout;
-        let room = self.rooms.get_mut(&id).ok_or(JoinFailure::NoSuchRoom)?;
+        let room = self
+            .rooms
+            .get_mut(&id)
+            .filter(|room| room.kind == RoomKind::Udp)
+            .ok_or(JoinFailure::NoSuchRoom)?;
         let port = room.port.ok_or(JoinFailure::NoSuchRoom)?;
         let expired = room.expire_reservations(now);
         let result = room.reserve(from.ip(), expires);
@@ -497,7 +548,7 @@ impl Lobby {
             return;
         }
         match request {
-            InstanceRequest::Hello { token: _ } => self.hello(now, id, from, seq),
+            InstanceRequest::Hello { token } => self.hello(now, id, from, seq, token),
             InstanceRequest::Leave => {
                 let Some(slot) = self.member_slot(id, from) else {
                     self.stats.ignored(InstanceIgnore::NotMember);
@@ -529,7 +580,7 @@ impl Lobby {
         self.rooms.get(&id)?.slot_of(from)
     }
 
-    fn hello(&mut self, now: Instant, id: RoomId, from: SocketAddr, seq: u16) {
+    fn hello(&mut self, now: Instant, id: RoomId, from: SocketAddr, seq: u16, token: Option<u64>) {
         let Some(room) = self.rooms.get_mut(&id) else {
             return;
         };
@@ -538,6 +589,13 @@ impl Lobby {
                 room.touch(slot, now);
                 (slot, false)
             }
+            None if room.kind == RoomKind::Party => match self.party_hello(now, id, from, token) {
+                Some(slot) => (slot, true),
+                None => {
+                    self.reject(id, from, seq, RejectReason::UnknownToken);
+                    return;
+                }
+            },
             None => {
                 let expired = room.expire_reservations(now);
                 self.stats.reservations_expired += expired as u64;
@@ -548,17 +606,14 @@ impl Lobby {
                             SeatRefusal::Full => RejectReason::Full,
                             SeatRefusal::NotJoinable => RejectReason::NotJoinable,
                         };
-                        self.stats.rejects[reason as usize - 1] += 1;
-                        self.outputs.push_back(Output::Instance {
-                            room: id,
-                            to: from,
-                            seq,
-                            msg: InstanceMessage::Reject(reason),
-                        });
+                        self.reject(id, from, seq, reason);
                         return;
                     }
                 }
             }
+        };
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
         };
         self.stats.welcomes += 1;
         let welcome = InstanceMessage::Welcome {
@@ -592,6 +647,16 @@ impl Lobby {
             self.broadcast(id, InstanceMessage::PeerJoined(slot), Some(slot));
             self.arm_housekeeping(id);
         }
+    }
+
+    fn reject(&mut self, id: RoomId, to: SocketAddr, seq: u16, reason: RejectReason) {
+        self.stats.rejects[reason as usize - 1] += 1;
+        self.outputs.push_back(Output::Instance {
+            room: id,
+            to,
+            seq,
+            msg: InstanceMessage::Reject(reason),
+        });
     }
 
     fn start(&mut self, now: Instant, id: RoomId, from: SocketAddr) {
@@ -798,6 +863,9 @@ impl Lobby {
                     self.countdown_step(id);
                 }
                 TimerEvent::Reap(id) => self.reap(id),
+                TimerEvent::PartyTick(id) => self.party_tick(now, id),
+                TimerEvent::PartyLinger(id) => self.party_linger(id),
+                TimerEvent::ConnIdle(conn) => self.conn_idle(now, conn),
             }
         }
     }
@@ -840,6 +908,7 @@ impl Lobby {
             self.timers.cancel(key);
         }
         self.listed.retain(|listed| *listed != id);
+        self.party_reaped(id);
         self.stats.rooms_reaped += 1;
         self.outputs.push_back(Output::CloseInstance { room: id });
     }

@@ -54,6 +54,38 @@ impl RoomState {
     }
 }
 
+/// Which lobby a room belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RoomKind {
+    /// A room of the UDP room lobby: listed in ROOM_LIST, joined by JOIN_ROOM and HELLO.
+    Udp,
+    /// A TCP lobby party: never listed; its instance admits only the players of its
+    /// GAME_START, by their hash as HELLO token.
+    Party,
+}
+
+impl RoomKind {
+    /// The name operators see in the room view.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RoomKind::Udp => "udp",
+            RoomKind::Party => "party",
+        }
+    }
+}
+
+/// A seat held for a TCP lobby player after GAME_START, until its instance HELLO carrying
+/// `token` arrives or the seat expires.
+#[derive(Clone, Copy, Debug)]
+pub struct ExpectedPlayer {
+    /// The slot the player had in the party; the instance keeps it.
+    pub slot: Slot,
+    /// The player hash of CONNECT_ACK, the HELLO token.
+    pub token: u64,
+    /// When the seat is released if no HELLO with `token` has arrived.
+    pub expires: Instant,
+}
+
 /// A member: an admitted player, known by the address its instance datagrams come from.
 #[derive(Clone, Copy, Debug)]
 pub struct Member {
@@ -113,10 +145,14 @@ pub struct Room {
     pub state: RoomState,
     /// The IP address that created the room (per-IP room limit).
     pub creator: IpAddr,
+    /// UDP lobby room or TCP lobby party.
+    pub kind: RoomKind,
     /// Seats, index `slot - 1`.
     members: Vec<Option<Member>>,
     member_count: usize,
     reservations: Vec<Reservation>,
+    /// Party players announced in GAME_START that have not said HELLO yet.
+    expected: Vec<ExpectedPlayer>,
     /// The member allowed to START: the first member, then the lowest slot.
     pub owner: Option<Slot>,
     /// The countdown, while in Countdown.
@@ -135,9 +171,11 @@ impl Room {
             port: None,
             state: RoomState::Waiting,
             creator,
+            kind: RoomKind::Udp,
             members: vec![None; usize::from(max_players)],
             member_count: 0,
             reservations: Vec::with_capacity(usize::from(max_players)),
+            expected: Vec::new(),
             owner: None,
             countdown: None,
             timers: RoomTimers::default(),
@@ -155,14 +193,15 @@ impl Room {
         self.member_count
     }
 
-    /// Number of reservations (call [`Room::expire_reservations`] first for live ones only).
+    /// Number of reservations, including party players expected by token (call
+    /// [`Room::expire_reservations`] first for live ones only).
     pub fn reservation_count(&self) -> usize {
-        self.reservations.len()
+        self.reservations.len() + self.expected.len()
     }
 
     /// Seats in use: members plus reservations, what ROOM_LIST reports as playerCount.
     pub fn occupancy(&self) -> usize {
-        self.member_count + self.reservations.len()
+        self.member_count + self.reservation_count()
     }
 
     /// Whether a lobby client may be sent here now: instance bound, state accepts joins, a
@@ -204,11 +243,47 @@ impl Room {
         }
     }
 
-    /// Drops reservations that expired at or before `now`; returns how many.
+    /// Drops reservations and expected party players that expired at or before `now`;
+    /// returns how many.
     pub fn expire_reservations(&mut self, now: Instant) -> usize {
-        let before = self.reservations.len();
+        let before = self.reservation_count();
         self.reservations.retain(|r| r.expires > now);
-        before - self.reservations.len()
+        self.expected.retain(|e| e.expires > now);
+        before - self.reservation_count()
+    }
+
+    /// Holds `slot` for the party player whose HELLO will carry `token`, until `expires`.
+    /// The slot must be free and not already expected (the party hands out distinct slots).
+    pub fn expect(&mut self, slot: Slot, token: u64, expires: Instant) {
+        let free = self.member(slot).is_none() && usize::from(slot) <= self.max_players();
+        if free && slot > 0 && !self.expected.iter().any(|e| e.slot == slot) {
+            self.expected.push(ExpectedPlayer {
+                slot,
+                token,
+                expires,
+            });
+        }
+    }
+
+    /// Admits `addr` into the slot expected for `token`, whatever the room's state: the
+    /// party's players were decided at GAME_START. `None` if no player is expected with it.
+    pub fn admit_token(&mut self, token: u64, addr: SocketAddr, now: Instant) -> Option<Slot> {
+        let position = self.expected.iter().position(|e| e.token == token)?;
+        let slot = self.expected.swap_remove(position).slot;
+        let index = usize::from(slot).checked_sub(1)?;
+        let seat = self.members.get_mut(index)?;
+        if seat.is_some() {
+            return None;
+        }
+        *seat = Some(Member {
+            addr,
+            last_seen: now,
+        });
+        self.member_count += 1;
+        if self.owner.is_none() {
+            self.owner = Some(slot);
+        }
+        Some(slot)
     }
 
     /// Holds a seat for `ip` until `expires`. One reservation per IP: a repeated request
@@ -283,7 +358,12 @@ impl Room {
             .members()
             .map(|(_, m)| m.last_seen + idle_timeout)
             .min();
-        let seats = self.reservations.iter().map(|r| r.expires).min();
+        let seats = self
+            .reservations
+            .iter()
+            .map(|r| r.expires)
+            .chain(self.expected.iter().map(|e| e.expires))
+            .min();
         match (idle, seats) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

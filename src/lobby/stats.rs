@@ -125,6 +125,8 @@ pub struct LobbyStats {
     pub reservations_expired: u64,
     /// Countdowns that reached STARTED.
     pub games_started: u64,
+    /// The TCP lobby's counters.
+    pub tcp: super::party::PartyStats,
 }
 
 impl LobbyStats {
@@ -197,5 +199,6 @@ impl LobbyStats {
             self.reservations_expired,
         );
         f("games_started_total", "", self.games_started);
+        self.tcp.visit(f);
     }
 }

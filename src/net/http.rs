@@ -121,6 +121,11 @@ impl MetricsEndpoint {
                     metrics::render_rooms_json(&snapshot(), &mut body);
                     (200, "application/json", body)
                 }
+                Ok(Some(Route::WzGames)) => {
+                    let mut body = String::new();
+                    metrics::render_wz_games_json(&snapshot(), &mut body);
+                    (200, "application/json", body)
+                }
                 Ok(Some(Route::NotFound)) => (404, "text/plain", "not found\n".into()),
                 Ok(Some(Route::MethodNotAllowed)) => {
                     (405, "text/plain", "method not allowed\n".into())

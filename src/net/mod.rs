@@ -10,8 +10,13 @@ pub mod http;
 pub mod instance;
 pub mod server;
 pub mod stats;
+pub mod tcp;
+pub mod tcp_frames;
 pub mod token;
 pub mod warn;
+pub mod wz;
+pub mod wz_login;
+pub mod wz_probe;
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -24,12 +29,14 @@ use mio::net::UdpSocket;
 use mio::{Poll, Waker};
 
 use crate::config::{Config, InstancePorts};
-use crate::lobby::{Lobby, LobbyConfig, LobbyStats, RoomId, RoomState};
+use crate::lobby::{Lobby, LobbyConfig, LobbyStats, PartyConfig, RoomId, RoomState};
 use crate::ratelimit::PerIpConfig;
 
 use instance::{PortPool, PortRange};
 use server::Server;
 pub use stats::DriverStats;
+use wz::WzDriver;
+pub use wz::{WzGameInfo, WzSnapshot};
 
 /// A request from outside the loop.
 #[derive(Debug)]
@@ -78,6 +85,8 @@ pub struct Snapshot {
     pub rate_table_len: usize,
     /// Time since the server started.
     pub uptime: Duration,
+    /// The Warzone master server's counters and games, when it runs.
+    pub wz: Option<WzSnapshot>,
 }
 
 /// The core's settings derived from the command line.
@@ -102,6 +111,15 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
             max_entries: config.rate_table_size,
         },
         timer_tick: Duration::from_millis(1),
+        party: PartyConfig {
+            min_players: config.min_players,
+            countdown: config.countdown,
+            countdown_tick: config.countdown_tick,
+            auto_start: config.auto_start,
+            max_violations: config.max_violations,
+            spawns: config.spawns.clone(),
+            linger: Duration::from_secs(5),
+        },
     }
 }
 
@@ -118,10 +136,14 @@ struct Built {
     waker: Arc<Waker>,
     control: Sender<Control>,
     udp_lobby: Option<SocketAddr>,
+    tcp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
+    wz: Option<SocketAddr>,
 }
 
 fn build(config: &Config) -> io::Result<Built> {
+    // Read the Warzone files first: a wrong path stops the start before anything binds.
+    let wz_config = wz::core_config(&config.wz)?;
     let poll = Poll::new()?;
     let waker = Arc::new(server::waker(&poll)?);
     let udp_lobby_socket = match config.udp_port {
@@ -141,6 +163,7 @@ fn build(config: &Config) -> io::Result<Built> {
     let ports = PortPool::new(port_range(config.instance_ports));
     let bind_ip: IpAddr = config.bind;
     let mut server = Server::new(poll, udp_lobby_socket, lobby, ports, bind_ip, receiver)?;
+    let tcp_lobby = tcp::bind(config, &mut server)?;
     let metrics = match config.metrics {
         Some(addr) => {
             let listener = mio::net::TcpListener::bind(addr)?;
@@ -151,23 +174,42 @@ fn build(config: &Config) -> io::Result<Built> {
         }
         None => None,
     };
+    let wz = match config.wz.port {
+        Some(port) => {
+            let listener = mio::net::TcpListener::bind(SocketAddr::new(config.bind, port))?;
+            let bound = listener.local_addr()?;
+            let registry = server.registry();
+            let waker = Arc::clone(&waker);
+            let driver = WzDriver::new(listener, registry, &config.wz, wz_config, waker)?;
+            server.serve_wz(driver);
+            log::info!("warzone master server listening on {bound}");
+            Some(bound)
+        }
+        None => {
+            log::info!("warzone master server disabled (--wz-port 0)");
+            None
+        }
+    };
     Ok(Built {
         server,
         waker,
         control,
         udp_lobby,
+        tcp_lobby,
         metrics,
+        wz,
     })
 }
 
 /// Binds every socket of `config` and serves in the calling thread until shut down.
 pub fn run(config: &Config) -> io::Result<()> {
+    let signals = server::signals()?;
     let Built {
         mut server,
         control,
         ..
     } = build(config)?;
-    server.handle_signals()?;
+    server.handle_signals(signals)?;
     // Held for the loop's lifetime: a dropped sender reads as a shutdown request.
     let _control = control;
     server.run()?;
@@ -178,7 +220,9 @@ pub fn run(config: &Config) -> io::Result<()> {
 /// A server running in its own thread.
 pub struct ServerHandle {
     udp_lobby: Option<SocketAddr>,
+    tcp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
+    wz: Option<SocketAddr>,
     waker: Arc<Waker>,
     control: Sender<Control>,
     thread: Option<JoinHandle<io::Result<()>>>,
@@ -191,14 +235,18 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
         waker,
         control,
         udp_lobby,
+        tcp_lobby,
         metrics,
+        wz,
     } = build(config)?;
     let thread = std::thread::Builder::new()
         .name("lobbyd".into())
         .spawn(move || server.run())?;
     Ok(ServerHandle {
         udp_lobby,
+        tcp_lobby,
         metrics,
+        wz,
         waker,
         control,
         thread: Some(thread),
@@ -211,9 +259,19 @@ impl ServerHandle {
         self.udp_lobby
     }
 
+    /// The TCP lobby listener's bound address, if enabled.
+    pub fn tcp_lobby_addr(&self) -> Option<SocketAddr> {
+        self.tcp_lobby
+    }
+
     /// The metrics endpoint's bound address, if enabled.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics
+    }
+
+    /// The Warzone master server's bound address, if enabled.
+    pub fn wz_addr(&self) -> Option<SocketAddr> {
+        self.wz
     }
 
     /// The counters and rooms, as the loop sees them between two events.

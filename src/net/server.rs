@@ -17,7 +17,8 @@ use mio::{Events, Interest, Poll, Waker};
 use slab::Slab;
 
 use crate::lobby::{
-    InstanceMessage, InstanceRequest, Lobby, LobbyReply, LobbyRequest, Output, RoomId, RoomInfo,
+    ConnId, InstanceMessage, InstanceRequest, Lobby, LobbyReply, LobbyRequest, Output, RoomId,
+    RoomInfo, TcpMessage,
 };
 use crate::wire::instance::{
     self as instance_wire, ClientMsg, ClientRepr, RejectReason, ServerMsg, ServerRepr,
@@ -25,12 +26,15 @@ use crate::wire::instance::{
 use crate::wire::udp_lobby::{
     self, Reply, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState as WireRoomState,
 };
+use mio::net::TcpListener;
 
 use super::http::MetricsEndpoint;
 use super::instance::{Instance, PortPool};
 use super::stats::DriverStats;
+use super::tcp::{TcpLimits, TcpLobby};
 use super::token::Target;
 use super::warn::WarnBudget;
+use super::wz::WzDriver;
 use super::{Control, RoomView, Snapshot};
 
 /// Largest datagram we accept; anything longer is truncated by the kernel and then fails the
@@ -65,6 +69,10 @@ pub struct Server {
     signals: Option<signal_hook_mio::v1_0::Signals>,
     /// Warnings a peer can trigger are rate-limited through this.
     warnings: WarnBudget,
+    /// The TCP lobby's listener and connections, if enabled.
+    tcp: Option<TcpLobby>,
+    /// The Warzone 2100 master server, when `--wz-port` is enabled.
+    wz: Option<WzDriver>,
 }
 
 impl Server {
@@ -95,6 +103,8 @@ impl Server {
             metrics: None,
             signals: None,
             warnings: WarnBudget::new(Instant::now(), 60, 20),
+            tcp: None,
+            wz: None,
         };
         if let Some(socket) = server.lobby_udp.as_mut() {
             server.poll.registry().register(
@@ -112,10 +122,22 @@ impl Server {
         Ok(())
     }
 
-    /// Stops on SIGINT/SIGTERM (and logs SIGHUP) delivered to this process.
-    pub(super) fn handle_signals(&mut self) -> io::Result<()> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+    /// The loop's registry, for sockets built outside the server.
+    pub(super) fn registry(&self) -> &mio::Registry {
+        self.poll.registry()
+    }
+
+    /// Serves the Warzone 2100 master server (its listener is already registered).
+    pub(super) fn serve_wz(&mut self, driver: WzDriver) {
+        self.wz = Some(driver);
+    }
+
+    /// Stops on SIGINT/SIGTERM (and reloads on SIGHUP) delivered to this process.
+    /// `signals` come from [`signals`], created before the sockets were bound.
+    pub(super) fn handle_signals(
+        &mut self,
+        mut signals: signal_hook_mio::v1_0::Signals,
+    ) -> io::Result<()> {
         self.poll
             .registry()
             .register(&mut signals, Target::Signals.token(), Interest::READABLE)?;
@@ -131,7 +153,10 @@ impl Server {
         let mut stop = false;
         for signal in signals.pending() {
             match signal {
-                signal_hook::consts::SIGHUP => log::info!("SIGHUP: nothing to reload"),
+                signal_hook::consts::SIGHUP => match self.wz.as_mut() {
+                    Some(wz) => wz.reload(),
+                    None => log::info!("SIGHUP: nothing to reload"),
+                },
                 other => {
                     log::info!("signal {other}: shutting down");
                     stop = true;
@@ -159,10 +184,12 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         loop {
-            let timeout = self
-                .lobby
-                .poll_timeout()
-                .map(|deadline| deadline.saturating_duration_since(Instant::now()));
+            let wz_deadline = self.wz.as_ref().and_then(WzDriver::next_deadline);
+            let deadline = [self.lobby.poll_timeout(), self.tcp_deadline(), wz_deadline]
+                .into_iter()
+                .flatten()
+                .min();
+            let timeout = deadline.map(|at| at.saturating_duration_since(Instant::now()));
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -172,10 +199,19 @@ impl Server {
                 match Target::from_token(event.token()) {
                     Some(Target::LobbyUdp) => self.lobby_readable(),
                     Some(Target::Instance(key)) => self.instance_readable(key),
-                    Some(Target::Waker) if self.serve_control() => return Ok(()),
-                    Some(Target::Signals) if self.serve_signals() => return Ok(()),
+                    Some(Target::Waker) if self.serve_control() => return self.shutdown_tcp(),
+                    Some(Target::Signals) if self.serve_signals() => return self.shutdown_tcp(),
+                    Some(Target::TcpListener) => self.tcp_accept(),
+                    Some(Target::TcpConn(key)) => self.tcp_ready(key, event),
                     Some(target @ (Target::MetricsListener | Target::MetricsConn(_))) => {
                         self.metrics_ready(target)
+                    }
+                    Some(
+                        target @ (Target::WzListener | Target::WzConn(_) | Target::WzProbe(_)),
+                    ) => {
+                        if let Some(wz) = self.wz.as_mut() {
+                            wz.ready(self.poll.registry(), target, event);
+                        }
                     }
                     Some(Target::Waker | Target::Signals) | None => {}
                 }
@@ -183,6 +219,9 @@ impl Server {
             self.lobby.handle_timeout(Instant::now());
             self.dispatch();
             self.remove_closed();
+            if let Some(wz) = self.wz.as_mut() {
+                wz.after_events(self.poll.registry());
+            }
         }
     }
 
@@ -202,19 +241,32 @@ impl Server {
     }
 
     fn snapshot(&self) -> Snapshot {
+        let wz = self.wz.as_ref().map(WzDriver::snapshot);
+        let mut extra = Vec::new();
+        if let Some(tcp) = self.tcp.as_ref() {
+            tcp.stats
+                .visit(|name, label, value| extra.push((name, label, value)));
+        }
+        if let Some(wz) = &wz {
+            wz.core
+                .visit(|name, label, value| extra.push((name, label, value)));
+            wz.driver
+                .visit(|name, label, value| extra.push((name, label, value)));
+        }
         Snapshot {
             lobby: self.lobby.stats.clone(),
             driver: self.stats.clone(),
-            extra: Vec::new(),
+            extra,
+            wz,
             rooms: self
                 .lobby
                 .rooms()
                 .map(|room| RoomView {
                     room: room.id,
-                    kind: "udp",
+                    kind: room.kind.as_str(),
                     state: room.state,
                     port: room.port,
-                    members: room.member_count(),
+                    members: room.member_count() + self.lobby.lobby_members(room.id),
                     reservations: room.reservation_count(),
                     max_players: room.max_players(),
                 })
@@ -351,6 +403,13 @@ impl Server {
                 }
                 Output::OpenInstance { room } => self.open_instance(room),
                 Output::CloseInstance { room } => self.close_instance(room),
+                Output::Tcp { conn, msg } => self.tcp_send(conn, msg),
+                Output::CloseConn { conn } => self.tcp_close(conn),
+            }
+            if !self.lobby.has_output() {
+                // TCP bytes are written once the batch is queued; a failed write closes a
+                // connection and may queue more outputs, which this loop then carries out.
+                self.tcp_flush();
             }
         }
     }
@@ -480,6 +539,7 @@ impl Server {
         if let Some(endpoint) = self.metrics.as_mut() {
             endpoint.remove_closed(self.poll.registry());
         }
+        self.tcp_remove_closed();
         for key in self.closing.drain(..) {
             if let Some(mut instance) = self.instances.try_remove(key) {
                 if let Err(e) = self.poll.registry().deregister(&mut instance.socket) {
@@ -518,6 +578,86 @@ impl Server {
     }
 }
 
+/// TCP lobby hooks: the transport lives in `tcp.rs`; these only hand it the poll and core.
+impl Server {
+    /// Serves the TCP lobby on `listener`.
+    pub(super) fn serve_tcp(&mut self, listener: TcpListener, limits: TcpLimits) -> io::Result<()> {
+        self.tcp = Some(TcpLobby::new(listener, self.poll.registry(), limits)?);
+        Ok(())
+    }
+
+    fn tcp_deadline(&self) -> Option<Instant> {
+        self.tcp.as_ref().and_then(TcpLobby::next_deadline)
+    }
+
+    fn tcp_accept(&mut self) {
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.accept(&mut self.lobby, self.poll.registry());
+        }
+        self.dispatch();
+    }
+
+    fn tcp_ready(&mut self, key: usize, event: &mio::event::Event) {
+        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+        if let Some(tcp) = self.tcp.as_mut() {
+            let registry = self.poll.registry();
+            tcp.ready(
+                key,
+                readable,
+                event.is_writable(),
+                &mut self.lobby,
+                registry,
+            );
+        }
+        self.dispatch();
+    }
+
+    fn tcp_send(&mut self, conn: ConnId, msg: TcpMessage) {
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.send(conn, msg, &mut self.lobby);
+        }
+    }
+
+    fn tcp_close(&mut self, conn: ConnId) {
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.close_when_flushed(conn);
+        }
+    }
+
+    fn tcp_flush(&mut self) {
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.flush(&mut self.lobby, self.poll.registry());
+        }
+    }
+
+    fn tcp_remove_closed(&mut self) {
+        let Some(tcp) = self.tcp.as_mut() else {
+            return;
+        };
+        if tcp.remove_closed(self.poll.registry(), Instant::now()) {
+            self.tcp_accept();
+        }
+    }
+
+    /// Before the loop returns: every connection is told the server is going away, and what
+    /// is queued is flushed for at most [`SHUTDOWN_FLUSH`].
+    fn shutdown_tcp(&mut self) -> io::Result<()> {
+        if self.tcp.is_none() {
+            return Ok(());
+        }
+        self.lobby.handle_shutdown();
+        self.dispatch();
+        let deadline = Instant::now() + SHUTDOWN_FLUSH;
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.drain_all(&mut self.poll, deadline);
+        }
+        Ok(())
+    }
+}
+
+/// How long shutdown waits for TCP lobby clients to take their last bytes.
+const SHUTDOWN_FLUSH: std::time::Duration = std::time::Duration::from_millis(500);
+
 impl DriverStats {
     /// Counts the outcome of one `send_to`.
     fn count_send(&mut self, result: io::Result<usize>, len: usize) {
@@ -533,6 +673,13 @@ impl DriverStats {
             }
         }
     }
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP from now on; create it before binding anything, so a
+/// signal sent as soon as the start-up log shows an address is queued, not fatal.
+pub(super) fn signals() -> io::Result<signal_hook_mio::v1_0::Signals> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    signal_hook_mio::v1_0::Signals::new([SIGINT, SIGTERM, SIGHUP])
 }
 
 /// A waker must outlive the poll loop; the handle keeps it.

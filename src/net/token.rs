@@ -20,6 +20,16 @@ pub enum Target {
     MetricsListener,
     /// A metrics HTTP connection, by its key in the endpoint's slab.
     MetricsConn(usize),
+    /// The TCP lobby listener.
+    TcpListener,
+    /// A TCP lobby connection, by its key in the connection slab.
+    TcpConn(usize),
+    /// The Warzone master server's listener.
+    WzListener,
+    /// A Warzone master-server connection, by its key in the driver's slab.
+    WzConn(usize),
+    /// A Warzone reachability probe, by its key in the probe slab.
+    WzProbe(usize),
 }
 
 const KIND_SHIFT: u32 = 32;
@@ -31,6 +41,11 @@ const KIND_INSTANCE: usize = 3;
 const KIND_SIGNALS: usize = 4;
 const KIND_METRICS_LISTENER: usize = 5;
 const KIND_METRICS_CONN: usize = 6;
+const KIND_TCP_LISTENER: usize = 20;
+const KIND_TCP_CONN: usize = 21;
+const KIND_WZ_LISTENER: usize = 30;
+const KIND_WZ_CONN: usize = 31;
+const KIND_WZ_PROBE: usize = 32;
 
 impl Target {
     /// The token registered for this target.
@@ -42,6 +57,11 @@ impl Target {
             Target::Signals => (KIND_SIGNALS, 0),
             Target::MetricsListener => (KIND_METRICS_LISTENER, 0),
             Target::MetricsConn(key) => (KIND_METRICS_CONN, key & KEY_MASK),
+            Target::TcpListener => (KIND_TCP_LISTENER, 0),
+            Target::TcpConn(key) => (KIND_TCP_CONN, key & KEY_MASK),
+            Target::WzListener => (KIND_WZ_LISTENER, 0),
+            Target::WzConn(key) => (KIND_WZ_CONN, key & KEY_MASK),
+            Target::WzProbe(key) => (KIND_WZ_PROBE, key & KEY_MASK),
         };
         Token((kind << KIND_SHIFT) | key)
     }
@@ -56,6 +76,11 @@ impl Target {
             KIND_SIGNALS => Some(Target::Signals),
             KIND_METRICS_LISTENER => Some(Target::MetricsListener),
             KIND_METRICS_CONN => Some(Target::MetricsConn(key)),
+            KIND_TCP_LISTENER => Some(Target::TcpListener),
+            KIND_TCP_CONN => Some(Target::TcpConn(key)),
+            KIND_WZ_LISTENER => Some(Target::WzListener),
+            KIND_WZ_CONN => Some(Target::WzConn(key)),
+            KIND_WZ_PROBE => Some(Target::WzProbe(key)),
             _ => None,
         }
     }
@@ -75,6 +100,11 @@ mod tests {
             Target::Signals,
             Target::MetricsListener,
             Target::MetricsConn(7),
+            Target::TcpListener,
+            Target::TcpConn(9),
+            Target::WzListener,
+            Target::WzConn(3),
+            Target::WzProbe(9),
         ] {
             assert_eq!(Target::from_token(target.token()), Some(target));
         }

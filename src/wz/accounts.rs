@@ -4,8 +4,8 @@
 //! Hashing uses argon2id, version 0x13, m = 19 MiB, t = 2, p = 1 (the OWASP minimum for
 //! argon2id), stored as PHC strings (`$argon2id$v=19$m=19456,t=2,p=1$salt$hash`) with a
 //! 16-byte salt from the OS (`getrandom`). One verification with these parameters takes
-//! **about 19 ms** (release build, measured as the mean of 20 verifications on the 2-core
-//! build machine). That is far too long for the single-threaded event loop, so the server
+//! **about 19 ms** on an idle core and 27-54 ms (mean 37 ms) on the 2-core build machine
+//! under load (release build, `examples/argon2_verify.rs`, 20 rounds). That is far too long for the single-threaded event loop, so the server
 //! hands verifications to [`PasswordWorker`], one background thread fed by a bounded queue.
 //! Verification reads the parameters from the stored string, so they can be raised later
 //! without invalidating old hashes.
@@ -350,6 +350,17 @@ pub struct Sessions {
     next_seq: u64,
     ttl: Duration,
     max: usize,
+}
+
+/// Shows the count only: session ids are secrets.
+impl fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sessions")
+            .field("live", &self.live.len())
+            .field("ttl", &self.ttl)
+            .field("max", &self.max)
+            .finish()
+    }
 }
 
 impl Default for Sessions {

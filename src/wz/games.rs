@@ -1,4 +1,4 @@
-//! The Warzone 2100 game table, shared by every lobby protocol (legacy now, v4 later).
+//! The Warzone 2100 game table, shared by every lobby protocol (legacy and v4).
 //!
 //! Implements docs/protocols/wz-lobby.md "Behaviour" (game ids, limits, listing). It holds
 //! each game's sanitized, rewritten 814-byte GAMESTRUCT exactly as it is listed, the ids
@@ -29,6 +29,8 @@ const RESERVED_GAME_ID: u32 = 0xBAD01;
 pub enum Owner {
     /// A legacy-protocol host connection.
     Legacy(ConnId),
+    /// A v4-protocol host connection (`addGame`).
+    V4(ConnId),
 }
 
 /// One game in the table.

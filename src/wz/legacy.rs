@@ -24,22 +24,14 @@ use crate::wire::wz::{
     GAMESTRUCT_LEN,
 };
 
-use super::games::{AddError, Game, Owner};
-use super::lobby::{ConnId, ProbeId, ProbeResult, Shared, ADDG_REPLY_BUDGET, DEFAULT_GAME_PORT};
-use super::policy::version_allowed;
+use super::admission::{
+    copy_struct, rewrite, unreachable_text, STATUS_FORBIDDEN_VERSION, STATUS_OK, STATUS_UNREACHABLE,
+};
+use super::games::{Game, Owner};
+use super::lobby::{
+    ConnId, ProbeId, ProbeResult, Shared, ADDG_REPLY_BUDGET, DEFAULT_GAME_PORT, PROBE_GRACE,
+};
 use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal, WzStats};
-
-/// `sizeof(desc)` in the C client: the `dwSize` a listed game gets when the host sent 0.
-const DESC_SIZE: i32 = 72;
-
-/// Status codes (docs "Status reply").
-const STATUS_OK: u32 = 200;
-const STATUS_FORBIDDEN_VERSION: u32 = 403;
-const STATUS_NOT_ACCEPTABLE: u32 = 406;
-const STATUS_UNREACHABLE: u32 = 408;
-
-/// Grace past the driver's probe timeout before the core decides itself.
-const PROBE_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Where a legacy connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +101,27 @@ impl LegacyConn {
     /// The peer address.
     pub(crate) fn ip(&self) -> IpAddr {
         self.ip
+    }
+
+    /// Whether the connection was opened beyond `max_conns_per_ip`.
+    pub(crate) fn over_limit(&self) -> bool {
+        self.over_limit
+    }
+
+    /// The connection turned out to speak v4: drop this state's deadline (nothing else is
+    /// held before the first legacy byte).
+    pub(crate) fn abandon(&mut self, sh: &mut Shared) {
+        sh.cancel(&mut self.timer);
+        if let Some(id) = self.reserved.take() {
+            sh.table.release_id(id);
+        }
+        self.state = State::Closing;
+    }
+
+    /// Close for a protocol error found before the legacy parser ran (a v4 handshake with
+    /// the wrong version).
+    pub(crate) fn close_for(&mut self, sh: &mut Shared, st: &mut WzStats, reason: ProtocolError) {
+        self.protocol_error(sh, st, reason);
     }
 
     /// Consume what can be acted on at the front of `buf`; returns the bytes consumed.
@@ -232,33 +245,6 @@ impl LegacyConn {
         }
     }
 
-    /// The policy verdict on a (rewritten) GAMESTRUCT: name and version.
-    fn policy_refusal(
-        &self,
-        sh: &Shared,
-        view: &GameStruct<&[u8]>,
-    ) -> Option<(Refusal, u32, String)> {
-        if !version_allowed(
-            sh.config.min_version,
-            view.game_version_major(),
-            view.game_version_minor(),
-        ) {
-            let motd = format!(
-                "Your Warzone 2100 version ({}) is too old for this lobby; the game is NOT \
-                 hosted. Please upgrade.",
-                String::from_utf8_lossy(view.version_string())
-            );
-            return Some((Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd));
-        }
-        if sh.policy.is_banned(view.name()) {
-            let motd = "Game name not acceptable. The game is NOT hosted, change the name of \
-                        your game."
-                .to_owned();
-            return Some((Refusal::BannedName, STATUS_NOT_ACCEPTABLE, motd));
-        }
-        None
-    }
-
     fn register(&mut self, sh: &mut Shared, st: &mut WzStats, now: Instant, raw: &[u8]) {
         let Some(mut stored) = copy_struct(raw) else {
             self.protocol_error(sh, st, ProtocolError::BadVersion);
@@ -275,27 +261,7 @@ impl LegacyConn {
         let version = view.version();
         let host_port = view.host_port();
 
-        let refusal = if self.over_limit {
-            let motd = format!(
-                "Too many connections from your address {}; the game is NOT hosted. Close \
-                 other Warzone 2100 sessions and try again.",
-                self.ip
-            );
-            Some((Refusal::ConnsPerIp, STATUS_NOT_ACCEPTABLE, motd))
-        } else if let Some(refusal) = self.policy_refusal(sh, &view) {
-            Some(refusal)
-        } else if let Err(error) = sh.table.check_room(self.ip) {
-            Some(room_refusal(error, self.ip, sh.config.max_games_per_ip))
-        } else if !sh.limiter.allow_request(now, self.ip) {
-            let motd = format!(
-                "Too many games registered from your address {} in a short time; the game is \
-                 NOT hosted. Wait a minute and try again.",
-                self.ip
-            );
-            Some((Refusal::RateLimited, STATUS_NOT_ACCEPTABLE, motd))
-        } else {
-            None
-        };
+        let refusal = sh.admission(now, self.ip, self.over_limit, &view);
         if let Some((reason, code, motd)) = refusal {
             self.refuse(sh, st, reason, code, &motd);
             return;
@@ -316,7 +282,7 @@ impl LegacyConn {
             gamestruct: stored,
         };
         if let Err(error) = sh.table.add(game) {
-            let (reason, code, motd) = room_refusal(error, self.ip, sh.config.max_games_per_ip);
+            let (reason, code, motd) = sh.room_refusal(error, self.ip);
             self.refuse(sh, st, reason, code, &motd);
             return;
         }
@@ -393,7 +359,7 @@ impl LegacyConn {
         rewrite(&mut game.gamestruct, self.ip, game_id, Some(dw_size));
         game.updated_at = now;
         let refusal = match sh.table.get(game_id) {
-            Some(game) => self.policy_refusal(sh, &GameStruct::new_unchecked(&game.gamestruct[..])),
+            Some(game) => sh.policy_refusal(&GameStruct::new_unchecked(&game.gamestruct[..])),
             None => None,
         };
         if let Some((reason, code, motd)) = refusal {
@@ -468,12 +434,7 @@ impl LegacyConn {
         st.probe_outcome(outcome);
         if let State::Probing { target, .. } = self.state {
             if matches!(outcome, ProbeOutcome::Refused | ProbeOutcome::TimedOut) {
-                let motd = format!(
-                    "Game unreachable, failed to open a connection to {target}. The game is \
-                     NOT hosted: make sure TCP port {} is forwarded to your computer and \
-                     allowed through your firewall.",
-                    target.port()
-                );
+                let motd = unreachable_text(target);
                 self.refuse(sh, st, Refusal::Unreachable, STATUS_UNREACHABLE, &motd);
             }
         }
@@ -510,8 +471,7 @@ impl LegacyConn {
     }
 
     fn refresh_silence(&mut self, sh: &mut Shared, now: Instant) {
-        let deadline = now + sh.config.silence_timeout;
-        sh.schedule(&mut self.timer, self.id, deadline);
+        sh.schedule_silence(&mut self.timer, self.id, now);
     }
 
     /// Status with the reason, then close.
@@ -557,47 +517,8 @@ impl LegacyConn {
             _ => None,
         };
         if let Some(game_id) = game_id {
-            if sh.table.remove(game_id).is_some() {
-                st.removed(removal);
-            }
+            sh.remove_game(st, game_id, removal);
         }
         self.state = State::Closing;
     }
-}
-
-/// The refusal for a full table or a full address.
-fn room_refusal(error: AddError, ip: IpAddr, per_ip: usize) -> (Refusal, u32, String) {
-    match error {
-        AddError::TooManyFromAddress => (
-            Refusal::GamesPerIp,
-            STATUS_NOT_ACCEPTABLE,
-            format!(
-                "Too many games hosted from your address {ip} (at most {per_ip}); the game is \
-                 NOT hosted."
-            ),
-        ),
-        AddError::Full | AddError::IdInUse => (
-            Refusal::LobbyFull,
-            STATUS_NOT_ACCEPTABLE,
-            "The lobby is full; the game is NOT hosted. Try again later.".to_owned(),
-        ),
-    }
-}
-
-/// The one copy of a peer's GAMESTRUCT the lobby keeps, if `raw` is a valid one.
-fn copy_struct(raw: &[u8]) -> Option<Box<[u8; GAMESTRUCT_LEN]>> {
-    GameStruct::new_checked(raw).ok()?;
-    let bytes: &[u8; GAMESTRUCT_LEN] = raw.get(..GAMESTRUCT_LEN)?.try_into().ok()?;
-    Some(Box::new(*bytes))
-}
-
-/// Sanitize the strings and apply the lobby's fields: `desc.host` = the address the lobby
-/// saw, `gameId` = the lobby's id, `dwSize` = `keep_size` or, when the host sent 0, 72.
-fn rewrite(bytes: &mut [u8; GAMESTRUCT_LEN], ip: IpAddr, game_id: u32, keep_size: Option<i32>) {
-    let mut view = GameStruct::new_unchecked(&mut bytes[..]);
-    view.sanitize_strings();
-    view.set_host(&ip.to_string());
-    view.set_game_id(game_id);
-    let size = keep_size.unwrap_or_else(|| view.dw_size());
-    view.set_dw_size(if size == 0 { DESC_SIZE } else { size });
 }

@@ -8,9 +8,11 @@
 //!
 //! What it must not do: own a socket, read a clock, keep a peer's bytes beyond one
 //! GAMESTRUCT per game (the read buffers are the driver's; this core only says how many bytes
-//! it consumed), or panic on anything a peer sends. The legacy connection state machine is
-//! in [`super::legacy`], the game table in [`super::games`]; a v4 protocol adds its own
-//! connection kind next to the legacy one and shares [`Shared`].
+//! it consumed), or panic on anything a peer sends. A connection's first bytes pick its
+//! kind (`wire::wz_v4::detect`): `version\0` + u32 4 is v4 ([`super::v4`]), anything else
+//! legacy ([`super::legacy`]); both share [`Shared`] and the game table
+//! ([`super::games`]). Password checks leave the core as [`WzOutput::Verify`] and come back
+//! through [`WzLobby::handle_verify_result`], so the driver can run them off the loop.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
@@ -19,11 +21,14 @@ use std::time::{Duration, Instant};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::time::{TimerKey, TimerWheel};
 use crate::wire::wz::push_status;
+use crate::wire::wz_v4::{detect, Detect, HANDSHAKE_LEN};
 
+use super::accounts::{Sessions, UserId, MAX_SESSIONS, SESSION_TTL};
 use super::games::{GameTable, GameView};
 use super::legacy::LegacyConn;
 use super::policy::NamePolicy;
-use super::stats::WzStats;
+use super::stats::{ProtocolError, WzStats};
+use super::v4::V4Conn;
 
 /// The driver's handle for one TCP connection on the Warzone listener.
 pub type ConnId = usize;
@@ -38,6 +43,9 @@ pub const DEFAULT_GAME_PORT: u16 = 2100;
 /// The latest the core answers `addg` after receiving it when it probes: 2.3.x/3.x hosts
 /// read that status with a 2.5 s timeout, so the reply must leave time for the network.
 pub const ADDG_REPLY_BUDGET: Duration = Duration::from_millis(2300);
+
+/// Grace past the driver's probe timeout before the core decides itself.
+pub(crate) const PROBE_GRACE: Duration = Duration::from_millis(100);
 
 /// Timer granularity: deadlines fire at most this late.
 const TIMER_TICK: Duration = Duration::from_millis(10);
@@ -84,6 +92,34 @@ pub struct WzConfig {
     pub registration_burst: u64,
     /// Most addresses the registration rate limiter tracks.
     pub rate_limit_table: usize,
+    /// Who must log in on the v4 protocol (`--wz-login`).
+    pub login: LoginPolicy,
+    /// How long a v4 login session lives.
+    pub session_ttl: Duration,
+    /// Most v4 login sessions held; the oldest is evicted beyond it.
+    pub max_sessions: usize,
+}
+
+/// Who must log in on the v4 protocol (docs/protocols/wz-v4.md "Login policy").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginPolicy {
+    /// Every call but `login` is refused with -405 until the connection logged in.
+    Required,
+    /// `login` works; other calls do not need it (`addPlayer` still checks sessions).
+    Optional,
+    /// `login` is an unknown method; `addPlayer` checks no session.
+    Off,
+}
+
+/// The driver's verdict on a [`WzOutput::Verify`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyResult {
+    /// The user exists and the password matches.
+    Valid(UserId),
+    /// No such user, or a wrong password (the two are not told apart).
+    Invalid,
+    /// The verification queue is full (or no database is available); try again later.
+    Busy,
 }
 
 impl Default for WzConfig {
@@ -103,6 +139,9 @@ impl Default for WzConfig {
             registrations_per_minute: 30,
             registration_burst: 20,
             rate_limit_table: 4096,
+            login: LoginPolicy::Optional,
+            session_ttl: SESSION_TTL,
+            max_sessions: MAX_SESSIONS,
         }
     }
 }
@@ -139,6 +178,25 @@ pub enum WzOutput {
         /// The connection.
         conn: ConnId,
     },
+    /// Check `password` against `username`'s stored hash (off the loop thread: it takes
+    /// milliseconds) and report with [`WzLobby::handle_verify_result`]. Later bytes of the
+    /// connection wait until then; a [`WzOutput::Resume`] follows the verdict.
+    Verify {
+        /// The connection that sent the `login`.
+        conn: ConnId,
+        /// The job's id, given back with the verdict.
+        job: u64,
+        /// The account name (valid per `accounts::valid_name`).
+        username: String,
+        /// The password, at most 255 bytes.
+        password: String,
+    },
+    /// The connection's pending request was answered: feed its buffered bytes again with
+    /// [`WzLobby::handle_bytes`] (and resume reading it).
+    Resume {
+        /// The connection.
+        conn: ConnId,
+    },
     /// Open a non-blocking TCP connection to `addr` with `probe_timeout`; if `send_wzlr`,
     /// send [`crate::wire::wz::PROBE_REQUEST`] once connected and read the answer with
     /// [`crate::wire::wz::parse_probe_reply`]. Report with [`WzLobby::handle_probe_result`].
@@ -166,6 +224,14 @@ pub(crate) struct Shared {
     /// Probes in flight and the connection waiting for each.
     pub(crate) probes: HashMap<ProbeId, ConnId>,
     next_probe: ProbeId,
+    /// Password verifications in flight and the connection waiting for each.
+    pub(crate) verifications: HashMap<u64, ConnId>,
+    next_job: u64,
+    /// v4 login sessions.
+    pub(crate) sessions: Sessions,
+    /// The account name of each user who logged in (for `addPlayer`'s `username`); one
+    /// entry per account, so bounded by the database.
+    pub(crate) user_names: HashMap<UserId, String>,
 }
 
 impl Shared {
@@ -196,6 +262,25 @@ impl Shared {
         self.outputs.push_back(WzOutput::Close { conn });
     }
 
+    /// Ask the driver to feed `conn`'s buffered bytes again.
+    pub(crate) fn resume(&mut self, conn: ConnId) {
+        self.outputs.push_back(WzOutput::Resume { conn });
+    }
+
+    /// Emit a password verification for `conn` and return its job id.
+    pub(crate) fn start_verify(&mut self, conn: ConnId, username: String, password: String) -> u64 {
+        let job = self.next_job;
+        self.next_job = self.next_job.wrapping_add(1);
+        self.verifications.insert(job, conn);
+        self.outputs.push_back(WzOutput::Verify {
+            conn,
+            job,
+            username,
+            password,
+        });
+        job
+    }
+
     /// Emit a probe for `conn` and return its id.
     pub(crate) fn start_probe(
         &mut self,
@@ -215,13 +300,32 @@ impl Shared {
     }
 }
 
+/// A connection's protocol state.
+#[derive(Debug)]
+enum Conn {
+    /// The legacy protocol; `decided` once the first bytes ruled out a v4 handshake (until
+    /// then the legacy state only holds the idle deadline).
+    Legacy { legacy: LegacyConn, decided: bool },
+    /// The v4 protocol, after its handshake.
+    V4(V4Conn),
+}
+
+impl Conn {
+    fn ip(&self) -> IpAddr {
+        match self {
+            Conn::Legacy { legacy, .. } => legacy.ip(),
+            Conn::V4(v4) => v4.ip(),
+        }
+    }
+}
+
 /// The Warzone 2100 master server: the game table plus per-connection protocol state.
 #[derive(Debug)]
 pub struct WzLobby {
     /// Counters, for metrics.
     pub stats: WzStats,
     shared: Shared,
-    conns: HashMap<ConnId, LegacyConn>,
+    conns: HashMap<ConnId, Conn>,
     conns_per_ip: HashMap<IpAddr, usize>,
 }
 
@@ -246,11 +350,27 @@ impl WzLobby {
                 limiter,
                 probes: HashMap::new(),
                 next_probe: 1,
+                verifications: HashMap::new(),
+                next_job: 1,
+                sessions: Sessions::new(config.session_ttl, config.max_sessions),
+                user_names: HashMap::new(),
                 config,
             },
             conns: HashMap::new(),
             conns_per_ip: HashMap::new(),
         }
+    }
+
+    /// Replace the MOTD (SIGHUP reload); games and connections are untouched.
+    pub fn set_motd(&mut self, motd: String) {
+        self.shared.config.motd = motd;
+    }
+
+    /// Replace the banned words (SIGHUP reload); applies to registrations and updates from
+    /// now on, listed games stay.
+    pub fn set_banned_words(&mut self, words: Vec<String>) {
+        self.shared.policy = NamePolicy::new(&words);
+        self.shared.config.banned_words = words;
     }
 
     /// The configuration in force.
@@ -271,27 +391,63 @@ impl WzLobby {
             self.stats.connections_over_limit += 1;
         }
         let legacy = LegacyConn::open(conn, ip, over_limit, &mut self.shared, now);
-        self.conns.insert(conn, legacy);
+        let decided = false;
+        self.conns.insert(conn, Conn::Legacy { legacy, decided });
     }
 
     /// Feed the connection's read buffer; returns how many bytes were consumed (the driver
-    /// drops them and keeps the rest for the next call). What is left is always shorter
-    /// than one GAMESTRUCT. Bytes of an unknown or closing connection are all consumed.
+    /// drops them, carries out the outputs, and calls again while the count is non-zero:
+    /// a v4 connection answers a few requests per call). What is finally left is shorter
+    /// than one GAMESTRUCT (legacy) or one `MAX_FRAME` frame (v4), except behind a v4
+    /// request that waits for a verdict (see [`WzOutput::Resume`]). Bytes of an unknown or
+    /// closing connection are all consumed.
     pub fn handle_bytes(&mut self, now: Instant, conn: ConnId, buf: &[u8]) -> usize {
-        match self.conns.get_mut(&conn) {
-            Some(legacy) => legacy.on_bytes(&mut self.shared, &mut self.stats, now, buf),
-            None => buf.len(),
+        let (sh, st) = (&mut self.shared, &mut self.stats);
+        let Some(state) = self.conns.get_mut(&conn) else {
+            return buf.len();
+        };
+        match state {
+            Conn::V4(v4) => v4.on_bytes(sh, st, now, buf),
+            Conn::Legacy {
+                legacy,
+                decided: true,
+            } => legacy.on_bytes(sh, st, now, buf),
+            Conn::Legacy { legacy, decided } => match detect(buf) {
+                Detect::NeedMore => 0,
+                Detect::Legacy => {
+                    *decided = true;
+                    legacy.on_bytes(sh, st, now, buf)
+                }
+                Detect::WrongVersion(_) => {
+                    legacy.close_for(sh, st, ProtocolError::WrongVersion);
+                    buf.len()
+                }
+                Detect::V4 => {
+                    let (ip, over_limit) = (legacy.ip(), legacy.over_limit());
+                    legacy.abandon(sh);
+                    st.v4_connections += 1;
+                    let mut v4 = V4Conn::open(conn, ip, over_limit, sh, now);
+                    let rest = buf.get(HANDSHAKE_LEN..).unwrap_or(&[]);
+                    let used = HANDSHAKE_LEN + v4.on_bytes(sh, st, now, rest);
+                    *state = Conn::V4(v4);
+                    used.min(buf.len())
+                }
+            },
         }
     }
 
     /// The connection closed (FIN, RST, or after a [`WzOutput::Close`]): its game, if any,
     /// leaves the list at once.
     pub fn handle_closed(&mut self, _now: Instant, conn: ConnId) {
-        let Some(mut legacy) = self.conns.remove(&conn) else {
+        let Some(mut state) = self.conns.remove(&conn) else {
             return;
         };
-        legacy.on_closed(&mut self.shared, &mut self.stats);
-        let ip = legacy.ip();
+        let (sh, st) = (&mut self.shared, &mut self.stats);
+        match &mut state {
+            Conn::Legacy { legacy, .. } => legacy.on_closed(sh, st),
+            Conn::V4(v4) => v4.on_closed(sh, st),
+        }
+        let ip = state.ip();
         if let Some(count) = self.conns_per_ip.get_mut(&ip) {
             *count = count.saturating_sub(1);
             if *count == 0 {
@@ -302,24 +458,39 @@ impl WzLobby {
 
     /// The driver finished a probe.
     pub fn handle_probe_result(&mut self, now: Instant, probe: ProbeId, result: ProbeResult) {
-        let legacy = self
+        let state = self
             .shared
             .probes
             .remove(&probe)
             .and_then(|conn| self.conns.get_mut(&conn));
-        match legacy {
-            Some(legacy) => {
-                legacy.on_probe_result(&mut self.shared, &mut self.stats, now, probe, result)
-            }
-            None => self.stats.stale_probe_results += 1,
+        let (sh, st) = (&mut self.shared, &mut self.stats);
+        match state {
+            Some(Conn::Legacy { legacy, .. }) => legacy.on_probe_result(sh, st, now, probe, result),
+            Some(Conn::V4(v4)) => v4.on_probe_result(sh, st, now, probe, result),
+            _ => st.stale_probe_results += 1,
+        }
+    }
+
+    /// The driver's verdict on a [`WzOutput::Verify`].
+    pub fn handle_verify_result(&mut self, now: Instant, job: u64, result: VerifyResult) {
+        let state = self
+            .shared
+            .verifications
+            .remove(&job)
+            .and_then(|conn| self.conns.get_mut(&conn));
+        if let Some(Conn::V4(v4)) = state {
+            v4.on_verified(&mut self.shared, &mut self.stats, now, job, result);
         }
     }
 
     /// Run every deadline due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(conn) = self.shared.timers.poll_expired(now) {
-            if let Some(legacy) = self.conns.get_mut(&conn) {
-                legacy.on_timer(&mut self.shared, &mut self.stats, now);
+            let (sh, st) = (&mut self.shared, &mut self.stats);
+            match self.conns.get_mut(&conn) {
+                Some(Conn::Legacy { legacy, .. }) => legacy.on_timer(sh, st, now),
+                Some(Conn::V4(v4)) => v4.on_timer(sh, st, now),
+                None => {}
             }
         }
     }
@@ -352,5 +523,10 @@ impl WzLobby {
     /// Number of probes in flight.
     pub fn probes_in_flight(&self) -> usize {
         self.shared.probes.len()
+    }
+
+    /// Number of live v4 login sessions (expired ones count until looked up).
+    pub fn sessions(&self) -> usize {
+        self.shared.sessions.len()
     }
 }

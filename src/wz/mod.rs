@@ -7,7 +7,8 @@
 //!
 //! - [`lobby`] holds [`WzLobby`], the core the driver feeds (`handle_*`) and drains
 //!   (`poll_*`);
-//! - [`legacy`] is the legacy connection state machine;
+//! - [`legacy`] is the legacy connection state machine, [`v4`] the v4 one;
+//! - `admission` holds the checks a new game of either protocol passes;
 //! - [`games`] is the game table every protocol shares;
 //! - [`policy`] applies banned words and the minimum version;
 //! - [`stats`] holds the counters;
@@ -15,15 +16,21 @@
 //!   worker thread (so a ~20 ms hash never stalls the event loop), and login sessions.
 
 pub mod accounts;
+mod admission;
 pub mod games;
 pub mod legacy;
 pub mod lobby;
 pub mod policy;
 pub mod stats;
+pub mod v4;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_v4;
 
 pub use games::{GameTable, GameView};
-pub use lobby::{ConnId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput};
+pub use lobby::{
+    ConnId, LoginPolicy, ProbeId, ProbeResult, VerifyResult, WzConfig, WzLobby, WzOutput,
+};
 pub use stats::WzStats;

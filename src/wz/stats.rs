@@ -5,6 +5,7 @@
 //! `as_str` used as the metric label. Nothing here allocates or panics.
 
 use crate::wire::wz::Command;
+use crate::wire::wz_v4::{self, DecodeError, Method};
 
 /// Why a host was refused after `addg` (or on an update): the status it got says why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -77,13 +78,18 @@ pub enum ProtocolError {
     InputWhileProbing,
     /// An update that changes the GAMESTRUCT version or the v4 `hostPort`.
     ChangedUpdate,
-    /// A connection that did not register a game within the idle timeout.
+    /// A connection that did not register a game within the idle timeout (legacy), or a v4
+    /// connection without a game silent for the silence timeout.
     IdleTimeout,
+    /// A v4 frame announcing more than `MAX_FRAME` bytes.
+    FrameTooLarge,
+    /// A v4 handshake announcing a version other than 4.
+    WrongVersion,
 }
 
 impl ProtocolError {
     /// Every variant, in declaration order.
-    pub const ALL: [ProtocolError; 10] = [
+    pub const ALL: [ProtocolError; 12] = [
         ProtocolError::UnknownCommand,
         ProtocolError::BadVersion,
         ProtocolError::Truncated,
@@ -94,6 +100,8 @@ impl ProtocolError {
         ProtocolError::InputWhileProbing,
         ProtocolError::ChangedUpdate,
         ProtocolError::IdleTimeout,
+        ProtocolError::FrameTooLarge,
+        ProtocolError::WrongVersion,
     ];
 
     /// A stable snake_case label, for metrics.
@@ -109,6 +117,8 @@ impl ProtocolError {
             ProtocolError::InputWhileProbing => "input_while_probing",
             ProtocolError::ChangedUpdate => "changed_update",
             ProtocolError::IdleTimeout => "idle_timeout",
+            ProtocolError::FrameTooLarge => "v4_frame_too_large",
+            ProtocolError::WrongVersion => "v4_wrong_version",
         }
     }
 }
@@ -124,15 +134,18 @@ pub enum Removal {
     Refused,
     /// The host broke the protocol.
     ProtocolError,
+    /// A v4 host sent `delGame`.
+    Deleted,
 }
 
 impl Removal {
     /// Every variant, in declaration order.
-    pub const ALL: [Removal; 4] = [
+    pub const ALL: [Removal; 5] = [
         Removal::Closed,
         Removal::Silence,
         Removal::Refused,
         Removal::ProtocolError,
+        Removal::Deleted,
     ];
 
     /// A stable snake_case label, for metrics.
@@ -142,6 +155,7 @@ impl Removal {
             Removal::Silence => "silence",
             Removal::Refused => "refused",
             Removal::ProtocolError => "protocol_error",
+            Removal::Deleted => "deleted",
         }
     }
 }
@@ -183,6 +197,77 @@ impl ProbeOutcome {
     }
 }
 
+/// A v4 method, for counting requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum V4Method {
+    /// `login`.
+    Login,
+    /// `addGame`.
+    AddGame,
+    /// `list`.
+    List,
+    /// `addPlayer`.
+    AddPlayer,
+    /// `delPlayer`.
+    DelPlayer,
+    /// `delGame`.
+    DelGame,
+    /// Any other method name.
+    Unknown,
+}
+
+impl V4Method {
+    /// Every variant, in declaration order.
+    pub const ALL: [V4Method; 7] = [
+        V4Method::Login,
+        V4Method::AddGame,
+        V4Method::List,
+        V4Method::AddPlayer,
+        V4Method::DelPlayer,
+        V4Method::DelGame,
+        V4Method::Unknown,
+    ];
+
+    /// The counter slot of a decoded method.
+    pub fn of(method: &Method<'_>) -> V4Method {
+        match method {
+            Method::Login => V4Method::Login,
+            Method::AddGame => V4Method::AddGame,
+            Method::List => V4Method::List,
+            Method::AddPlayer => V4Method::AddPlayer,
+            Method::DelPlayer => V4Method::DelPlayer,
+            Method::DelGame => V4Method::DelGame,
+            Method::Unknown(_) => V4Method::Unknown,
+        }
+    }
+
+    /// A stable label, for metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            V4Method::Login => "login",
+            V4Method::AddGame => "add_game",
+            V4Method::List => "list",
+            V4Method::AddPlayer => "add_player",
+            V4Method::DelPlayer => "del_player",
+            V4Method::DelGame => "del_game",
+            V4Method::Unknown => "unknown",
+        }
+    }
+}
+
+/// The v4 response statuses, in the order of [`WzStats::v4_statuses`], with their labels.
+const V4_STATUSES: [(i32, &str); 9] = [
+    (wz_v4::OK, "ok"),
+    (wz_v4::NO_GAME, "no_game"),
+    (wz_v4::NOT_ACCEPTABLE, "not_acceptable"),
+    (wz_v4::WRONG_LOGIN, "wrong_login"),
+    (wz_v4::LOGIN_REQUIRED, "login_required"),
+    (wz_v4::SESSION_INVALID, "session_invalid"),
+    (wz_v4::INVALID_DATA, "invalid_data"),
+    (wz_v4::METHOD_NOT_FOUND, "method_not_found"),
+    (wz_v4::PARSE_ERROR, "parse_error"),
+];
+
 /// The legacy commands, in the order of [`WzStats::commands`].
 const COMMANDS: [(Command, &str); 5] = [
     (Command::GaId, "gaid"),
@@ -223,6 +308,14 @@ pub struct WzStats {
     pub list_replies: u64,
     /// Connections opened beyond `max_conns_per_ip` (refused at `addg`).
     pub connections_over_limit: u64,
+    /// Connections that completed the v4 handshake.
+    pub v4_connections: u64,
+    /// v4 requests decoded, by method (index in [`V4Method::ALL`]).
+    pub v4_requests: [u64; V4Method::ALL.len()],
+    /// v4 frames that did not decode, by reason (index in [`DecodeError::ALL`]).
+    pub v4_decode_errors: [u64; DecodeError::ALL.len()],
+    /// v4 responses sent, by status (index in `V4_STATUSES`).
+    pub v4_statuses: [u64; V4_STATUSES.len()],
 }
 
 impl WzStats {
@@ -239,6 +332,51 @@ impl WzStats {
             .iter()
             .position(|(c, _)| *c == cmd)
             .map_or(0, |i| self.commands[i])
+    }
+
+    /// Counts a decoded v4 request.
+    pub fn v4_request(&mut self, method: V4Method) {
+        if let Some(i) = index_of(&V4Method::ALL, &method) {
+            self.v4_requests[i] += 1;
+        }
+    }
+
+    /// How many v4 requests of `method` were decoded.
+    pub fn v4_requests_of(&self, method: V4Method) -> u64 {
+        index_of(&V4Method::ALL, &method).map_or(0, |i| self.v4_requests[i])
+    }
+
+    /// Counts a v4 frame that did not decode.
+    pub fn v4_decode_error(&mut self, error: DecodeError) {
+        if let Some(i) = DecodeError::ALL
+            .iter()
+            .position(|e| e.as_str() == error.as_str())
+        {
+            self.v4_decode_errors[i] += 1;
+        }
+    }
+
+    /// How many v4 frames failed to decode with `error`'s reason.
+    pub fn v4_decode_errors_of(&self, error: DecodeError) -> u64 {
+        DecodeError::ALL
+            .iter()
+            .position(|e| e.as_str() == error.as_str())
+            .map_or(0, |i| self.v4_decode_errors[i])
+    }
+
+    /// Counts a v4 response by status.
+    pub fn v4_status(&mut self, status: i32) {
+        if let Some(i) = V4_STATUSES.iter().position(|(s, _)| *s == status) {
+            self.v4_statuses[i] += 1;
+        }
+    }
+
+    /// How many v4 responses had `status`.
+    pub fn v4_statuses_of(&self, status: i32) -> u64 {
+        V4_STATUSES
+            .iter()
+            .position(|(s, _)| *s == status)
+            .map_or(0, |i| self.v4_statuses[i])
     }
 
     /// Counts a refusal.
@@ -317,5 +455,15 @@ impl WzStats {
             f("wz_games_removed_total", reason.as_str(), value);
         }
         f("wz_list_replies_total", "", self.list_replies);
+        f("wz_v4_connections_total", "", self.v4_connections);
+        for (method, value) in V4Method::ALL.iter().zip(self.v4_requests) {
+            f("wz_v4_requests_total", method.as_str(), value);
+        }
+        for (error, value) in DecodeError::ALL.iter().zip(self.v4_decode_errors) {
+            f("wz_v4_decode_errors_total", error.as_str(), value);
+        }
+        for ((_, label), value) in V4_STATUSES.iter().zip(self.v4_statuses) {
+            f("wz_v4_responses_total", label, value);
+        }
     }
 }

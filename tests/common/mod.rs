@@ -5,7 +5,7 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use lobbyd::config::{Config, InstancePorts};
+use lobbyd::config::{Config, InstancePorts, WzSettings};
 use lobbyd::net::{self, ServerHandle, Snapshot};
 
 /// How long a test waits for a reply that must come.
@@ -20,6 +20,10 @@ pub fn test_config() -> Config {
         udp_port: Some(0),
         tcp_port: None,
         instance_ports: InstancePorts::Ephemeral,
+        wz: WzSettings {
+            port: None,
+            ..WzSettings::default()
+        },
         ..Config::default()
     }
 }

@@ -347,6 +347,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> GameStruct<T> {
         write_u32(self.bytes_mut(), field::DW_SIZE, value as u32);
     }
 
+    /// Set `desc.dwCurrentPlayers` (v4 `addPlayer`/`delPlayer` move it).
+    pub fn set_current_players(&mut self, value: i32) {
+        write_u32(self.bytes_mut(), field::CURRENT_PLAYERS, value as u32);
+    }
+
     /// Set `gameId` (the lobby stores its own id, whatever the host sent).
     pub fn set_game_id(&mut self, value: u32) {
         write_u32(self.bytes_mut(), field::GAME_ID, value);
@@ -849,10 +854,13 @@ mod tests {
         g.set_host("192.0.2.7");
         g.set_dw_size(1);
         g.set_game_id(0xdead_beef);
+        g.set_current_players(3);
         assert_eq!(g.host(), b"192.0.2.7");
         assert_eq!(g.dw_size(), 1);
+        assert_eq!(g.current_players(), 3);
         assert_eq!(g.game_id(), 0xdead_beef);
         assert!(bytes[76 + 9..116].iter().all(|&b| b == 0));
+        assert_eq!(&bytes[120..124], &[0, 0, 0, 3]);
 
         let long = "2001:db8:1111:2222:3333:4444:5555:6666:7777";
         let mut g = GameStruct::new_checked(&mut bytes[..]).unwrap();

@@ -1,0 +1,897 @@
+//! TCP lobby parties: the behaviour of RFC R-Type-TCP-001 (sections 3, 5 and 7) on the rooms
+//! of the core, as `docs/protocols/tcp-lobby.md` ("Server behaviour") specifies it.
+//!
+//! A party is a [`Room`] of kind [`RoomKind::Party`]: same id space, same `--max-rooms`, same
+//! instance relay once the game starts, but never listed in ROOM_LIST. Each TCP connection the
+//! driver accepts is placed in the oldest Waiting party with a free seat, else a new party;
+//! from then on the client sees the single lobby the RFC describes. The party's game instance
+//! is bound when its countdown starts and, after GAME_START, admits exactly the announced
+//! players by their hash (HELLO token).
+//!
+//! Like the rest of the core this owns no socket and reads no clock: the driver reports
+//! accepted connections, decoded requests, protocol violations, activity and closes; the core
+//! answers with [`Output::Tcp`] messages and [`Output::CloseConn`]. Player hashes come from an
+//! injected source (the OS CSPRNG in the server, a seeded generator in simulations).
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::time::wheel::TimerKey;
+use crate::wire::tcp_lobby::{name_field, validate_name, NAME_LEN};
+
+use super::room::{Room, RoomId, RoomKind, RoomState, Slot};
+use super::{Lobby, Output, TimerEvent};
+
+mod messages;
+mod stats;
+
+pub use messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
+pub use stats::{CloseCause, PartyStats};
+
+use stats::index_of;
+
+/// The TCP lobby's settings.
+#[derive(Clone, Debug)]
+pub struct PartyConfig {
+    /// Members a party needs before START_REQ (or `auto_start`) may start it.
+    pub min_players: u8,
+    /// First COUNTDOWN value.
+    pub countdown: Duration,
+    /// Interval between COUNTDOWN messages.
+    pub countdown_tick: Duration,
+    /// Start the countdown by itself once every member is ready and `min_players` are in.
+    pub auto_start: bool,
+    /// Protocol violations tolerated; the connection is closed at this many.
+    pub max_violations: u32,
+    /// Spawn position of each slot (index `slot - 1`); at least `max_players` of them.
+    pub spawns: Vec<(f32, f32)>,
+    /// How long after GAME_START the server closes a connection the client kept open.
+    pub linger: Duration,
+}
+
+impl Default for PartyConfig {
+    fn default() -> Self {
+        PartyConfig {
+            min_players: 2,
+            countdown: Duration::from_secs(5),
+            countdown_tick: Duration::from_millis(100),
+            auto_start: false,
+            max_violations: 5,
+            spawns: vec![
+                (100.0, 100.0),
+                (100.0, 200.0),
+                (100.0, 300.0),
+                (100.0, 400.0),
+            ],
+            linger: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A connected player of a party.
+#[derive(Clone, Copy, Debug)]
+pub struct PartyMember {
+    /// Its connection.
+    pub conn: ConnId,
+    /// Its hash (CONNECT_ACK, HELLO token).
+    pub hash: u64,
+    /// Its name field, normalised (NUL-padded after the name).
+    pub name: [u8; NAME_LEN],
+    /// Its ready flag.
+    pub ready: bool,
+}
+
+/// Who asked for the instance a party is waiting for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opener {
+    /// START_REQ from this connection.
+    Request(ConnId),
+    /// `--auto-start`.
+    Auto,
+}
+
+/// A running countdown: value `k` is sent at `started + k * tick`, computed from the start so
+/// the ticks never drift.
+#[derive(Clone, Copy, Debug)]
+struct PartyCountdown {
+    started: Instant,
+    next: u32,
+    timer: Option<TimerKey>,
+}
+
+/// A party's lobby state beside its [`Room`].
+#[derive(Debug)]
+pub struct Party {
+    /// Connected players, index `slot - 1`.
+    seats: Vec<Option<PartyMember>>,
+    /// Accepted connections that have no CONNECT_ACK yet; each holds a seat.
+    pending: Vec<ConnId>,
+    /// Waiting for the driver to bind the instance socket.
+    opening: Option<Opener>,
+    countdown: Option<PartyCountdown>,
+    /// GAME_START was sent; the seats are the game's roster from then on.
+    started: bool,
+    linger: Option<TimerKey>,
+}
+
+impl Party {
+    fn new(max_players: u8) -> Party {
+        Party {
+            seats: vec![None; usize::from(max_players)],
+            pending: Vec::new(),
+            opening: None,
+            countdown: None,
+            started: false,
+            linger: None,
+        }
+    }
+
+    /// Connected players in slot order.
+    pub fn members(&self) -> impl Iterator<Item = (Slot, &PartyMember)> + '_ {
+        self.seats
+            .iter()
+            .enumerate()
+            .filter_map(|(i, seat)| seat.as_ref().map(|m| (slot_of_index(i), m)))
+    }
+
+    /// Number of connected players.
+    pub fn member_count(&self) -> usize {
+        self.members().count()
+    }
+
+    /// Connected players plus connections waiting for CONNECT_ACK.
+    pub fn occupancy(&self) -> usize {
+        self.member_count() + self.pending.len()
+    }
+
+    /// Whether a new connection may be placed here: Waiting (no countdown, not opening, not
+    /// started) with a free seat.
+    fn takes_newcomers(&self) -> bool {
+        !self.busy() && !self.started && self.occupancy() < self.seats.len()
+    }
+
+    /// Counting down or binding its instance.
+    fn busy(&self) -> bool {
+        self.countdown.is_some() || self.opening.is_some()
+    }
+
+    fn member_mut(&mut self, slot: Slot) -> Option<&mut PartyMember> {
+        self.seats
+            .get_mut(usize::from(slot).checked_sub(1)?)?
+            .as_mut()
+    }
+
+    fn all_ready(&self) -> bool {
+        self.members().all(|(_, m)| m.ready)
+    }
+
+    fn conns(&self) -> Vec<ConnId> {
+        self.members().map(|(_, m)| m.conn).collect()
+    }
+}
+
+fn slot_of_index(index: usize) -> Slot {
+    Slot::try_from(index + 1).unwrap_or(Slot::MAX)
+}
+
+/// Where a connection stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Accepted, no CONNECT_ACK yet.
+    Pending,
+    /// CONNECT_ACK sent; in the party at this slot.
+    Connected(Slot),
+    /// GAME_START sent; waiting for the client to close (or the linger timer).
+    Transferred,
+}
+
+/// The core's record of one TCP connection.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TcpConn {
+    party: RoomId,
+    stage: Stage,
+    last_seen: Instant,
+    violations: u32,
+    idle_timer: Option<TimerKey>,
+}
+
+/// Attempts at drawing a fresh hash before giving up (a failing or degenerate source).
+const HASH_ATTEMPTS: usize = 8;
+
+/// The player-hash source: 64 bits from the operating system's CSPRNG.
+pub fn os_random_u64() -> u64 {
+    // A failing OS generator yields 0, which the caller refuses and retries.
+    getrandom::u64().unwrap_or(0)
+}
+
+/// The TCP lobby's share of the core's state.
+pub(super) struct TcpState {
+    pub(super) parties: std::collections::BTreeMap<RoomId, Party>,
+    pub(super) conns: std::collections::HashMap<ConnId, TcpConn>,
+    /// Hashes of live players (connected, or announced in a GAME_START whose room lives).
+    pub(super) hashes: HashSet<u64>,
+    pub(super) hash_source: Box<dyn FnMut() -> u64 + Send>,
+}
+
+impl TcpState {
+    pub(super) fn new(hash_source: Box<dyn FnMut() -> u64 + Send>) -> TcpState {
+        TcpState {
+            parties: Default::default(),
+            conns: Default::default(),
+            hashes: HashSet::new(),
+            hash_source,
+        }
+    }
+}
+
+impl Lobby {
+    /// A party, for inspection.
+    pub fn party(&self, id: RoomId) -> Option<&Party> {
+        self.tcp.parties.get(&id)
+    }
+
+    /// TCP lobby connections the core knows (pending, connected or transferred).
+    pub fn tcp_conn_count(&self) -> usize {
+        self.tcp.conns.len()
+    }
+
+    /// The party a connection was placed in.
+    pub fn party_of(&self, conn: ConnId) -> Option<RoomId> {
+        self.tcp.conns.get(&conn).map(|c| c.party)
+    }
+
+    /// Players still in a party's TCP lobby (connected or pending; 0 once the game started),
+    /// for the operators' room view.
+    pub fn lobby_members(&self, id: RoomId) -> usize {
+        self.tcp
+            .parties
+            .get(&id)
+            .filter(|party| !party.started)
+            .map_or(0, Party::occupancy)
+    }
+
+    /// The players of a party's GAME_START in slot order: slot, hash, name field and spawn.
+    pub fn game_start_players(
+        &self,
+        id: RoomId,
+    ) -> impl Iterator<Item = (Slot, u64, [u8; NAME_LEN], (f32, f32))> + '_ {
+        let spawns = &self.config.party.spawns;
+        self.tcp
+            .parties
+            .get(&id)
+            .into_iter()
+            .flat_map(|party| party.members())
+            .map(move |(slot, m)| {
+                let spawn = spawns
+                    .get(usize::from(slot) - 1)
+                    .copied()
+                    .unwrap_or((0.0, 0.0));
+                (slot, m.hash, m.name, spawn)
+            })
+    }
+
+    fn send_tcp(&mut self, conn: ConnId, msg: TcpMessage) {
+        if let TcpMessage::Error(error) = msg {
+            if let Some(i) = index_of(&TcpError::ALL, error) {
+                self.stats.tcp.errors[i] += 1;
+            }
+        }
+        self.outputs.push_back(Output::Tcp { conn, msg });
+    }
+
+    fn send_party(&mut self, id: RoomId, msg: TcpMessage) {
+        let conns = self.tcp.parties.get(&id).map(Party::conns);
+        for conn in conns.into_iter().flatten() {
+            self.send_tcp(conn, msg);
+        }
+    }
+
+    fn count_close(&mut self, cause: CloseCause) {
+        if let Some(i) = index_of(&CloseCause::ALL, cause) {
+            self.stats.tcp.closed[i] += 1;
+        }
+    }
+
+    /// The driver accepted a connection from `peer`: place it in a party, or answer
+    /// ERROR 0x01 and close it when no party can take it.
+    pub fn handle_tcp_open(&mut self, now: Instant, conn: ConnId, peer: SocketAddr) {
+        if self.tcp.conns.contains_key(&conn) {
+            return;
+        }
+        match self.place(peer) {
+            Some(party) => {
+                if let Some(p) = self.tcp.parties.get_mut(&party) {
+                    p.pending.push(conn);
+                }
+                let record = TcpConn {
+                    party,
+                    stage: Stage::Pending,
+                    last_seen: now,
+                    violations: 0,
+                    idle_timer: None,
+                };
+                self.tcp.conns.insert(conn, record);
+                self.stats.tcp.admitted += 1;
+                self.arm_idle(conn, now + self.config.idle_timeout);
+            }
+            None => {
+                self.send_tcp(conn, TcpMessage::Error(TcpError::LobbyFull));
+                self.count_close(CloseCause::LobbyFull);
+                self.outputs.push_back(Output::CloseConn { conn });
+            }
+        }
+    }
+
+    /// The oldest Waiting party with a free seat, else a new party; `None` at `--max-rooms`.
+    fn place(&mut self, peer: SocketAddr) -> Option<RoomId> {
+        if let Some((&id, _)) = self
+            .tcp
+            .parties
+            .iter()
+            .find(|(_, party)| party.takes_newcomers())
+        {
+            return Some(id);
+        }
+        if self.rooms.len() >= self.config.max_rooms || self.next_room_id == 0 {
+            return None;
+        }
+        let id = RoomId(self.next_room_id);
+        self.next_room_id = self.next_room_id.checked_add(1).unwrap_or(0);
+        let mut room = Room::new(id, self.config.max_players, peer.ip());
+        room.kind = RoomKind::Party;
+        self.rooms.insert(id, room);
+        self.tcp
+            .parties
+            .insert(id, Party::new(self.config.max_players));
+        self.stats.tcp.parties_opened += 1;
+        Some(id)
+    }
+
+    /// Bytes arrived from `conn` (idle timeout).
+    pub fn handle_tcp_activity(&mut self, now: Instant, conn: ConnId) {
+        if let Some(record) = self.tcp.conns.get_mut(&conn) {
+            record.last_seen = now;
+        }
+    }
+
+    /// A malformed or out-of-place message from `conn`: counted, ignored, and the connection
+    /// is closed once it has made `--max-violations` of them.
+    pub fn handle_tcp_violation(&mut self, conn: ConnId, reason: Violation) {
+        let Some(record) = self.tcp.conns.get_mut(&conn) else {
+            return;
+        };
+        record.violations += 1;
+        let over = record.violations >= self.config.party.max_violations;
+        if let Some(i) = index_of(&Violation::ALL, reason) {
+            self.stats.tcp.violations[i] += 1;
+        }
+        if over {
+            self.close_conn(conn, CloseCause::Violations);
+        }
+    }
+
+    /// The driver closed `conn` (peer closed, socket error, slow reader).
+    pub fn handle_tcp_closed(&mut self, conn: ConnId, why: ConnClose) {
+        if !self.tcp.conns.contains_key(&conn) {
+            return;
+        }
+        let cause = match why {
+            ConnClose::PeerClosed => CloseCause::PeerClosed,
+            ConnClose::Error => CloseCause::Error,
+            ConnClose::SlowReader => CloseCause::SlowReader,
+        };
+        self.count_close(cause);
+        self.forget_conn(conn);
+    }
+
+    /// Closes `conn` on the core's initiative: the driver flushes what is queued, then closes.
+    fn close_conn(&mut self, conn: ConnId, cause: CloseCause) {
+        if !self.tcp.conns.contains_key(&conn) {
+            return;
+        }
+        self.count_close(cause);
+        self.forget_conn(conn);
+        self.outputs.push_back(Output::CloseConn { conn });
+    }
+
+    /// Removes a connection from its party: PLAYER_LEFT to the rest if it was connected,
+    /// countdown continued or cancelled, party dissolved when nobody is left.
+    fn forget_conn(&mut self, conn: ConnId) {
+        let Some(record) = self.tcp.conns.remove(&conn) else {
+            return;
+        };
+        if let Some(key) = record.idle_timer {
+            self.timers.cancel(key);
+        }
+        let id = record.party;
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        match record.stage {
+            Stage::Pending => party.pending.retain(|c| *c != conn),
+            Stage::Transferred => return,
+            Stage::Connected(slot) => {
+                let index = usize::from(slot) - 1;
+                if let Some(member) = party.seats.get_mut(index).and_then(Option::take) {
+                    self.tcp.hashes.remove(&member.hash);
+                }
+                self.send_party(id, TcpMessage::PlayerLeft(slot));
+                self.after_leave(id);
+            }
+        }
+        self.dissolve_if_empty(id);
+    }
+
+    /// A member left: the countdown goes on while `--min-players` remain, else it is
+    /// cancelled; with `--auto-start` the rest may now be ready to start.
+    fn after_leave(&mut self, id: RoomId) {
+        let min = usize::from(self.config.party.min_players);
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        if party.countdown.is_some() && party.member_count() < min {
+            self.cancel_countdown(id);
+        } else {
+            self.maybe_auto_start(id);
+        }
+    }
+
+    /// Too few members for the countdown: stop it, tell everyone (ERROR 0x06, then
+    /// PLAYER_READY(0) for every member) and release the instance socket.
+    fn cancel_countdown(&mut self, id: RoomId) {
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        let Some(countdown) = party.countdown.take() else {
+            return;
+        };
+        if let Some(key) = countdown.timer {
+            self.timers.cancel(key);
+        }
+        let mut slots = Vec::new();
+        for (index, seat) in party.seats.iter_mut().enumerate() {
+            if let Some(member) = seat.as_mut() {
+                member.ready = false;
+                slots.push(slot_of_index(index));
+            }
+        }
+        self.stats.tcp.countdowns_cancelled += 1;
+        self.send_party(id, TcpMessage::Error(TcpError::NotEnoughPlayers));
+        for slot in slots {
+            self.send_party(id, TcpMessage::PlayerReady { slot, ready: false });
+        }
+        self.release_instance(id);
+    }
+
+    /// Closes a party's instance socket while the party lives on (countdown cancelled).
+    fn release_instance(&mut self, id: RoomId) {
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        room.state = RoomState::Waiting;
+        if room.port.take().is_some() {
+            self.outputs.push_back(Output::CloseInstance { room: id });
+        }
+    }
+
+    /// A party with nobody in its lobby and no game is removed with its room.
+    fn dissolve_if_empty(&mut self, id: RoomId) {
+        let empty = self
+            .tcp
+            .parties
+            .get(&id)
+            .is_some_and(|party| !party.started && party.occupancy() == 0);
+        if !empty {
+            return;
+        }
+        if let Some(party) = self.tcp.parties.remove(&id) {
+            if let Some(key) = party.countdown.and_then(|c| c.timer) {
+                self.timers.cancel(key);
+            }
+        }
+        if let Some(room) = self.rooms.remove(&id) {
+            if room.port.is_some() {
+                self.outputs.push_back(Output::CloseInstance { room: id });
+            }
+        }
+    }
+
+    /// A decoded message from `conn`. It counts as activity (the driver also reports bytes
+    /// that complete no message, through [`Lobby::handle_tcp_activity`]).
+    pub fn handle_tcp_request(&mut self, now: Instant, conn: ConnId, request: TcpRequest) {
+        let Some(record) = self.tcp.conns.get_mut(&conn) else {
+            return;
+        };
+        record.last_seen = now;
+        let record = *record;
+        match (request, record.stage) {
+            // After GAME_START this is the expected goodbye; nobody is told (no PLAYER_LEFT).
+            (TcpRequest::Disconnect, _) => self.close_conn(conn, CloseCause::Disconnect),
+            (TcpRequest::Connect { name }, Stage::Pending) => self.connect(conn, record, name),
+            (TcpRequest::Connect { .. }, _) => {
+                self.handle_tcp_violation(conn, Violation::AlreadyConnected)
+            }
+            (TcpRequest::Ready(_) | TcpRequest::Start, Stage::Pending) => {
+                self.handle_tcp_violation(conn, Violation::NotConnected)
+            }
+            (TcpRequest::Ready(_) | TcpRequest::Start, Stage::Transferred) => {
+                self.send_tcp(conn, TcpMessage::Error(TcpError::GameStarted))
+            }
+            (TcpRequest::Ready(ready), Stage::Connected(slot)) => {
+                self.ready(conn, record.party, slot, ready)
+            }
+            (TcpRequest::Start, Stage::Connected(_)) => self.start_request(conn, record.party),
+        }
+    }
+
+    fn connect(&mut self, conn: ConnId, record: TcpConn, raw: [u8; NAME_LEN]) {
+        let id = record.party;
+        let name = match validate_name(&raw) {
+            Ok(name) => name_field(name),
+            Err(_) => {
+                self.send_tcp(conn, TcpMessage::Error(TcpError::InvalidName));
+                return;
+            }
+        };
+        let Some(party) = self.tcp.parties.get(&id) else {
+            return;
+        };
+        if party.members().any(|(_, m)| m.name == name) {
+            self.send_tcp(conn, TcpMessage::Error(TcpError::NameTaken));
+            return;
+        }
+        // Pending connections hold a seat, so a free seat exists for this one.
+        let Some(index) = party.seats.iter().position(Option::is_none) else {
+            return;
+        };
+        let Some(hash) = self.fresh_hash() else {
+            self.send_tcp(conn, TcpMessage::Error(TcpError::NoPlayerId));
+            return;
+        };
+        let slot = slot_of_index(index);
+        let member = PartyMember {
+            conn,
+            hash,
+            name,
+            ready: false,
+        };
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        party.pending.retain(|c| *c != conn);
+        party.seats[index] = Some(member);
+        let existing: Vec<(Slot, PartyMember)> = party
+            .members()
+            .filter(|(s, _)| *s != slot)
+            .map(|(s, m)| (s, *m))
+            .collect();
+        self.tcp.hashes.insert(hash);
+        if let Some(record) = self.tcp.conns.get_mut(&conn) {
+            record.stage = Stage::Connected(slot);
+        }
+        self.stats.tcp.connected += 1;
+        self.send_tcp(conn, TcpMessage::ConnectAck { hash, slot });
+        for (slot, m) in existing {
+            let msg = join_message(slot, &m);
+            self.send_tcp(conn, msg);
+        }
+        self.send_party(id, join_message(slot, &member));
+    }
+
+    /// A non-zero hash no live player has, or `None` if the source keeps failing.
+    fn fresh_hash(&mut self) -> Option<u64> {
+        (0..HASH_ATTEMPTS)
+            .map(|_| (self.tcp.hash_source)())
+            .find(|hash| *hash != 0 && !self.tcp.hashes.contains(hash))
+    }
+
+    fn ready(&mut self, conn: ConnId, id: RoomId, slot: Slot, ready: bool) {
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        if party.busy() {
+            self.send_tcp(conn, TcpMessage::Error(TcpError::GameStarted));
+            return;
+        }
+        if let Some(member) = party.member_mut(slot) {
+            member.ready = ready;
+        }
+        self.send_party(id, TcpMessage::PlayerReady { slot, ready });
+        self.maybe_auto_start(id);
+    }
+
+    /// Why the party cannot start now, if it cannot.
+    fn start_refusal(&self, id: RoomId) -> Option<TcpError> {
+        let party = self.tcp.parties.get(&id)?;
+        if party.busy() || party.started {
+            Some(TcpError::GameStarted)
+        } else if party.member_count() < usize::from(self.config.party.min_players) {
+            Some(TcpError::NotEnoughPlayers)
+        } else if !party.all_ready() {
+            Some(TcpError::NotAllReady)
+        } else {
+            None
+        }
+    }
+
+    fn start_request(&mut self, conn: ConnId, id: RoomId) {
+        match self.start_refusal(id) {
+            Some(error) => self.send_tcp(conn, TcpMessage::Error(error)),
+            None => self.open_party_instance(id, Opener::Request(conn)),
+        }
+    }
+
+    fn maybe_auto_start(&mut self, id: RoomId) {
+        if self.config.party.auto_start && self.start_refusal(id).is_none() {
+            self.open_party_instance(id, Opener::Auto);
+        }
+    }
+
+    /// Asks the driver for the party's instance socket; the countdown starts when it is bound.
+    fn open_party_instance(&mut self, id: RoomId, opener: Opener) {
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        party.opening = Some(opener);
+        self.outputs.push_back(Output::OpenInstance { room: id });
+    }
+
+    /// The driver's answer to a party's [`Output::OpenInstance`].
+    pub(super) fn party_instance_opened(&mut self, now: Instant, id: RoomId, port: Option<u16>) {
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            // The party dissolved while its socket was being bound.
+            if port.is_some() {
+                self.outputs.push_back(Output::CloseInstance { room: id });
+            }
+            return;
+        };
+        let Some(opener) = party.opening.take() else {
+            return;
+        };
+        let Some(port) = port else {
+            let error = TcpMessage::Error(TcpError::NoInstance);
+            match opener {
+                Opener::Request(conn) => self.send_tcp(conn, error),
+                Opener::Auto => self.send_party(id, error),
+            }
+            return;
+        };
+        if let Some(room) = self.rooms.get_mut(&id) {
+            room.port = Some(port);
+        }
+        // The party may have changed while the socket was being bound.
+        if let Some(error) = self.start_refusal(id) {
+            if let Opener::Request(conn) = opener {
+                self.send_tcp(conn, TcpMessage::Error(error));
+            }
+            self.release_instance(id);
+            return;
+        }
+        self.start_countdown(now, id);
+    }
+
+    fn start_countdown(&mut self, now: Instant, id: RoomId) {
+        if let Some(room) = self.rooms.get_mut(&id) {
+            room.state = RoomState::Countdown;
+        }
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        party.countdown = Some(PartyCountdown {
+            started: now,
+            next: 0,
+            timer: None,
+        });
+        // Connections still without CONNECT_ACK cannot join a counting party: they move on
+        // to another one, as if they had just connected.
+        let pending = std::mem::take(&mut party.pending);
+        self.stats.tcp.countdowns += 1;
+        for conn in pending {
+            self.rehome(conn);
+        }
+        self.countdown_tick(now, id);
+    }
+
+    /// Places a pending connection of a starting party in another party, or closes it with
+    /// ERROR 0x01 when none can take it.
+    fn rehome(&mut self, conn: ConnId) {
+        let Some(record) = self.tcp.conns.get(&conn).copied() else {
+            return;
+        };
+        let peer_ip = self
+            .rooms
+            .get(&record.party)
+            .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |room| {
+                SocketAddr::new(room.creator, 0)
+            });
+        match self.place(peer_ip) {
+            Some(party) => {
+                if let Some(p) = self.tcp.parties.get_mut(&party) {
+                    p.pending.push(conn);
+                }
+                if let Some(record) = self.tcp.conns.get_mut(&conn) {
+                    record.party = party;
+                }
+            }
+            None => {
+                // Its seat was already taken out of its old party: nobody else to tell.
+                self.send_tcp(conn, TcpMessage::Error(TcpError::LobbyFull));
+                self.drop_record(conn, CloseCause::LobbyFull);
+            }
+        }
+    }
+
+    /// Sends the countdown value due now and arms the next one, or starts the game.
+    fn countdown_tick(&mut self, now: Instant, id: RoomId) {
+        let total = self.config.party.countdown;
+        let tick = self.config.party.countdown_tick;
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        let Some(countdown) = party.countdown.as_mut() else {
+            return;
+        };
+        let elapsed = tick.saturating_mul(countdown.next).min(total);
+        let remaining = total - elapsed;
+        countdown.next += 1;
+        countdown.timer = None;
+        let started = countdown.started;
+        let next_at = started + tick.saturating_mul(countdown.next).min(total);
+        self.send_party(id, TcpMessage::Countdown(remaining));
+        if remaining.is_zero() {
+            self.game_start(now, id);
+            return;
+        }
+        let key = self.timers.insert(next_at, TimerEvent::PartyTick(id));
+        if let Some(countdown) = self
+            .tcp
+            .parties
+            .get_mut(&id)
+            .and_then(|p| p.countdown.as_mut())
+        {
+            countdown.timer = Some(key);
+        }
+    }
+
+    /// GAME_START: the room plays, its instance expects exactly these players, their TCP
+    /// connections are closed after the linger time unless the clients close first.
+    fn game_start(&mut self, now: Instant, id: RoomId) {
+        let expires = now + self.config.seat_timeout;
+        let linger = now + self.config.party.linger;
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        party.countdown = None;
+        party.started = true;
+        let roster: Vec<(Slot, PartyMember)> = party.members().map(|(s, m)| (s, *m)).collect();
+        let Some(room) = self.rooms.get_mut(&id) else {
+            return;
+        };
+        room.state = RoomState::Playing;
+        for (slot, member) in &roster {
+            room.expect(*slot, member.hash, expires);
+        }
+        for (_, member) in &roster {
+            if let Some(record) = self.tcp.conns.get_mut(&member.conn) {
+                record.stage = Stage::Transferred;
+            }
+            self.send_tcp(member.conn, TcpMessage::GameStart(id));
+        }
+        self.stats.tcp.games_started += 1;
+        let key = self.timers.insert(linger, TimerEvent::PartyLinger(id));
+        if let Some(party) = self.tcp.parties.get_mut(&id) {
+            party.linger = Some(key);
+        }
+        self.arm_housekeeping(id);
+    }
+
+    /// Closes the connections of a started party that the clients kept open (no PLAYER_LEFT).
+    pub(super) fn party_linger(&mut self, id: RoomId) {
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        party.linger = None;
+        let conns = party.conns();
+        for conn in conns {
+            self.close_conn(conn, CloseCause::Linger);
+        }
+    }
+
+    pub(super) fn party_tick(&mut self, now: Instant, id: RoomId) {
+        self.countdown_tick(now, id);
+    }
+
+    fn arm_idle(&mut self, conn: ConnId, deadline: Instant) {
+        let key = self.timers.insert(deadline, TimerEvent::ConnIdle(conn));
+        if let Some(record) = self.tcp.conns.get_mut(&conn) {
+            record.idle_timer = Some(key);
+        }
+    }
+
+    /// A connection's idle timer fired: close it if it has been silent for the whole
+    /// timeout, else re-arm for its last activity (activity never touches the wheel).
+    pub(super) fn conn_idle(&mut self, now: Instant, conn: ConnId) {
+        let idle = self.config.idle_timeout;
+        let Some(record) = self.tcp.conns.get_mut(&conn) else {
+            return;
+        };
+        record.idle_timer = None;
+        let deadline = record.last_seen + idle;
+        if deadline <= now {
+            self.close_conn(conn, CloseCause::Idle);
+        } else {
+            self.arm_idle(conn, deadline);
+        }
+    }
+
+    /// A HELLO on a party's instance: admitted only with the token of a player of its
+    /// GAME_START, into that player's slot.
+    pub(super) fn party_hello(
+        &mut self,
+        now: Instant,
+        id: RoomId,
+        from: SocketAddr,
+        token: Option<u64>,
+    ) -> Option<Slot> {
+        let room = self.rooms.get_mut(&id)?;
+        let expired = room.expire_reservations(now);
+        self.stats.reservations_expired += expired as u64;
+        let slot = token.and_then(|token| room.admit_token(token, from, now));
+        if slot.is_none() {
+            self.stats.tcp.unknown_tokens += 1;
+        }
+        slot
+    }
+
+    /// A party's room is being reaped: its players' hashes are free again and connections
+    /// still open are closed.
+    pub(super) fn party_reaped(&mut self, id: RoomId) {
+        let Some(party) = self.tcp.parties.remove(&id) else {
+            return;
+        };
+        if let Some(key) = party.linger {
+            self.timers.cancel(key);
+        }
+        for (_, member) in party.members() {
+            self.tcp.hashes.remove(&member.hash);
+            self.close_conn(member.conn, CloseCause::Linger);
+        }
+    }
+
+    /// The server is stopping: every connection gets ERROR 0xFF "server shutting down" and
+    /// is closed once that is flushed.
+    /// Nobody gets PLAYER_LEFT: everyone is told the same thing at once.
+    pub fn handle_shutdown(&mut self) {
+        let mut conns: Vec<ConnId> = self.tcp.conns.keys().copied().collect();
+        conns.sort();
+        for conn in conns {
+            self.send_tcp(conn, TcpMessage::Error(TcpError::ShuttingDown));
+            self.drop_record(conn, CloseCause::Shutdown);
+        }
+    }
+
+    /// Forgets a connection without touching its party and tells the driver to close it.
+    fn drop_record(&mut self, conn: ConnId, cause: CloseCause) {
+        let Some(record) = self.tcp.conns.remove(&conn) else {
+            return;
+        };
+        if let Some(key) = record.idle_timer {
+            self.timers.cancel(key);
+        }
+        self.count_close(cause);
+        self.outputs.push_back(Output::CloseConn { conn });
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+fn join_message(slot: Slot, member: &PartyMember) -> TcpMessage {
+    TcpMessage::PlayerJoin {
+        slot,
+        hash: member.hash,
+        name: member.name,
+        ready: member.ready,
+    }
+}

@@ -1,0 +1,707 @@
+//! Unit tests of the TCP lobby parties, with a virtual clock, a seeded hash source and a
+//! fake driver that binds instance ports on request.
+
+use super::*;
+use crate::lobby::{InstanceMessage, InstanceRequest, LobbyConfig, LobbyReply, LobbyRequest};
+use crate::lobby::{RejectReason, RoomKind};
+use std::net::Ipv4Addr;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn peer(n: u8) -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::new(127, 0, 0, n), 40000))
+}
+
+fn name(text: &str) -> [u8; NAME_LEN] {
+    name_field(text)
+}
+
+struct Harness {
+    lobby: Lobby,
+    now: Instant,
+    ports_left: usize,
+    next_port: u16,
+    open_ports: Vec<(RoomId, u16)>,
+}
+
+impl Harness {
+    fn new(config: LobbyConfig) -> Harness {
+        let now = Instant::now();
+        let mut counter = 0u64;
+        let source = Box::new(move || {
+            counter += 1;
+            counter.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        });
+        Harness {
+            lobby: Lobby::with_hash_source(config, now, source),
+            now,
+            ports_left: usize::MAX,
+            next_port: 4300,
+            open_ports: Vec::new(),
+        }
+    }
+
+    fn drain(&mut self) -> Vec<Output> {
+        let mut out = Vec::new();
+        while let Some(o) = self.lobby.poll_output() {
+            match o {
+                Output::OpenInstance { room } => {
+                    let port = (self.ports_left > 0).then(|| {
+                        self.ports_left -= 1;
+                        self.next_port += 1;
+                        self.next_port - 1
+                    });
+                    if let Some(port) = port {
+                        self.open_ports.push((room, port));
+                    }
+                    self.lobby.handle_instance_opened(self.now, room, port);
+                }
+                Output::CloseInstance { room } => {
+                    self.open_ports.retain(|(r, _)| *r != room);
+                    out.push(o);
+                }
+                other => out.push(other),
+            }
+        }
+        out
+    }
+
+    fn open(&mut self, conn: usize) -> Vec<Output> {
+        self.lobby
+            .handle_tcp_open(self.now, ConnId(conn), peer(conn as u8));
+        self.drain()
+    }
+
+    fn req(&mut self, conn: usize, request: TcpRequest) -> Vec<Output> {
+        self.lobby
+            .handle_tcp_request(self.now, ConnId(conn), request);
+        self.drain()
+    }
+
+    /// Opens `conn` and connects it as `who`; returns its (hash, slot).
+    fn join(&mut self, conn: usize, who: &str) -> (u64, Slot) {
+        self.open(conn);
+        let out = self.req(conn, TcpRequest::Connect { name: name(who) });
+        match to(&out, conn).first() {
+            Some(TcpMessage::ConnectAck { hash, slot }) => (*hash, *slot),
+            other => panic!("no CONNECT_ACK for {who}: {other:?} in {out:?}"),
+        }
+    }
+
+    fn advance(&mut self, by: Duration) -> Vec<Output> {
+        self.now += by;
+        self.lobby.handle_timeout(self.now);
+        self.drain()
+    }
+
+    fn all_ready(&mut self, conns: &[usize]) {
+        for &conn in conns {
+            self.req(conn, TcpRequest::Ready(true));
+        }
+    }
+}
+
+fn to(outputs: &[Output], conn: usize) -> Vec<TcpMessage> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Tcp { conn: c, msg } if c.0 == conn => Some(*msg),
+            _ => None,
+        })
+        .collect()
+}
+
+fn closed(outputs: &[Output]) -> Vec<usize> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::CloseConn { conn } => Some(conn.0),
+            _ => None,
+        })
+        .collect()
+}
+
+fn config() -> LobbyConfig {
+    LobbyConfig {
+        max_rooms: 4,
+        ..LobbyConfig::default()
+    }
+}
+
+fn error(e: TcpError) -> TcpMessage {
+    TcpMessage::Error(e)
+}
+
+#[test]
+fn connect_ack_and_roster_in_order() {
+    let mut h = Harness::new(config());
+    let (alice, slot_a) = h.join(1, "Alice");
+    assert_eq!(slot_a, 1);
+    h.req(1, TcpRequest::Ready(true));
+    h.open(2);
+    let out = h.req(2, TcpRequest::Connect { name: name("Bob") });
+    let bob_msgs = to(&out, 2);
+    let TcpMessage::ConnectAck { hash: bob, slot: 2 } = bob_msgs[0] else {
+        panic!("{bob_msgs:?}")
+    };
+    assert_ne!(bob, alice);
+    assert_ne!(bob, 0);
+    assert_eq!(
+        bob_msgs[1..],
+        [
+            TcpMessage::PlayerJoin {
+                slot: 1,
+                hash: alice,
+                name: name("Alice"),
+                ready: true
+            },
+            TcpMessage::PlayerJoin {
+                slot: 2,
+                hash: bob,
+                name: name("Bob"),
+                ready: false
+            },
+        ]
+    );
+    assert_eq!(
+        to(&out, 1),
+        [TcpMessage::PlayerJoin {
+            slot: 2,
+            hash: bob,
+            name: name("Bob"),
+            ready: false
+        }]
+    );
+    // Same party, one room of kind party, not listed for UDP clients.
+    assert_eq!(h.lobby.party_of(ConnId(1)), h.lobby.party_of(ConnId(2)));
+    let id = h.lobby.party_of(ConnId(1)).unwrap();
+    assert_eq!(h.lobby.room(id).unwrap().kind, RoomKind::Party);
+    assert_eq!(h.lobby.room_list().count(), 0);
+    assert_eq!(h.lobby.lobby_members(id), 2);
+}
+
+#[test]
+fn names_invalid_then_taken_then_accepted() {
+    let mut h = Harness::new(config());
+    h.join(1, "Alice");
+    h.open(2);
+    for bad in [[0u8; NAME_LEN], [b'x'; NAME_LEN], name("bad\u{7}bell"), {
+        let mut f = [0u8; NAME_LEN];
+        f[..2].copy_from_slice(&[0xC3, 0x28]);
+        f
+    }] {
+        let out = h.req(2, TcpRequest::Connect { name: bad });
+        assert_eq!(to(&out, 2), [error(TcpError::InvalidName)]);
+        assert!(closed(&out).is_empty());
+    }
+    let out = h.req(
+        2,
+        TcpRequest::Connect {
+            name: name("Alice"),
+        },
+    );
+    assert_eq!(to(&out, 2), [error(TcpError::NameTaken)]);
+    // Padding garbage after the NUL is ignored and not echoed.
+    let mut field = name("Bob");
+    field[10] = b'!';
+    let out = h.req(2, TcpRequest::Connect { name: field });
+    assert!(matches!(
+        to(&out, 2)[0],
+        TcpMessage::ConnectAck { slot: 2, .. }
+    ));
+    assert!(to(&out, 1)
+        .iter()
+        .any(|m| matches!(m, TcpMessage::PlayerJoin { name: n, .. } if *n == name("Bob"))));
+    assert_eq!(h.lobby.stats.tcp.errors_sent(TcpError::InvalidName), 4);
+}
+
+#[test]
+fn start_refusals_in_rfc_order() {
+    let mut h = Harness::new(config());
+    h.join(1, "Alice");
+    h.req(1, TcpRequest::Ready(true));
+    let out = h.req(1, TcpRequest::Start);
+    assert_eq!(to(&out, 1), [error(TcpError::NotEnoughPlayers)]);
+    h.join(2, "Bob");
+    let out = h.req(1, TcpRequest::Start);
+    assert_eq!(to(&out, 1), [error(TcpError::NotAllReady)]);
+    h.req(2, TcpRequest::Ready(true));
+    let out = h.req(2, TcpRequest::Start);
+    let first = TcpMessage::Countdown(Duration::from_secs(5));
+    assert_eq!(to(&out, 1), [first]);
+    assert_eq!(to(&out, 2), [first]);
+    let out = h.req(1, TcpRequest::Start);
+    assert_eq!(to(&out, 1), [error(TcpError::GameStarted)]);
+    let out = h.req(1, TcpRequest::Ready(false));
+    assert_eq!(to(&out, 1), [error(TcpError::GameStarted)]);
+}
+
+#[test]
+fn countdown_ticks_from_the_start_instant_then_game_start() {
+    let mut h = Harness::new(config());
+    let (alice, _) = h.join(1, "Alice");
+    let (bob, _) = h.join(2, "Bob");
+    h.all_ready(&[1, 2]);
+    let start = h.now;
+    let mut values = Vec::new();
+    let mut out = h.req(1, TcpRequest::Start);
+    let id = h.lobby.party_of(ConnId(1)).unwrap();
+    assert_eq!(h.lobby.room(id).unwrap().state, RoomState::Countdown);
+    let port = h
+        .lobby
+        .room(id)
+        .unwrap()
+        .port
+        .expect("instance bound at countdown");
+    let mut game_start_at = None;
+    for _ in 0..6000 {
+        for msg in to(&out, 1) {
+            match msg {
+                TcpMessage::Countdown(left) => values.push((h.now - start, left)),
+                TcpMessage::GameStart(room) => game_start_at = Some((h.now - start, room)),
+                other => panic!("{other:?}"),
+            }
+        }
+        if game_start_at.is_some() {
+            break;
+        }
+        out = h.advance(MS);
+    }
+    assert_eq!(values.len(), 51);
+    for (k, (at, left)) in values.iter().enumerate() {
+        // Value k is due at k ticks after the start: never early, at most one wheel tick late.
+        let due = Duration::from_millis(100 * k as u64);
+        assert!(*at >= due && *at <= due + MS, "value {k} at {at:?}");
+        assert_eq!(*left, Duration::from_secs(5) - due);
+    }
+    assert!(values.windows(2).all(|w| w[0].1 > w[1].1));
+    assert_eq!(values.last().unwrap().1, Duration::ZERO);
+    assert_eq!(game_start_at, Some((values.last().unwrap().0, id)));
+    let players: Vec<_> = h.lobby.game_start_players(id).collect();
+    assert_eq!(
+        players,
+        vec![
+            (1, alice, name("Alice"), (100.0, 100.0)),
+            (2, bob, name("Bob"), (100.0, 200.0))
+        ]
+    );
+    let room = h.lobby.room(id).unwrap();
+    assert_eq!(room.state, RoomState::Playing);
+    assert_eq!(room.port, Some(port));
+    assert_eq!(h.lobby.stats.tcp.games_started, 1);
+}
+
+#[test]
+fn instance_admits_exactly_the_announced_hashes() {
+    let mut h = Harness::new(config());
+    let (alice, _) = h.join(1, "Alice");
+    let (bob, _) = h.join(2, "Bob");
+    h.all_ready(&[1, 2]);
+    h.req(1, TcpRequest::Start);
+    let id = h.lobby.party_of(ConnId(1)).unwrap();
+    // Before GAME_START nobody is expected.
+    let hello = |token| InstanceRequest::Hello { token };
+    h.lobby
+        .handle_instance_request(h.now, id, peer(1), 1, hello(Some(alice)));
+    assert!(h.drain().iter().any(|o| matches!(
+        o,
+        Output::Instance {
+            msg: InstanceMessage::Reject(RejectReason::UnknownToken),
+            ..
+        }
+    )));
+    h.advance(Duration::from_secs(6));
+    for token in [None, Some(0xDEAD), Some(alice ^ 1)] {
+        h.lobby
+            .handle_instance_request(h.now, id, peer(9), 1, hello(token));
+        let out = h.drain();
+        assert!(
+            matches!(
+                out.as_slice(),
+                [Output::Instance {
+                    msg: InstanceMessage::Reject(RejectReason::UnknownToken),
+                    ..
+                }]
+            ),
+            "{token:?}: {out:?}"
+        );
+    }
+    let bob_addr = SocketAddr::from(([127, 0, 0, 2], 5555));
+    h.lobby
+        .handle_instance_request(h.now, id, bob_addr, 3, hello(Some(bob)));
+    let out = h.drain();
+    assert!(out.iter().any(|o| matches!(
+        o,
+        Output::Instance {
+            to,
+            msg: InstanceMessage::Welcome { slot: 2, .. },
+            ..
+        } if *to == bob_addr
+    )));
+    // A hash is good for one HELLO: from elsewhere it is unknown now.
+    h.lobby
+        .handle_instance_request(h.now, id, peer(7), 4, hello(Some(bob)));
+    assert!(matches!(
+        h.drain().as_slice(),
+        [Output::Instance {
+            msg: InstanceMessage::Reject(RejectReason::UnknownToken),
+            ..
+        }]
+    ));
+    assert!(h.lobby.stats.tcp.unknown_tokens >= 4);
+}
+
+#[test]
+fn linger_closes_transferred_connections_without_player_left() {
+    let mut h = Harness::new(config());
+    h.join(1, "Alice");
+    h.join(2, "Bob");
+    h.join(3, "Carol");
+    h.all_ready(&[1, 2, 3]);
+    h.req(1, TcpRequest::Start);
+    let out = h.advance(Duration::from_secs(5));
+    assert!(to(&out, 1).contains(&TcpMessage::GameStart(h.lobby.party_of(ConnId(1)).unwrap())));
+    // Carol closes herself: nobody hears about it.
+    h.lobby.handle_tcp_closed(ConnId(3), ConnClose::PeerClosed);
+    let out = h.drain();
+    assert!(out.is_empty(), "{out:?}");
+    let out = h.advance(Duration::from_millis(4900));
+    assert!(closed(&out).is_empty());
+    let out = h.advance(Duration::from_millis(200));
+    let mut gone = closed(&out);
+    gone.sort();
+    assert_eq!(gone, [1, 2]);
+    assert!(out.iter().all(|o| !matches!(
+        o,
+        Output::Tcp {
+            msg: TcpMessage::PlayerLeft(_),
+            ..
+        }
+    )));
+    assert_eq!(h.lobby.tcp_conn_count(), 0);
+}
+
+#[test]
+fn leaving_during_countdown_goes_on_while_enough_remain() {
+    let mut h = Harness::new(config());
+    for (conn, who) in [(1, "A"), (2, "B"), (3, "C")] {
+        h.join(conn, who);
+    }
+    h.all_ready(&[1, 2, 3]);
+    h.req(1, TcpRequest::Start);
+    h.advance(Duration::from_millis(300));
+    let out = h.req(3, TcpRequest::Disconnect);
+    assert_eq!(to(&out, 1), [TcpMessage::PlayerLeft(3)]);
+    assert_eq!(closed(&out), [3]);
+    let out = h.advance(Duration::from_millis(100));
+    assert_eq!(
+        to(&out, 2),
+        [TcpMessage::Countdown(Duration::from_millis(4600))]
+    );
+}
+
+#[test]
+fn leaving_during_countdown_cancels_below_minimum() {
+    let mut h = Harness::new(config());
+    h.join(1, "A");
+    h.join(2, "B");
+    h.all_ready(&[1, 2]);
+    h.req(1, TcpRequest::Start);
+    let id = h.lobby.party_of(ConnId(1)).unwrap();
+    assert_eq!(h.open_ports.len(), 1);
+    h.advance(Duration::from_millis(250));
+    h.lobby.handle_tcp_closed(ConnId(2), ConnClose::PeerClosed);
+    let out = h.drain();
+    assert_eq!(
+        to(&out, 1),
+        [
+            TcpMessage::PlayerLeft(2),
+            error(TcpError::NotEnoughPlayers),
+            TcpMessage::PlayerReady {
+                slot: 1,
+                ready: false
+            },
+        ]
+    );
+    assert!(out.contains(&Output::CloseInstance { room: id }));
+    assert!(h.open_ports.is_empty());
+    let room = h.lobby.room(id).unwrap();
+    assert_eq!((room.state, room.port), (RoomState::Waiting, None));
+    // No more countdown values; a newcomer can join the party again and it can restart.
+    assert!(to(&h.advance(Duration::from_secs(6)), 1).is_empty());
+    h.join(3, "C");
+    assert_eq!(h.lobby.party_of(ConnId(3)), Some(id));
+    h.all_ready(&[1, 3]);
+    let out = h.req(3, TcpRequest::Start);
+    assert_eq!(to(&out, 1), [TcpMessage::Countdown(Duration::from_secs(5))]);
+    assert_eq!(h.lobby.stats.tcp.countdowns_cancelled, 1);
+}
+
+#[test]
+fn no_instance_port_changes_nothing() {
+    let mut h = Harness::new(config());
+    h.join(1, "A");
+    h.join(2, "B");
+    h.all_ready(&[1, 2]);
+    h.ports_left = 0;
+    let out = h.req(2, TcpRequest::Start);
+    assert_eq!(to(&out, 2), [error(TcpError::NoInstance)]);
+    assert!(to(&out, 1).is_empty());
+    let id = h.lobby.party_of(ConnId(1)).unwrap();
+    assert_eq!(h.lobby.room(id).unwrap().state, RoomState::Waiting);
+    assert!(h.advance(Duration::from_secs(1)).is_empty());
+    // Still ready: once a port is free, START works.
+    h.ports_left = 1;
+    let out = h.req(1, TcpRequest::Start);
+    assert_eq!(to(&out, 2), [TcpMessage::Countdown(Duration::from_secs(5))]);
+}
+
+#[test]
+fn lobby_full_counts_udp_rooms_and_parties_together() {
+    let mut h = Harness::new(LobbyConfig {
+        max_rooms: 2,
+        max_players: 2,
+        ..LobbyConfig::default()
+    });
+    h.lobby
+        .handle_lobby_request(h.now, peer(50), 1, LobbyRequest::CreateRoom);
+    h.drain();
+    h.join(1, "A");
+    h.open(2);
+    let out = h.open(3);
+    assert_eq!(to(&out, 3), [error(TcpError::LobbyFull)]);
+    assert_eq!(closed(&out), [3]);
+    assert_eq!(h.lobby.room_count(), 2);
+    // And a UDP create is refused while the party holds the second room.
+    h.lobby
+        .handle_lobby_request(h.now, peer(51), 2, LobbyRequest::CreateRoom);
+    assert!(h.drain().iter().any(|o| matches!(
+        o,
+        Output::Lobby {
+            reply: LobbyReply::JoinFailed(crate::lobby::JoinFailure::MaxRooms),
+            ..
+        }
+    )));
+    // UDP clients cannot join a party by guessing its id.
+    let party = h.lobby.party_of(ConnId(1)).unwrap();
+    h.lobby
+        .handle_lobby_request(h.now, peer(52), 3, LobbyRequest::JoinRoom(party.0));
+    assert!(h.drain().iter().any(|o| matches!(
+        o,
+        Output::Lobby {
+            reply: LobbyReply::JoinFailed(crate::lobby::JoinFailure::NoSuchRoom),
+            ..
+        }
+    )));
+}
+
+#[test]
+fn full_parties_open_new_ones_and_oldest_waiting_is_filled_first() {
+    let mut h = Harness::new(LobbyConfig {
+        max_rooms: 5,
+        max_players: 2,
+        ..LobbyConfig::default()
+    });
+    for conn in 1..=5 {
+        h.open(conn);
+    }
+    let party = |h: &Harness, c| h.lobby.party_of(ConnId(c)).unwrap();
+    assert_eq!(party(&h, 1), party(&h, 2));
+    assert_eq!(party(&h, 3), party(&h, 4));
+    assert_ne!(party(&h, 1), party(&h, 3));
+    assert_ne!(party(&h, 3), party(&h, 5));
+    // A seat frees up in the oldest party: the next connection goes there.
+    h.req(2, TcpRequest::Disconnect);
+    h.open(6);
+    assert_eq!(party(&h, 6), party(&h, 1));
+    assert_eq!(h.lobby.stats.tcp.parties_opened, 3);
+}
+
+#[test]
+fn pending_connections_move_on_when_the_countdown_starts() {
+    let mut h = Harness::new(LobbyConfig {
+        max_rooms: 4,
+        max_players: 3,
+        ..LobbyConfig::default()
+    });
+    h.join(1, "A");
+    h.join(2, "B");
+    h.open(3);
+    let first = h.lobby.party_of(ConnId(1)).unwrap();
+    assert_eq!(h.lobby.party_of(ConnId(3)), Some(first));
+    h.all_ready(&[1, 2]);
+    h.req(1, TcpRequest::Start);
+    let moved = h.lobby.party_of(ConnId(3)).unwrap();
+    assert_ne!(moved, first);
+    let out = h.req(3, TcpRequest::Connect { name: name("C") });
+    assert!(matches!(
+        to(&out, 3)[0],
+        TcpMessage::ConnectAck { slot: 1, .. }
+    ));
+    assert!(to(&out, 1).is_empty());
+}
+
+#[test]
+fn disconnect_and_close_send_player_left_and_free_the_slot() {
+    let mut h = Harness::new(config());
+    h.join(1, "A");
+    h.join(2, "B");
+    h.join(3, "C");
+    let out = h.req(2, TcpRequest::Disconnect);
+    assert_eq!(closed(&out), [2]);
+    assert_eq!(to(&out, 1), [TcpMessage::PlayerLeft(2)]);
+    assert_eq!(to(&out, 3), [TcpMessage::PlayerLeft(2)]);
+    // The lowest free slot is handed out again.
+    let (_, slot) = h.join(4, "D");
+    assert_eq!(slot, 2);
+    h.lobby.handle_tcp_closed(ConnId(1), ConnClose::Error);
+    let out = h.drain();
+    assert_eq!(to(&out, 4), [TcpMessage::PlayerLeft(1)]);
+    assert_eq!(h.lobby.stats.tcp.closes(CloseCause::Disconnect), 1);
+    assert_eq!(h.lobby.stats.tcp.closes(CloseCause::Error), 1);
+    // Everybody leaves: the party and its room are gone.
+    let id = h.lobby.party_of(ConnId(3)).unwrap();
+    h.req(3, TcpRequest::Disconnect);
+    h.req(4, TcpRequest::Disconnect);
+    assert!(h.lobby.room(id).is_none());
+    assert!(h.lobby.party(id).is_none());
+}
+
+#[test]
+fn idle_connections_are_closed_with_player_left() {
+    let mut h = Harness::new(LobbyConfig {
+        idle_timeout: Duration::from_secs(2),
+        ..config()
+    });
+    h.join(1, "A");
+    h.join(2, "B");
+    h.open(3);
+    for _ in 0..5 {
+        h.advance(Duration::from_millis(500));
+        h.lobby.handle_tcp_activity(h.now, ConnId(1));
+    }
+    let out = h.drain();
+    assert!(out.is_empty());
+    // 2 and 3 have been silent for 2.5 s; 1 kept talking.
+    assert_eq!(h.lobby.tcp_conn_count(), 1);
+    assert_eq!(h.lobby.stats.tcp.closes(CloseCause::Idle), 2);
+    let out = h.advance(Duration::from_secs(2));
+    assert_eq!(closed(&out), [1]);
+}
+
+#[test]
+fn idle_close_tells_the_others() {
+    let mut h = Harness::new(LobbyConfig {
+        idle_timeout: Duration::from_secs(2),
+        ..config()
+    });
+    h.join(1, "A");
+    h.advance(Duration::from_secs(1));
+    h.join(2, "B");
+    let out = h.advance(Duration::from_millis(1001));
+    assert_eq!(closed(&out), [1]);
+    assert_eq!(to(&out, 2), [TcpMessage::PlayerLeft(1)]);
+}
+
+#[test]
+fn violations_close_at_the_limit() {
+    let mut h = Harness::new(config());
+    h.join(1, "A");
+    h.open(2);
+    // Not connected yet: READY and START are violations, not errors.
+    for request in [TcpRequest::Ready(true), TcpRequest::Start] {
+        assert!(h.req(2, request).is_empty());
+    }
+    h.req(2, TcpRequest::Connect { name: name("B") });
+    let out = h.req(2, TcpRequest::Connect { name: name("B2") });
+    assert!(out.is_empty(), "second CONNECT_REQ: {out:?}");
+    h.lobby
+        .handle_tcp_violation(ConnId(2), Violation::UnknownType);
+    assert!(h.drain().is_empty());
+    h.lobby
+        .handle_tcp_violation(ConnId(2), Violation::Oversized);
+    let out = h.drain();
+    assert_eq!(closed(&out), [2]);
+    assert_eq!(to(&out, 1), [TcpMessage::PlayerLeft(2)]);
+    let stats = &h.lobby.stats.tcp;
+    assert_eq!(stats.violations_of(Violation::NotConnected), 2);
+    assert_eq!(stats.violations_of(Violation::AlreadyConnected), 1);
+    assert_eq!(stats.closes(CloseCause::Violations), 1);
+}
+
+#[test]
+fn auto_start_when_everyone_is_ready() {
+    let mut h = Harness::new(LobbyConfig {
+        party: PartyConfig {
+            auto_start: true,
+            ..PartyConfig::default()
+        },
+        ..config()
+    });
+    h.join(1, "A");
+    let out = h.req(1, TcpRequest::Ready(true));
+    assert_eq!(
+        to(&out, 1),
+        [TcpMessage::PlayerReady {
+            slot: 1,
+            ready: true
+        }]
+    );
+    h.join(2, "B");
+    let out = h.req(2, TcpRequest::Ready(true));
+    assert_eq!(
+        to(&out, 1),
+        [
+            TcpMessage::PlayerReady {
+                slot: 2,
+                ready: true
+            },
+            TcpMessage::Countdown(Duration::from_secs(5)),
+        ]
+    );
+}
+
+#[test]
+fn hashes_are_non_zero_and_unique_even_from_a_bad_source() {
+    let mut values = vec![0, 7, 7, 0, 7, 9].into_iter();
+    let source = Box::new(move || values.next().unwrap_or(7));
+    let mut h = Harness::new(config());
+    h.lobby = Lobby::with_hash_source(config(), h.now, source);
+    let (a, _) = h.join(1, "A");
+    let (b, _) = h.join(2, "B");
+    assert_eq!((a, b), (7, 9));
+    h.open(3);
+    let out = h.req(3, TcpRequest::Connect { name: name("C") });
+    assert_eq!(to(&out, 3), [error(TcpError::NoPlayerId)]);
+}
+
+#[test]
+fn shutdown_tells_every_connection() {
+    let mut h = Harness::new(config());
+    h.join(1, "A");
+    h.join(2, "B");
+    h.open(3);
+    h.lobby.handle_shutdown();
+    let out = h.drain();
+    for conn in 1..=3 {
+        assert_eq!(to(&out, conn), [error(TcpError::ShuttingDown)]);
+    }
+    assert_eq!(closed(&out), [1, 2, 3]);
+}
+
+#[test]
+fn started_room_is_reaped_when_nobody_says_hello() {
+    let mut h = Harness::new(config());
+    h.join(1, "A");
+    h.join(2, "B");
+    h.all_ready(&[1, 2]);
+    h.req(1, TcpRequest::Start);
+    h.advance(Duration::from_secs(5));
+    let id = h.lobby.party_of(ConnId(1)).unwrap();
+    h.advance(Duration::from_secs(6)); // linger closes the TCP side
+    h.advance(Duration::from_secs(10)); // seats expire, the room finishes
+    let out = h.advance(Duration::from_secs(3)); // and is reaped
+    assert!(out.contains(&Output::CloseInstance { room: id }), "{out:?}");
+    assert!(h.lobby.room(id).is_none());
+    assert!(h.lobby.tcp.hashes.is_empty());
+}

@@ -1,0 +1,830 @@
+//! The TCP lobby's sockets: the listener, the connection slab, reading, framing and sending.
+//!
+//! Implements the transport half of `docs/protocols/tcp-lobby.md`: accept until `WouldBlock`
+//! under the `--conn-rate` / `--max-conns` / `--max-conns-per-ip` limits, TCP keep-alive, a
+//! shared read buffer with zero-copy framing ([`super::tcp_frames`]), and per-connection send
+//! queues that survive partial writes, are capped, and exist only while bytes are in flight.
+//! What the bytes mean is decided by the [`Lobby`] core; this file maps frames to core inputs
+//! and core outputs to frames, and nothing else.
+//!
+//! An idle connection costs one `Conn` (its size is checked by a unit test) plus the core's
+//! record; no heap buffer is held while nothing is being sent.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Registry};
+use slab::Slab;
+
+use crate::lobby::{ConnClose, ConnId, Lobby, TcpMessage, TcpRequest, Violation};
+use crate::ratelimit::{PerIpConfig, PerIpLimiter};
+use crate::wire::tcp_lobby::{
+    self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
+};
+
+use super::tcp_frames::{FrameReader, Piece};
+use super::token::Target;
+
+/// Most bytes queued for one connection; past it the client is not reading and is dropped.
+pub const SEND_QUEUE_CAP: usize = 64 * 1024;
+/// Size of the read buffer shared by every connection.
+const READ_BUF_LEN: usize = 16 * 1024;
+/// Reads from one connection per readiness event before serving the others.
+const READ_BUDGET: usize = 8;
+/// How long a connection being closed may take to flush what is queued for it.
+const DRAIN_WAIT: Duration = Duration::from_millis(500);
+
+/// The listener's limits, from the command line.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpLimits {
+    /// `--max-conns`.
+    pub max_conns: usize,
+    /// `--max-conns-per-ip`.
+    pub max_conns_per_ip: usize,
+    /// `--conn-rate`, new connections per minute per IP.
+    pub conn_rate: u32,
+    /// `--rate-table-size`, IPs the rate limiter tracks.
+    pub rate_table_size: usize,
+    /// `--public-host`, the address GAME_START names instead of the connection's own.
+    pub public_host: Option<Ipv4Addr>,
+}
+
+/// Counters of the TCP transport.
+#[derive(Clone, Debug, Default)]
+pub struct TcpStats {
+    /// Connections accepted and handed to the core.
+    pub accepted: u64,
+    /// Connections closed at once: over `--conn-rate` for their IP.
+    pub rate_limited: u64,
+    /// Connections closed at once: their IP has `--max-conns-per-ip` open.
+    pub per_ip_limited: u64,
+    /// Times accepting paused at `--max-conns`.
+    pub accept_paused: u64,
+    /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`].
+    pub slow_readers: u64,
+    /// Connections whose queued bytes could not be flushed within the close wait.
+    pub drain_timeouts: u64,
+    /// accept() errors other than `WouldBlock`.
+    pub accept_errors: u64,
+    /// Bytes read.
+    pub bytes_in: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+    /// Frames queued.
+    pub frames_out: u64,
+}
+
+impl TcpStats {
+    /// Calls `f(name, label, value)` for every counter.
+    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        f("tcp_lobby_accepted_total", "", self.accepted);
+        f("tcp_lobby_refused_total", "conn_rate", self.rate_limited);
+        f(
+            "tcp_lobby_refused_total",
+            "max_conns_per_ip",
+            self.per_ip_limited,
+        );
+        f("tcp_lobby_accept_paused_total", "", self.accept_paused);
+        f("tcp_lobby_dropped_total", "slow_reader", self.slow_readers);
+        f(
+            "tcp_lobby_dropped_total",
+            "drain_timeout",
+            self.drain_timeouts,
+        );
+        f("tcp_lobby_accept_errors_total", "", self.accept_errors);
+        f("tcp_lobby_bytes_in_total", "", self.bytes_in);
+        f("tcp_lobby_bytes_out_total", "", self.bytes_out);
+        f("tcp_lobby_frames_out_total", "", self.frames_out);
+    }
+}
+
+/// Bytes waiting to be written: a heap buffer that exists only while non-empty.
+#[derive(Debug, Default)]
+struct SendQueue {
+    buf: Vec<u8>,
+    written: usize,
+}
+
+impl SendQueue {
+    fn pending(&self) -> usize {
+        self.buf.len() - self.written
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pending() == 0
+    }
+
+    /// Queues `bytes`, or refuses if the queue would pass the cap.
+    fn push(&mut self, bytes: &[u8]) -> bool {
+        if self.pending() + bytes.len() > SEND_QUEUE_CAP {
+            return false;
+        }
+        if self.written > 0 && self.written >= self.buf.len() / 2 {
+            self.buf.drain(..self.written);
+            self.written = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+        true
+    }
+
+    /// Writes until done or `WouldBlock`; frees the buffer once everything is written.
+    fn write_to(&mut self, stream: &mut impl Write, stats: &mut TcpStats) -> io::Result<()> {
+        while self.written < self.buf.len() {
+            match stream.write(&self.buf[self.written..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.written += n;
+                    stats.bytes_out += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        // Idle connections hold no heap memory.
+        *self = SendQueue::default();
+        Ok(())
+    }
+}
+
+/// Where a connection is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Reading and writing.
+    Open,
+    /// The core closed it: no more reading, close once the queue is flushed or the wait ends.
+    Draining,
+    /// Gone for the core; removed from the slab after the event batch.
+    Closed,
+}
+
+/// One TCP lobby connection.
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    ip: IpAddr,
+    frames: FrameReader,
+    out: SendQueue,
+    phase: Phase,
+    /// WRITABLE interest is registered (only while the queue is non-empty).
+    writable: bool,
+}
+
+/// The TCP lobby transport.
+pub struct TcpLobby {
+    listener: TcpListener,
+    conns: Slab<Conn>,
+    per_ip: HashMap<IpAddr, usize>,
+    rate: PerIpLimiter,
+    limits: TcpLimits,
+    accepting: bool,
+    /// Connections with bytes queued since the last flush.
+    dirty: Vec<usize>,
+    /// Closed connections, removed after the event batch.
+    closing: Vec<usize>,
+    /// Connections draining before close, with their deadline.
+    draining: Vec<(usize, Instant)>,
+    read_buf: Box<[u8; READ_BUF_LEN]>,
+    frame_buf: Vec<u8>,
+    slots: Vec<wire::Slot>,
+    /// The transport's counters.
+    pub stats: TcpStats,
+}
+
+impl TcpLobby {
+    /// Wraps a bound listener and registers it.
+    pub fn new(
+        mut listener: TcpListener,
+        registry: &Registry,
+        limits: TcpLimits,
+    ) -> io::Result<TcpLobby> {
+        registry.register(
+            &mut listener,
+            Target::TcpListener.token(),
+            Interest::READABLE,
+        )?;
+        let rate = u64::from(limits.conn_rate);
+        Ok(TcpLobby {
+            listener,
+            conns: Slab::new(),
+            per_ip: HashMap::new(),
+            rate: PerIpLimiter::new(PerIpConfig {
+                rate,
+                per: Duration::from_secs(60),
+                burst: rate,
+                byte_rate: 0,
+                byte_burst: 0,
+                max_entries: limits.rate_table_size,
+            }),
+            limits,
+            accepting: true,
+            dirty: Vec::new(),
+            closing: Vec::new(),
+            draining: Vec::new(),
+            read_buf: Box::new([0; READ_BUF_LEN]),
+            frame_buf: vec![0; wire::HEADER_LEN + MAX_SERVER_PAYLOAD],
+            slots: Vec::new(),
+            stats: TcpStats::default(),
+        })
+    }
+
+    /// The listener's bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Connections in the slab (open, draining or about to be removed).
+    pub fn conn_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Accepts until `WouldBlock` or `--max-conns`.
+    pub fn accept(&mut self, lobby: &mut Lobby, registry: &Registry) {
+        while self.accepting {
+            if self.conns.len() >= self.limits.max_conns {
+                // The kernel keeps the rest in its backlog until we resume below 90%.
+                self.accepting = false;
+                self.stats.accept_paused += 1;
+                log::warn!(
+                    "tcp lobby: {} connections, accepting paused",
+                    self.conns.len()
+                );
+                return;
+            }
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer, lobby, registry),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.stats.accept_errors += 1;
+                    log::debug!("tcp lobby accept: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn admit(
+        &mut self,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        lobby: &mut Lobby,
+        registry: &Registry,
+    ) {
+        let now = Instant::now();
+        let ip = canonical_ip(peer.ip());
+        // Dropping the stream closes it at once, without a word.
+        if !self.rate.allow_request(now, ip) {
+            self.stats.rate_limited += 1;
+            log::debug!("tcp lobby: {peer} over --conn-rate, closed");
+            return;
+        }
+        let open = self.per_ip.get(&ip).copied().unwrap_or(0);
+        if open >= self.limits.max_conns_per_ip {
+            self.stats.per_ip_limited += 1;
+            log::debug!("tcp lobby: {peer} over --max-conns-per-ip, closed");
+            return;
+        }
+        let socket = socket2::SockRef::from(&stream);
+        if let Err(e) = socket.set_keepalive(true) {
+            log::debug!("tcp lobby: keep-alive on {peer}: {e}");
+        }
+        if let Err(e) = stream.set_nodelay(true) {
+            log::debug!("tcp lobby: nodelay on {peer}: {e}");
+        }
+        let entry = self.conns.vacant_entry();
+        let key = entry.key();
+        if let Err(e) = registry.register(
+            &mut stream,
+            Target::TcpConn(key).token(),
+            Interest::READABLE,
+        ) {
+            log::debug!("tcp lobby: register {peer}: {e}");
+            return;
+        }
+        entry.insert(Conn {
+            stream,
+            ip,
+            frames: FrameReader::default(),
+            out: SendQueue::default(),
+            phase: Phase::Open,
+            writable: false,
+        });
+        *self.per_ip.entry(ip).or_insert(0) += 1;
+        self.stats.accepted += 1;
+        lobby.handle_tcp_open(now, ConnId(key), peer);
+    }
+
+    /// Readiness on a connection.
+    pub fn ready(
+        &mut self,
+        key: usize,
+        readable: bool,
+        writable: bool,
+        lobby: &mut Lobby,
+        registry: &Registry,
+    ) {
+        if writable {
+            self.flush_one(key, lobby, registry);
+        }
+        if readable {
+            self.read(key, lobby, registry);
+        }
+    }
+
+    /// Reads and handles what `key` sent, up to the read budget.
+    fn read(&mut self, key: usize, lobby: &mut Lobby, registry: &Registry) {
+        let conn_id = ConnId(key);
+        for _ in 0..READ_BUDGET {
+            let Some(conn) = self.conns.get_mut(key) else {
+                return;
+            };
+            // Also stop once the core has let it go (its CloseConn is on the way).
+            if conn.phase != Phase::Open || lobby.party_of(conn_id).is_none() {
+                return;
+            }
+            let n = match conn.stream.read(&mut self.read_buf[..]) {
+                Ok(0) => {
+                    self.close(key, lobby, ConnClose::PeerClosed);
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log::debug!("tcp lobby: read {key}: {e}");
+                    self.close(key, lobby, ConnClose::Error);
+                    return;
+                }
+            };
+            self.stats.bytes_in += n as u64;
+            let now = Instant::now();
+            lobby.handle_tcp_activity(now, conn_id);
+            let data = &self.read_buf[..n];
+            conn.frames.push(data, &mut |piece| {
+                match piece {
+                    Piece::Frame(frame) => match ClientRepr::parse(&frame) {
+                        Ok(repr) => lobby.handle_tcp_request(now, conn_id, request_of(repr)),
+                        Err(error) => {
+                            log::debug!("tcp lobby: conn {key}: {error}");
+                            lobby.handle_tcp_violation(conn_id, violation_of(error));
+                        }
+                    },
+                    Piece::Oversized {
+                        packet_type,
+                        declared,
+                    } => {
+                        log::debug!(
+                            "tcp lobby: conn {key}: type {packet_type:#04x} declares {declared} bytes, skipped"
+                        );
+                        lobby.handle_tcp_violation(conn_id, Violation::Oversized);
+                    }
+                }
+                // Stop as soon as the core has let the connection go.
+                lobby.party_of(conn_id).is_some()
+            });
+        }
+        // Budget spent with data possibly left: mio is edge-triggered, so reregistering
+        // brings us back to this connection without waiting for a new edge.
+        if let Some(conn) = self.conns.get_mut(key) {
+            reregister(registry, conn, key);
+        }
+    }
+
+    /// Closes `key` on the driver's initiative and tells the core.
+    fn close(&mut self, key: usize, lobby: &mut Lobby, why: ConnClose) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.phase == Phase::Closed {
+            return;
+        }
+        conn.phase = Phase::Closed;
+        self.closing.push(key);
+        lobby.handle_tcp_closed(ConnId(key), why);
+    }
+
+    /// Carries out [`crate::lobby::Output::Tcp`]: encodes the message and queues it.
+    pub fn send(&mut self, conn: ConnId, msg: TcpMessage, lobby: &mut Lobby) {
+        let key = conn.0;
+        let Some(c) = self.conns.get(key) else {
+            return;
+        };
+        if c.phase == Phase::Closed {
+            return;
+        }
+        let len = match msg {
+            TcpMessage::GameStart(room) => {
+                let ip = self
+                    .limits
+                    .public_host
+                    .unwrap_or_else(|| local_ipv4(&c.stream));
+                let port = lobby.room(room).and_then(|r| r.port).unwrap_or(0);
+                self.slots.clear();
+                self.slots.extend(lobby.game_start_players(room).map(
+                    |(slot, hash, name, spawn)| {
+                        (
+                            PlayerInfo {
+                                number: slot,
+                                hash,
+                                name,
+                            },
+                            spawn,
+                        )
+                    },
+                ));
+                match GameStart::new(ip, port, &self.slots) {
+                    Some(game_start) => ServerRepr::GameStart(game_start).emit(&mut self.frame_buf),
+                    None => return,
+                }
+            }
+            ref other => match server_repr(other) {
+                Some(repr) => repr.emit(&mut self.frame_buf),
+                None => return,
+            },
+        };
+        let Some(c) = self.conns.get_mut(key) else {
+            return;
+        };
+        let was_empty = c.out.is_empty();
+        if !c.out.push(&self.frame_buf[..len]) {
+            self.stats.slow_readers += 1;
+            log::debug!("tcp lobby: conn {key} does not read, dropped");
+            self.close(key, lobby, ConnClose::SlowReader);
+            return;
+        }
+        self.stats.frames_out += 1;
+        if was_empty {
+            self.dirty.push(key);
+        }
+    }
+
+    /// Carries out [`crate::lobby::Output::CloseConn`]: close once the queue is flushed.
+    pub fn close_when_flushed(&mut self, conn: ConnId) {
+        let key = conn.0;
+        let Some(c) = self.conns.get_mut(key) else {
+            return;
+        };
+        if c.phase != Phase::Open {
+            return;
+        }
+        c.phase = Phase::Draining;
+        self.draining.push((key, Instant::now() + DRAIN_WAIT));
+        // Flushed (and closed if empty) with the other dirty connections.
+        self.dirty.push(key);
+    }
+
+    /// Writes every connection with fresh bytes; called after the core's outputs are done.
+    pub fn flush(&mut self, lobby: &mut Lobby, registry: &Registry) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &key in &dirty {
+            self.flush_one(key, lobby, registry);
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+    }
+
+    fn flush_one(&mut self, key: usize, lobby: &mut Lobby, registry: &Registry) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.phase == Phase::Closed {
+            return;
+        }
+        if let Err(e) = conn.out.write_to(&mut conn.stream, &mut self.stats) {
+            log::debug!("tcp lobby: write {key}: {e}");
+            if conn.phase == Phase::Draining {
+                conn.phase = Phase::Closed;
+                self.closing.push(key);
+            } else {
+                self.close(key, lobby, ConnClose::Error);
+            }
+            return;
+        }
+        if conn.phase == Phase::Draining && conn.out.is_empty() {
+            conn.phase = Phase::Closed;
+            self.closing.push(key);
+            return;
+        }
+        if conn.phase == Phase::Draining && !conn.writable {
+            // No more reading: only WRITABLE until the queue is flushed.
+            conn.writable = true;
+            reregister(registry, conn, key);
+            return;
+        }
+        let want = !conn.out.is_empty();
+        if want != conn.writable {
+            conn.writable = want;
+            reregister(registry, conn, key);
+        }
+    }
+
+    /// When the earliest draining connection must be given up on.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.draining.iter().map(|(_, at)| *at).min()
+    }
+
+    /// Removes the connections closed in this batch, gives up on draining ones past their
+    /// wait, and resumes accepting below 90% of `--max-conns`. True when accepting resumed.
+    pub fn remove_closed(&mut self, registry: &Registry, now: Instant) -> bool {
+        let conns = &mut self.conns;
+        let closing = &mut self.closing;
+        let stats = &mut self.stats;
+        self.draining
+            .retain(|&(key, deadline)| match conns.get_mut(key) {
+                Some(conn) if conn.phase == Phase::Draining => {
+                    if deadline <= now {
+                        stats.drain_timeouts += 1;
+                        conn.phase = Phase::Closed;
+                        closing.push(key);
+                        false
+                    } else {
+                        true
+                    }
+                }
+                _ => false,
+            });
+        for key in self.closing.drain(..) {
+            let Some(mut conn) = self.conns.try_remove(key) else {
+                continue;
+            };
+            discard_input(&mut conn.stream);
+            if let Err(e) = registry.deregister(&mut conn.stream) {
+                log::debug!("tcp lobby: deregister {key}: {e}");
+            }
+            if let Some(count) = self.per_ip.get_mut(&conn.ip) {
+                *count -= 1;
+                if *count == 0 {
+                    self.per_ip.remove(&conn.ip);
+                }
+            }
+        }
+        if !self.accepting && below_resume_mark(self.conns.len(), self.limits.max_conns) {
+            self.accepting = true;
+            log::info!(
+                "tcp lobby: {} connections, accepting again",
+                self.conns.len()
+            );
+            return true;
+        }
+        false
+    }
+
+    /// Shutdown: writes what is queued to every connection, waiting on `poll` at most until
+    /// `deadline`, then drops them all.
+    pub fn drain_all(&mut self, poll: &mut mio::Poll, deadline: Instant) {
+        let mut events = mio::Events::with_capacity(256);
+        loop {
+            let mut pending = false;
+            for (key, conn) in self.conns.iter_mut() {
+                if conn.phase == Phase::Closed || conn.out.is_empty() {
+                    continue;
+                }
+                if conn
+                    .out
+                    .write_to(&mut conn.stream, &mut self.stats)
+                    .is_err()
+                {
+                    conn.phase = Phase::Closed;
+                    continue;
+                }
+                if !conn.out.is_empty() {
+                    pending = true;
+                    if !conn.writable {
+                        // Wake the wait below as soon as this peer can take more.
+                        conn.writable = true;
+                        conn.phase = Phase::Draining;
+                        reregister(poll.registry(), conn, key);
+                    }
+                }
+            }
+            let now = Instant::now();
+            if !pending || now >= deadline {
+                break;
+            }
+            if let Err(e) = poll.poll(&mut events, Some(deadline - now)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+        }
+        for (_, conn) in self.conns.iter_mut() {
+            discard_input(&mut conn.stream);
+        }
+        self.conns.clear();
+    }
+}
+
+impl Conn {
+    fn interest(&self) -> Interest {
+        match (self.phase == Phase::Open, self.writable) {
+            (true, true) => Interest::READABLE | Interest::WRITABLE,
+            (false, true) => Interest::WRITABLE,
+            _ => Interest::READABLE,
+        }
+    }
+}
+
+/// Registers the interest `conn` needs now (WRITABLE only while bytes are queued).
+fn reregister(registry: &Registry, conn: &mut Conn, key: usize) {
+    let interest = conn.interest();
+    let token = Target::TcpConn(key).token();
+    if let Err(e) = registry.reregister(&mut conn.stream, token, interest) {
+        log::debug!("tcp lobby: reregister {key}: {e}");
+    }
+}
+
+/// Binds the TCP lobby listener of `config` (if enabled) and hands it to `server`.
+pub(super) fn bind(
+    config: &crate::config::Config,
+    server: &mut super::server::Server,
+) -> io::Result<Option<SocketAddr>> {
+    let Some(port) = config.tcp_port else {
+        log::info!("tcp lobby disabled (--tcp-port 0)");
+        return Ok(None);
+    };
+    let listener = TcpListener::bind(SocketAddr::new(config.bind, port))?;
+    let addr = listener.local_addr()?;
+    let limits = TcpLimits {
+        max_conns: config.max_conns,
+        max_conns_per_ip: config.max_conns_per_ip,
+        conn_rate: config.conn_rate,
+        rate_table_size: config.rate_table_size,
+        public_host: config.public_host,
+    };
+    server.serve_tcp(listener, limits)?;
+    log::info!("tcp lobby listening on {addr}");
+    Ok(Some(addr))
+}
+
+/// Accepting resumes once fewer than 90% of `--max-conns` are open.
+fn below_resume_mark(open: usize, max_conns: usize) -> bool {
+    open.saturating_mul(10) < max_conns.saturating_mul(9)
+}
+
+/// Reads and drops what the peer sent but we will never handle, so closing sends FIN (not
+/// RST, which could destroy our last message in the peer's receive queue). Bounded.
+fn discard_input(stream: &mut TcpStream) {
+    let mut sink = [0u8; 1024];
+    for _ in 0..64 {
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// IPv4-mapped IPv6 peers count as their IPv4 address for the per-IP limits.
+fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The IPv4 address this connection reached us on (GAME_START without `--public-host`).
+/// An IPv6-only connection has none: it is sent as 0.0.0.0 and operators must set
+/// `--public-host` (documented).
+fn local_ipv4(stream: &TcpStream) -> Ipv4Addr {
+    match stream.local_addr().map(|a| canonical_ip(a.ip())) {
+        Ok(IpAddr::V4(v4)) => v4,
+        _ => Ipv4Addr::UNSPECIFIED,
+    }
+}
+
+fn request_of(repr: ClientRepr<'_>) -> TcpRequest {
+    match repr {
+        ClientRepr::ConnectReq { name } => TcpRequest::Connect { name: *name },
+        ClientRepr::ReadyReq { ready } => TcpRequest::Ready(ready),
+        ClientRepr::StartReq => TcpRequest::Start,
+        ClientRepr::Disconnect => TcpRequest::Disconnect,
+    }
+}
+
+fn violation_of(error: wire::Error) -> Violation {
+    match error {
+        wire::Error::UnknownType => Violation::UnknownType,
+        wire::Error::WrongDirection => Violation::WrongDirection,
+        wire::Error::BadValue => Violation::BadValue,
+        // Truncated never comes from `next_frame`; count it with the size errors.
+        wire::Error::BadPayloadSize | wire::Error::Truncated => Violation::BadPayloadSize,
+    }
+}
+
+/// Every message but GAME_START (which needs the party's roster), as its wire form.
+fn server_repr(msg: &TcpMessage) -> Option<ServerRepr<'_>> {
+    Some(match *msg {
+        TcpMessage::ConnectAck { hash, slot } => ServerRepr::ConnectAck { hash, number: slot },
+        TcpMessage::PlayerJoin {
+            slot,
+            hash,
+            ref name,
+            ready,
+        } => ServerRepr::PlayerJoin {
+            number: slot,
+            hash,
+            name,
+            ready,
+        },
+        TcpMessage::PlayerReady { slot, ready } => ServerRepr::PlayerReady {
+            number: slot,
+            ready,
+        },
+        TcpMessage::PlayerLeft(slot) => ServerRepr::PlayerLeft { number: slot },
+        TcpMessage::Countdown(left) => ServerRepr::Countdown {
+            remaining: left.as_secs_f32(),
+        },
+        TcpMessage::Error(error) => ServerRepr::Error {
+            code: ErrorCode::from(error.code()),
+            message: error.text(),
+        },
+        TcpMessage::GameStart(_) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_idle_connection_is_a_small_fixed_struct() {
+        // What one idle connection costs the driver: its slab entry, no heap buffer.
+        let entry = std::mem::size_of::<Conn>();
+        assert!(entry <= 112, "Conn is {entry} bytes");
+        let queue = SendQueue::default();
+        assert_eq!(queue.buf.capacity(), 0);
+    }
+
+    #[test]
+    fn send_queue_survives_partial_writes_and_frees_when_drained() {
+        /// Accepts at most `step` bytes per write, then would block once.
+        struct Trickle {
+            got: Vec<u8>,
+            step: usize,
+            block_next: bool,
+        }
+        impl Write for Trickle {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                if std::mem::take(&mut self.block_next) {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                self.block_next = true;
+                let n = buf.len().min(self.step);
+                self.got.extend_from_slice(&buf[..n]);
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut stats = TcpStats::default();
+        let mut queue = SendQueue::default();
+        let mut peer = Trickle {
+            got: Vec::new(),
+            step: 3,
+            block_next: false,
+        };
+        let mut sent = Vec::new();
+        for i in 0..50u8 {
+            let frame = [i; 7];
+            assert!(queue.push(&frame));
+            sent.extend_from_slice(&frame);
+            queue.write_to(&mut peer, &mut stats).unwrap();
+        }
+        while !queue.is_empty() {
+            queue.write_to(&mut peer, &mut stats).unwrap();
+        }
+        assert_eq!(peer.got, sent);
+        assert_eq!(queue.buf.capacity(), 0, "drained queue keeps no buffer");
+        assert_eq!(stats.bytes_out, sent.len() as u64);
+    }
+
+    #[test]
+    fn send_queue_refuses_past_the_cap() {
+        let mut queue = SendQueue::default();
+        let chunk = [0u8; 1000];
+        let mut pushed = 0;
+        while queue.push(&chunk) {
+            pushed += chunk.len();
+        }
+        assert!(pushed <= SEND_QUEUE_CAP && pushed + chunk.len() > SEND_QUEUE_CAP);
+    }
+
+    #[test]
+    fn resume_threshold_is_below_ninety_percent() {
+        for (open, max, resume) in [
+            (0, 1, true),
+            (1, 2, true),
+            (8, 10, true),
+            (9, 10, false),
+            (89, 100, true),
+            (90, 100, false),
+            (usize::MAX, usize::MAX, false),
+        ] {
+            assert_eq!(below_resume_mark(open, max), resume, "{open} of {max}");
+        }
+    }
+}

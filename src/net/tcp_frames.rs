@@ -1,0 +1,257 @@
+//! Cutting TCP lobby frames out of a byte stream with a fixed, tiny per-connection state.
+//!
+//! Bytes are read into one buffer shared by every connection; complete frames are viewed in
+//! place there ([`next_frame`], no copy, no allocation). Only the tail of a frame split across
+//! two reads is kept, in a [`FrameReader`]'s inline array of [`PARTIAL_CAP`] bytes (the largest
+//! client frame), and a declared payload longer than any client message is skipped by
+//! counting, never buffered (`docs/protocols/tcp-lobby.md`, "Reading frames").
+
+use crate::wire::tcp_lobby::{next_frame, Frame, Next, HEADER_LEN, MAX_CLIENT_PAYLOAD};
+
+/// The largest client frame: header plus CONNECT_REQ's 32-byte payload.
+pub const PARTIAL_CAP: usize = HEADER_LEN + MAX_CLIENT_PAYLOAD;
+
+/// What the stream yields, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A complete frame (header checked against [`MAX_CLIENT_PAYLOAD`]).
+    Frame(Frame<&'a [u8]>),
+    /// A header declaring a longer payload; the payload is being skipped.
+    Oversized {
+        /// The type byte.
+        packet_type: u8,
+        /// The declared payload length.
+        declared: usize,
+    },
+}
+
+/// Per-connection framing state: a partial frame and a count of bytes to skip.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameReader {
+    partial: [u8; PARTIAL_CAP],
+    len: u8,
+    skip: u16,
+}
+
+impl Default for FrameReader {
+    fn default() -> Self {
+        FrameReader {
+            partial: [0; PARTIAL_CAP],
+            len: 0,
+            skip: 0,
+        }
+    }
+}
+
+impl FrameReader {
+    /// Feeds `data` and calls `on_piece` for every piece it completes, in stream order.
+    /// Stops early (and returns false) when `on_piece` returns false; the rest of `data` is
+    /// then dropped (the connection is closing).
+    pub fn push(&mut self, mut data: &[u8], on_piece: &mut impl FnMut(Piece<'_>) -> bool) -> bool {
+        loop {
+            if self.skip > 0 {
+                let n = usize::from(self.skip).min(data.len());
+                // n <= skip, a u16.
+                self.skip -= n as u16;
+                data = &data[n..];
+            }
+            if data.is_empty() {
+                return true;
+            }
+            if self.len > 0 {
+                let len = usize::from(self.len);
+                let take = self.missing().min(data.len());
+                self.partial[len..len + take].copy_from_slice(&data[..take]);
+                self.len += take as u8;
+                data = &data[take..];
+                match next_frame(&self.partial[..usize::from(self.len)]) {
+                    Next::NeedMore => continue,
+                    Next::Frame { frame, .. } => {
+                        let go = on_piece(Piece::Frame(frame));
+                        self.len = 0;
+                        if !go {
+                            return false;
+                        }
+                    }
+                    Next::Oversized {
+                        packet_type,
+                        declared,
+                    } => {
+                        self.len = 0;
+                        self.skip = u16::try_from(declared).unwrap_or(u16::MAX);
+                        if !on_piece(Piece::Oversized {
+                            packet_type,
+                            declared,
+                        }) {
+                            return false;
+                        }
+                    }
+                }
+                continue;
+            }
+            match next_frame(data) {
+                Next::Frame { frame, consumed } => {
+                    if !on_piece(Piece::Frame(frame)) {
+                        return false;
+                    }
+                    data = &data[consumed..];
+                }
+                Next::Oversized {
+                    packet_type,
+                    declared,
+                } => {
+                    data = &data[HEADER_LEN..];
+                    self.skip = u16::try_from(declared).unwrap_or(u16::MAX);
+                    if !on_piece(Piece::Oversized {
+                        packet_type,
+                        declared,
+                    }) {
+                        return false;
+                    }
+                }
+                Next::NeedMore => {
+                    // Less than one whole frame is left, and a whole frame fits the array.
+                    let n = data.len().min(PARTIAL_CAP);
+                    self.partial[..n].copy_from_slice(&data[..n]);
+                    self.len = n as u8;
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Bytes still needed to complete the partial frame (its header first).
+    fn missing(&self) -> usize {
+        let len = usize::from(self.len);
+        if len < HEADER_LEN {
+            return HEADER_LEN - len;
+        }
+        let declared = usize::from(u16::from_le_bytes([self.partial[1], self.partial[2]]));
+        (HEADER_LEN + declared.min(MAX_CLIENT_PAYLOAD)).saturating_sub(len)
+    }
+
+    /// Whether part of a frame or a skip is in progress.
+    pub fn is_mid_frame(&self) -> bool {
+        self.len > 0 || self.skip > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq, Eq)]
+    enum Owned {
+        Frame(Vec<u8>),
+        Oversized(u8, usize),
+    }
+
+    fn pieces(chunks: &[&[u8]]) -> Vec<Owned> {
+        let mut reader = FrameReader::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            reader.push(chunk, &mut |piece| {
+                out.push(match piece {
+                    Piece::Frame(frame) => Owned::Frame(frame.into_inner().to_vec()),
+                    Piece::Oversized {
+                        packet_type,
+                        declared,
+                    } => Owned::Oversized(packet_type, declared),
+                });
+                true
+            });
+        }
+        out
+    }
+
+    fn stream() -> Vec<u8> {
+        let mut bytes = vec![0x10, 0x20, 0x00];
+        bytes.extend_from_slice(b"Alice");
+        bytes.resize(35, 0);
+        bytes.extend_from_slice(&[0x13, 0x01, 0x00, 0x01]); // READY_REQ 1
+        bytes.extend_from_slice(&[0x42, 0x00, 0x01]); // unknown type, 256-byte payload
+        bytes.extend(std::iter::repeat(0xAB).take(256));
+        bytes.extend_from_slice(&[0x15, 0x00, 0x00]); // START_REQ
+        bytes.extend_from_slice(&[0x99, 0x05, 0x00, 1, 2, 3, 4, 5]); // unknown, small
+        bytes
+    }
+
+    fn expected() -> Vec<Owned> {
+        let s = stream();
+        vec![
+            Owned::Frame(s[..35].to_vec()),
+            Owned::Frame(s[35..39].to_vec()),
+            Owned::Oversized(0x42, 256),
+            Owned::Frame(vec![0x15, 0, 0]),
+            Owned::Frame(vec![0x99, 0x05, 0x00, 1, 2, 3, 4, 5]),
+        ]
+    }
+
+    #[test]
+    fn whole_stream_at_once() {
+        assert_eq!(pieces(&[&stream()]), expected());
+    }
+
+    #[test]
+    fn every_single_split_point_and_byte_by_byte() {
+        let s = stream();
+        for at in 0..=s.len() {
+            assert_eq!(pieces(&[&s[..at], &s[at..]]), expected(), "split at {at}");
+        }
+        let bytes: Vec<&[u8]> = s.chunks(1).collect();
+        assert_eq!(pieces(&bytes), expected());
+    }
+
+    #[test]
+    fn stops_when_asked() {
+        let mut reader = FrameReader::default();
+        let mut seen = 0;
+        let go = reader.push(&stream(), &mut |_| {
+            seen += 1;
+            seen < 2
+        });
+        assert!(!go);
+        assert_eq!(seen, 2);
+    }
+
+    #[test]
+    fn largest_skip_is_counted_not_buffered() {
+        let mut reader = FrameReader::default();
+        let mut seen = Vec::new();
+        reader.push(&[0x10, 0xFF, 0xFF], &mut |p| {
+            seen.push(matches!(
+                p,
+                Piece::Oversized {
+                    declared: 65535,
+                    ..
+                }
+            ));
+            true
+        });
+        let junk = vec![0u8; 65535];
+        reader.push(&junk, &mut |_| panic!("junk parsed"));
+        assert!(!reader.is_mid_frame());
+        reader.push(&[0x15, 0, 0], &mut |p| {
+            seen.push(matches!(p, Piece::Frame(_)));
+            true
+        });
+        assert_eq!(seen, vec![true, true]);
+        assert!(std::mem::size_of::<FrameReader>() <= 40);
+    }
+
+    quickcheck::quickcheck! {
+        fn arbitrary_splits_parse_the_same(bytes: Vec<u8>, cuts: Vec<usize>) -> bool {
+            let whole = pieces(&[&bytes]);
+            let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+            points.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut at = 0;
+            for point in points {
+                chunks.push(&bytes[at..point]);
+                at = point;
+            }
+            chunks.push(&bytes[at..]);
+            pieces(&chunks) == whole
+        }
+    }
+}

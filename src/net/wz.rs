@@ -1,0 +1,718 @@
+//! The Warzone 2100 master server's sockets: the `--wz-port` listener and its TCP
+//! connections, reachability probes ([`super::wz_probe`]) and v4 password checks
+//! ([`super::wz_login`]), all around the sans-IO [`WzLobby`] core.
+//!
+//! No protocol logic here: bytes read go to `WzLobby::handle_bytes` (the consumed prefix is
+//! dropped, the rest kept for the next read), `WzOutput`s are carried out. Each connection
+//! has a read buffer of at most [`IN_CAP`] bytes (the core never leaves more than one
+//! frame's worth; while a v4 request waits for a verdict the connection simply stops being
+//! read) and a send queue of at most [`OUT_CAP`] bytes that survives partial writes
+//! (WRITABLE interest only while it is non-empty; past the cap the peer is dropped).
+//! `Close` closes once the queue is flushed. Closed connections and finished probes are
+//! removed after the event batch, so a reused slab key never sees a stale event.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::event::Event;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Registry, Waker};
+use slab::Slab;
+
+use crate::config::{WzLogin, WzSettings};
+use crate::wire::wz::MAX_MOTD;
+use crate::wire::wz_v4::MAX_FRAME;
+use crate::wz::policy::parse_banned_words;
+use crate::wz::{LoginPolicy, WzConfig, WzLobby, WzOutput, WzStats};
+
+use super::token::Target;
+use super::warn::WarnBudget;
+use super::wz_login::Logins;
+use super::wz_probe::Probes;
+
+/// Most bytes buffered from one connection: one whole v4 frame (the legacy core never
+/// leaves more than one GAMESTRUCT).
+pub const IN_CAP: usize = MAX_FRAME as usize + 4;
+/// Most bytes queued to one connection; a peer that does not read a few `list` replies'
+/// worth is dropped.
+pub const OUT_CAP: usize = 1024 * 1024;
+/// Most master-server connections at once. At the limit the listener stops accepting
+/// (newcomers wait in the kernel's backlog) and resumes below [`RESUME_CONNS`]: closing
+/// them at accept would make 4.x hosts reconnect in a tight loop (notes section 4).
+pub const MAX_CONNS: usize = 4096;
+/// Accepting resumes below this many connections (90 % of [`MAX_CONNS`]).
+pub const RESUME_CONNS: usize = MAX_CONNS / 10 * 9;
+/// How long a connection the core closed may take to read what is queued for it; after
+/// that it is closed anyway, so a peer that never reads cannot hold a slot.
+pub const LINGER: Duration = Duration::from_secs(10);
+/// Bytes read per `read` call.
+const READ_CHUNK: usize = 16 * 1024;
+/// Reads from one connection per readiness event before serving the others.
+const READ_BUDGET: usize = 16;
+/// Largest banned-words file read.
+const MAX_WORDS_FILE: u64 = 1024 * 1024;
+
+/// The driver's own counters (the core's are [`WzStats`]).
+#[derive(Clone, Debug, Default)]
+pub struct WzDriverStats {
+    /// Connections accepted and served.
+    pub accepted: u64,
+    /// Times accepting paused because [`MAX_CONNS`] were open (or accept failed).
+    pub accept_pauses: u64,
+    /// Connections dropped because their send queue passed [`OUT_CAP`].
+    pub send_overflow: u64,
+    /// Connections that ended with a read or write error (reset by the peer, ...).
+    pub io_errors: u64,
+    /// Bytes read from master-server connections.
+    pub bytes_in: u64,
+    /// Bytes written to master-server connections.
+    pub bytes_out: u64,
+    /// MOTD / banned-words reloads that failed (the old values stay).
+    pub reload_failures: u64,
+    /// Connections closed with replies still queued after [`LINGER`].
+    pub linger_timeouts: u64,
+}
+
+impl WzDriverStats {
+    /// Calls `f(name, label, value)` for every counter.
+    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        f("wz_accepted_total", "", self.accepted);
+        f("wz_accept_pauses_total", "", self.accept_pauses);
+        f("wz_send_overflow_total", "", self.send_overflow);
+        f("wz_io_errors_total", "", self.io_errors);
+        f("wz_bytes_in_total", "", self.bytes_in);
+        f("wz_bytes_out_total", "", self.bytes_out);
+        f("wz_reload_failures_total", "", self.reload_failures);
+        f("wz_linger_timeouts_total", "", self.linger_timeouts);
+    }
+}
+
+/// One master-server game as operators see it (`/wz/games`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WzGameInfo {
+    /// The lobby's game id.
+    pub game_id: u32,
+    /// `"legacy"` or `"v4"`.
+    pub protocol: &'static str,
+    /// The host's address and game port.
+    pub host: SocketAddr,
+    /// False while the reachability probe runs.
+    pub listed: bool,
+    /// The game name (lossy UTF-8).
+    pub name: String,
+    /// The host's version string.
+    pub version: String,
+    /// Players in / slots.
+    pub players: (i32, i32),
+    /// Seconds since it registered.
+    pub age_secs: u64,
+}
+
+/// The Warzone counters and games at one instant (part of [`super::Snapshot`]).
+#[derive(Clone, Debug, Default)]
+pub struct WzSnapshot {
+    /// The core's counters.
+    pub core: WzStats,
+    /// The driver's counters.
+    pub driver: WzDriverStats,
+    /// Every game held.
+    pub games: Vec<WzGameInfo>,
+    /// Open master-server connections.
+    pub connections: usize,
+    /// Probes in flight.
+    pub probes: usize,
+}
+
+/// The files SIGHUP rereads.
+#[derive(Debug, Clone, Default)]
+struct Files {
+    motd: Option<PathBuf>,
+    banned_words: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    /// Tells this connection from a later one that reuses its slab key.
+    serial: u64,
+    inbuf: Vec<u8>,
+    out: Vec<u8>,
+    written: usize,
+    /// WRITABLE is registered (the queue is non-empty after a short write).
+    writable: bool,
+    /// Close once the queue is flushed.
+    close_after_flush: bool,
+    /// The read buffer is full behind a waiting request; read again on `Resume`.
+    paused: bool,
+    /// Closed; removed after the event batch.
+    closed: bool,
+}
+
+/// The master server's listener, connections, probes and logins.
+#[derive(Debug)]
+pub struct WzDriver {
+    listener: TcpListener,
+    conns: Slab<Conn>,
+    core: WzLobby,
+    probes: Probes,
+    probe_timeout: Duration,
+    logins: Option<Logins>,
+    files: Files,
+    chunk: Box<[u8; READ_CHUNK]>,
+    /// Connections whose waiting request was answered: feed and read them again.
+    resumed: Vec<usize>,
+    /// Connections to remove after the event batch.
+    closing: Vec<usize>,
+    /// Connections waiting to flush before closing, with their deadline and serial, in
+    /// deadline order (the grace is constant).
+    lingering: VecDeque<(Instant, usize, u64)>,
+    next_serial: u64,
+    /// Accepting stopped (at the connection limit, or after an accept error); retried
+    /// after each event batch once below [`RESUME_CONNS`].
+    accept_paused: bool,
+    stats: WzDriverStats,
+    warnings: WarnBudget,
+}
+
+/// Reads the MOTD file: UTF-8, at most `MAX_MOTD` bytes, trailing newlines dropped.
+fn read_motd(path: &Path) -> io::Result<String> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_MOTD as u64 + 2)
+        .read_to_end(&mut bytes)?;
+    while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        bytes.pop();
+    }
+    if bytes.len() > MAX_MOTD {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("longer than {MAX_MOTD} bytes"),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+}
+
+/// Reads the banned-words file (at most 1 MiB).
+fn read_banned_words(path: &Path) -> io::Result<Vec<String>> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_WORDS_FILE)
+        .read_to_end(&mut bytes)?;
+    Ok(parse_banned_words(&String::from_utf8_lossy(&bytes)))
+}
+
+/// Names the file in an error, so the operator sees which flag is wrong.
+fn with_path<T>(path: &Path, result: io::Result<T>) -> io::Result<T> {
+    result.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// The core's configuration from the command line, reading the MOTD and banned-words files.
+/// Called at start even when the listener is disabled, so a wrong path fails early.
+pub fn core_config(settings: &WzSettings) -> io::Result<WzConfig> {
+    let defaults = WzConfig::default();
+    let motd = match (&settings.motd, &settings.motd_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(path)) => with_path(path, read_motd(path))?,
+        (None, None) => defaults.motd.clone(),
+    };
+    let banned_words = match &settings.banned_words {
+        Some(path) => with_path(path, read_banned_words(path))?,
+        None => Vec::new(),
+    };
+    Ok(WzConfig {
+        motd,
+        check_reachable: settings.check_reachable,
+        probe_timeout: settings.probe_timeout,
+        silence_timeout: settings.silence_timeout,
+        min_version: settings.min_version,
+        banned_words,
+        max_games: settings.max_games,
+        max_games_per_ip: settings.max_games_per_ip,
+        login: match settings.login {
+            WzLogin::Required => LoginPolicy::Required,
+            WzLogin::Optional => LoginPolicy::Optional,
+            WzLogin::Off => LoginPolicy::Off,
+        },
+        ..defaults
+    })
+}
+
+impl WzDriver {
+    /// Serves the master server on a bound `listener`; `waker` wakes the loop when a
+    /// password check finishes.
+    pub fn new(
+        mut listener: TcpListener,
+        registry: &Registry,
+        settings: &WzSettings,
+        config: WzConfig,
+        waker: Arc<Waker>,
+    ) -> io::Result<WzDriver> {
+        let logins = match config.login {
+            LoginPolicy::Off => None,
+            LoginPolicy::Required | LoginPolicy::Optional => Some(
+                Logins::new(settings.db.clone(), waker)
+                    .map_err(|e| io::Error::other(format!("{}: {e}", settings.db.display())))?,
+            ),
+        };
+        registry.register(
+            &mut listener,
+            Target::WzListener.token(),
+            Interest::READABLE,
+        )?;
+        let now = Instant::now();
+        Ok(WzDriver {
+            listener,
+            conns: Slab::new(),
+            probe_timeout: config.probe_timeout,
+            core: WzLobby::new(config, now),
+            probes: Probes::default(),
+            logins,
+            files: Files {
+                motd: settings.motd_file.clone(),
+                banned_words: settings.banned_words.clone(),
+            },
+            chunk: Box::new([0; READ_CHUNK]),
+            resumed: Vec::new(),
+            closing: Vec::new(),
+            lingering: VecDeque::new(),
+            next_serial: 0,
+            accept_paused: false,
+            stats: WzDriverStats::default(),
+            warnings: WarnBudget::new(now, 60, 20),
+        })
+    }
+
+    /// The listener's bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Handles one readiness event for a Warzone target.
+    pub fn ready(&mut self, registry: &Registry, target: Target, event: &Event) {
+        let now = Instant::now();
+        match target {
+            Target::WzListener => self.accept(registry, now),
+            Target::WzConn(key) => {
+                if event.is_writable() {
+                    self.flush(registry, now, key);
+                }
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    self.read(registry, now, key);
+                }
+            }
+            Target::WzProbe(key) => {
+                if let Some((probe, result)) = self.probes.ready(key, event) {
+                    self.core.handle_probe_result(now, probe, result);
+                }
+            }
+            _ => {}
+        }
+        self.dispatch(registry, now);
+    }
+
+    /// After each event batch: deadlines, probe timeouts, finished password checks, then
+    /// the outputs they cause, then removal of what closed.
+    pub fn after_events(&mut self, registry: &Registry) {
+        let now = Instant::now();
+        let core = &mut self.core;
+        self.probes.expire(now, |probe, result| {
+            core.handle_probe_result(now, probe, result)
+        });
+        if let Some(logins) = self.logins.as_mut() {
+            while let Some((job, result)) = logins.next_result() {
+                self.core.handle_verify_result(now, job, result);
+            }
+        }
+        self.core.handle_timeout(now);
+        self.dispatch(registry, now);
+        while let Some(&(deadline, key, serial)) = self.lingering.front() {
+            if deadline > now {
+                break;
+            }
+            self.lingering.pop_front();
+            let still_there = self
+                .conns
+                .get(key)
+                .is_some_and(|c| c.serial == serial && !c.closed);
+            if still_there {
+                self.stats.linger_timeouts += 1;
+                self.close(now, key);
+            }
+        }
+        self.probes.remove_finished(registry);
+        for key in self.closing.drain(..) {
+            if let Some(mut conn) = self.conns.try_remove(key) {
+                let _ = registry.deregister(&mut conn.stream);
+            }
+        }
+        if self.accept_paused && self.conns.len() < RESUME_CONNS {
+            self.accept_paused = false;
+            self.accept(registry, now);
+            self.dispatch(registry, now);
+        }
+    }
+
+    /// When the loop must wake for a Warzone deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let linger = self.lingering.front().map(|(deadline, _, _)| *deadline);
+        [
+            self.core.poll_timeout(),
+            self.probes.next_deadline(),
+            linger,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// SIGHUP: reread the MOTD and banned-words files; on error keep the old values.
+    pub fn reload(&mut self) {
+        if let Some(path) = self.files.motd.clone() {
+            match with_path(&path, read_motd(&path)) {
+                Ok(motd) => {
+                    log::info!("SIGHUP: MOTD reloaded from {}", path.display());
+                    self.core.set_motd(motd);
+                }
+                Err(e) => {
+                    self.stats.reload_failures += 1;
+                    log::warn!("SIGHUP: MOTD kept: {e}");
+                }
+            }
+        }
+        if let Some(path) = self.files.banned_words.clone() {
+            match with_path(&path, read_banned_words(&path)) {
+                Ok(words) => {
+                    log::info!(
+                        "SIGHUP: {} banned words reloaded from {}",
+                        words.len(),
+                        path.display()
+                    );
+                    self.core.set_banned_words(words);
+                }
+                Err(e) => {
+                    self.stats.reload_failures += 1;
+                    log::warn!("SIGHUP: banned words kept: {e}");
+                }
+            }
+        }
+    }
+
+    /// Counters and games for the operators' pages.
+    pub fn snapshot(&self) -> WzSnapshot {
+        let now = Instant::now();
+        let games = self
+            .core
+            .games()
+            .map(|game| {
+                let gs = &game.gamestruct;
+                WzGameInfo {
+                    game_id: game.game_id,
+                    protocol: match game.owner {
+                        crate::wz::games::Owner::Legacy(_) => "legacy",
+                        crate::wz::games::Owner::V4(_) => "v4",
+                    },
+                    host: SocketAddr::new(game.peer, game.game_port),
+                    listed: game.listed,
+                    name: String::from_utf8_lossy(gs.name()).into_owned(),
+                    version: String::from_utf8_lossy(gs.version_string()).into_owned(),
+                    players: (gs.current_players(), gs.max_players()),
+                    age_secs: now.saturating_duration_since(game.registered_at).as_secs(),
+                }
+            })
+            .collect();
+        WzSnapshot {
+            core: self.core.stats.clone(),
+            driver: self.stats.clone(),
+            games,
+            connections: self.conns.len(),
+            probes: self.probes.len(),
+        }
+    }
+
+    fn accept(&mut self, registry: &Registry, now: Instant) {
+        loop {
+            if self.conns.len() >= MAX_CONNS {
+                self.pause_accepting();
+                return;
+            }
+            let (mut stream, peer) = match self.listener.accept() {
+                Ok(accepted) => accepted,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of descriptors, say: the listener is edge-triggered, so retry
+                    // after the next event batch rather than wait for a new connection.
+                    self.warnings
+                        .warn(now, format_args!("wz accept failed: {e}"));
+                    self.pause_accepting();
+                    return;
+                }
+            };
+            let entry = self.conns.vacant_entry();
+            let key = entry.key();
+            if let Err(e) =
+                registry.register(&mut stream, Target::WzConn(key).token(), Interest::READABLE)
+            {
+                self.warnings
+                    .warn(now, format_args!("wz: cannot register {peer}: {e}"));
+                continue;
+            }
+            // Small status replies must not wait for Nagle.
+            let _ = stream.set_nodelay(true);
+            self.next_serial += 1;
+            entry.insert(Conn {
+                stream,
+                serial: self.next_serial,
+                inbuf: Vec::new(),
+                out: Vec::new(),
+                written: 0,
+                writable: false,
+                close_after_flush: false,
+                paused: false,
+                closed: false,
+            });
+            self.stats.accepted += 1;
+            self.core.handle_open(now, key, peer);
+        }
+    }
+
+    fn pause_accepting(&mut self) {
+        if !self.accept_paused {
+            self.accept_paused = true;
+            self.stats.accept_pauses += 1;
+        }
+    }
+
+    /// Reads what the peer sent, feeding the core after each chunk.
+    fn read(&mut self, registry: &Registry, now: Instant, key: usize) {
+        for _ in 0..READ_BUDGET {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+                return;
+            };
+            let room = IN_CAP.saturating_sub(conn.inbuf.len()).min(READ_CHUNK);
+            if room == 0 {
+                // Full behind a waiting request: `Resume` reads again.
+                conn.paused = true;
+                return;
+            }
+            match conn.stream.read(&mut self.chunk[..room]) {
+                Ok(0) => {
+                    self.peer_closed(registry, now, key);
+                    return;
+                }
+                Ok(n) => {
+                    self.stats.bytes_in += n as u64;
+                    conn.inbuf.extend_from_slice(&self.chunk[..n]);
+                    self.feed(registry, now, key);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.stats.io_errors += 1;
+                    self.close(now, key);
+                    return;
+                }
+            }
+        }
+        // Budget spent with data possibly left: come back without waiting for a new edge.
+        if let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) {
+            let _ = registry.reregister(
+                &mut conn.stream,
+                Target::WzConn(key).token(),
+                interest(conn.writable),
+            );
+        }
+    }
+
+    /// Hands the read buffer to the core and drops what it consumed, carrying out the
+    /// outputs after each call: the core answers a bounded number of v4 requests per call,
+    /// so replies reach the capped send queue (and a peer that does not read them is
+    /// dropped) before more are produced.
+    fn feed(&mut self, registry: &Registry, now: Instant, key: usize) {
+        loop {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+                return;
+            };
+            let used = self.core.handle_bytes(now, key, &conn.inbuf);
+            conn.inbuf.drain(..used.min(conn.inbuf.len()));
+            self.carry_out(registry, now);
+            if used == 0 {
+                return;
+            }
+        }
+    }
+
+    /// The peer finished sending: the core forgets the connection (its game leaves the
+    /// list at once); what is queued is still flushed, then the socket closes.
+    fn peer_closed(&mut self, registry: &Registry, now: Instant, key: usize) {
+        self.core.handle_closed(now, key);
+        if let Some(conn) = self.conns.get_mut(key) {
+            conn.inbuf.clear();
+        }
+        self.close_after_flush(registry, now, key);
+    }
+
+    /// Close once the queue is flushed, within [`LINGER`].
+    fn close_after_flush(&mut self, registry: &Registry, now: Instant, key: usize) {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+            return;
+        };
+        if !conn.close_after_flush {
+            conn.close_after_flush = true;
+            self.lingering.push_back((now + LINGER, key, conn.serial));
+        }
+        self.flush(registry, now, key);
+    }
+
+    /// Carries out the core's outputs, then serves connections whose request was answered
+    /// (feeding and reading them again), until nothing is left to do.
+    fn dispatch(&mut self, registry: &Registry, now: Instant) {
+        loop {
+            self.carry_out(registry, now);
+            let Some(key) = self.resumed.pop() else {
+                return;
+            };
+            self.feed(registry, now, key);
+            let paused = self
+                .conns
+                .get_mut(key)
+                .is_some_and(|c| std::mem::take(&mut c.paused));
+            if paused {
+                self.read(registry, now, key);
+            }
+        }
+    }
+
+    /// Carries out the core's queued outputs; `Resume` is only noted (see `dispatch`), so
+    /// this never recurses into reading.
+    fn carry_out(&mut self, registry: &Registry, now: Instant) {
+        while let Some(output) = self.core.poll_output() {
+            match output {
+                WzOutput::Send { conn, bytes } => self.queue(registry, now, conn, &bytes),
+                WzOutput::Close { conn } => self.close_after_flush(registry, now, conn),
+                WzOutput::Probe {
+                    probe,
+                    addr,
+                    send_wzlr,
+                } => {
+                    let timeout = self.probe_timeout;
+                    if let Some(result) = self
+                        .probes
+                        .start(registry, now, timeout, probe, addr, send_wzlr)
+                    {
+                        self.core.handle_probe_result(now, probe, result);
+                    }
+                }
+                WzOutput::Verify {
+                    job,
+                    username,
+                    password,
+                    ..
+                } => {
+                    let decided = match self.logins.as_mut() {
+                        Some(logins) => logins.verify(job, &username, password),
+                        None => Some(crate::wz::VerifyResult::Busy),
+                    };
+                    if let Some(result) = decided {
+                        self.core.handle_verify_result(now, job, result);
+                    }
+                }
+                WzOutput::Resume { conn } => self.resumed.push(conn),
+            }
+        }
+    }
+
+    /// Appends to a connection's send queue and writes what the socket takes.
+    fn queue(&mut self, registry: &Registry, now: Instant, key: usize, bytes: &[u8]) {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+            return;
+        };
+        if conn.out.len() - conn.written + bytes.len() > OUT_CAP {
+            self.stats.send_overflow += 1;
+            self.warnings.warn(
+                now,
+                format_args!("wz: dropping a connection that does not read its replies"),
+            );
+            self.close(now, key);
+            return;
+        }
+        conn.out.extend_from_slice(bytes);
+        self.flush(registry, now, key);
+    }
+
+    /// Writes the queue until it is empty or the socket is full; keeps WRITABLE interest
+    /// exactly while bytes wait.
+    fn flush(&mut self, registry: &Registry, now: Instant, key: usize) {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+            return;
+        };
+        while conn.written < conn.out.len() {
+            match conn.stream.write(&conn.out[conn.written..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    conn.written += n;
+                    self.stats.bytes_out += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.stats.io_errors += 1;
+                    self.close(now, key);
+                    return;
+                }
+            }
+        }
+        let pending = conn.written < conn.out.len();
+        if !pending {
+            conn.out.clear();
+            conn.written = 0;
+            if conn.close_after_flush {
+                self.close(now, key);
+                return;
+            }
+        }
+        if pending != conn.writable {
+            conn.writable = pending;
+            let token = Target::WzConn(key).token();
+            if registry
+                .reregister(&mut conn.stream, token, interest(pending))
+                .is_err()
+            {
+                self.stats.io_errors += 1;
+                self.close(now, key);
+            }
+        }
+    }
+
+    /// Closes a connection now: unread input is drained first (closing with unread bytes
+    /// would send RST and could destroy the reply the peer has not read yet), the core
+    /// forgets it, and the slab entry goes after the event batch.
+    fn close(&mut self, now: Instant, key: usize) {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+            return;
+        };
+        conn.closed = true;
+        for _ in 0..READ_BUDGET {
+            match conn.stream.read(&mut self.chunk[..]) {
+                Ok(n) if n > 0 => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                _ => break,
+            }
+        }
+        let _ = conn.stream.shutdown(std::net::Shutdown::Both);
+        self.closing.push(key);
+        self.core.handle_closed(now, key);
+    }
+}
+
+fn interest(writable: bool) -> Interest {
+    if writable {
+        Interest::READABLE | Interest::WRITABLE
+    } else {
+        Interest::READABLE
+    }
+}
