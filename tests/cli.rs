@@ -37,7 +37,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 41] = [
+const FLAGS: [&str; 43] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -77,6 +77,8 @@ const FLAGS: [&str; 41] = [
     "--wz-banned-words FILE",
     "--wz-max-games-per-ip N",
     "--wz-max-games N",
+    "--wz-max-conns N",
+    "--wz-max-conns-per-ip N",
     "--wz-login required|optional|off",
     "--db PATH",
 ];

@@ -1162,6 +1162,45 @@ fn sighup_reloads_motd_and_banned_words_keeping_connections() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// `--wz-max-conns 2`: a third connection waits in the backlog unserved (never accepted and
+/// closed, which would loop a 4.x host), and is served once one of the two closes.
+/// `--wz-max-conns-per-ip 1`: the second connection from one address may list but not host.
+#[test]
+fn connection_limits_pause_accepting_and_refuse_extra_hosts() {
+    let server = start_wz(|w| {
+        w.check_reachable = false;
+        w.max_conns = 2;
+        w.max_conns_per_ip = 1;
+    });
+    let lobby = wz_addr(&server);
+    let first = connect_from(lobby, "127.0.0.1");
+    let mut second = connect_from(lobby, "127.0.0.1");
+    let snap = eventually(&server, REPLY_WAIT, |s| {
+        counter(s, "wz_accepted_total", "") == 2
+    });
+    assert_eq!(counter(&snap, "wz_accepted_total", ""), 2);
+
+    let mut third = connect_from(lobby, "127.0.0.1");
+    third.write_all(b"list\0").unwrap();
+    assert_silent(&mut third);
+    let snap = snapshot(&server);
+    assert_eq!(counter(&snap, "wz_accepted_total", ""), 2);
+    assert!(counter(&snap, "wz_accept_pauses_total", "") >= 1);
+
+    drop(first);
+    let mut reply = Vec::new();
+    third
+        .read_to_end(&mut reply)
+        .expect("list reply once accepted");
+    let (games, (code, _)) = read_as_4x(&reply);
+    assert_eq!((games.len(), code), (0, 200));
+
+    let (_, (code, motd)) = Host::new("4.x", "Second from here").register(&mut second);
+    assert_eq!(code, 406);
+    assert!(motd.contains("Too many connections"), "{motd}");
+    assert_closed(&mut second);
+}
+
 #[test]
 fn shutdown_closes_master_server_connections() {
     let server = start_wz(|w| w.check_reachable = false);

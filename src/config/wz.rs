@@ -57,6 +57,12 @@ pub struct WzSettings {
     pub max_games_per_ip: usize,
     /// Most games held at once (`--wz-max-games`, default 1000).
     pub max_games: usize,
+    /// Most master-server connections at once (`--wz-max-conns`, default 4096); at the
+    /// limit the listener pauses instead of refusing.
+    pub max_conns: usize,
+    /// Connections from one address beyond this are refused at `addg`
+    /// (`--wz-max-conns-per-ip`, default 16).
+    pub max_conns_per_ip: usize,
     /// The v4 login policy (`--wz-login`, default optional).
     pub login: WzLogin,
     /// The account database (`--db`, default `lobbyd.sqlite`, as `lobbyd user`).
@@ -76,6 +82,8 @@ impl Default for WzSettings {
             banned_words: None,
             max_games_per_ip: 4,
             max_games: 1000,
+            max_conns: 4096,
+            max_conns_per_ip: 16,
             login: WzLogin::Optional,
             db: PathBuf::from(DEFAULT_DB),
         }
@@ -149,6 +157,22 @@ pub(super) fn flags(d: &WzSettings) -> Vec<(&'static str, &'static str, String)>
             format!(
                 "Most Warzone games listed at once (default {}).",
                 d.max_games
+            ),
+        ),
+        (
+            "wz-max-conns",
+            "N",
+            format!(
+                "Most Warzone connections at once; at the limit accepting pauses (default {}).",
+                d.max_conns
+            ),
+        ),
+        (
+            "wz-max-conns-per-ip",
+            "N",
+            format!(
+                "Warzone connections from one IP address that may host (default {}).",
+                d.max_conns_per_ip
             ),
         ),
         (
@@ -255,6 +279,14 @@ pub(super) fn settings_from(m: &Matches, d: WzSettings) -> Result<WzSettings, Us
             d.max_games_per_ip,
         )?,
         max_games: number(m, "wz-max-games", WHOLE, 1..=100_000, d.max_games)?,
+        max_conns: number(m, "wz-max-conns", WHOLE, 1..=1_000_000, d.max_conns)?,
+        max_conns_per_ip: number(
+            m,
+            "wz-max-conns-per-ip",
+            WHOLE,
+            1..=1_000_000,
+            d.max_conns_per_ip,
+        )?,
         login,
         db: path("db")?.unwrap_or(d.db),
     })
@@ -292,6 +324,7 @@ mod tests {
         assert_eq!(w.probe_timeout, Duration::from_secs(2));
         assert_eq!(w.silence_timeout, Duration::from_secs(90));
         assert_eq!((w.max_games_per_ip, w.max_games), (4, 1000));
+        assert_eq!((w.max_conns, w.max_conns_per_ip), (4096, 16));
         assert_eq!((w.motd.as_deref(), w.min_version), (None, None));
     }
 
@@ -316,6 +349,10 @@ mod tests {
             "2",
             "--wz-max-games",
             "10",
+            "--wz-max-conns",
+            "100",
+            "--wz-max-conns-per-ip",
+            "3",
             "--wz-login",
             "required",
             "--db",
@@ -331,6 +368,7 @@ mod tests {
         assert_eq!(w.min_version, Some((0x4000, 0x4f)));
         assert_eq!(w.banned_words, Some(PathBuf::from("words.txt")));
         assert_eq!((w.max_games_per_ip, w.max_games), (2, 10));
+        assert_eq!((w.max_conns, w.max_conns_per_ip), (100, 3));
         assert_eq!(w.login, WzLogin::Required);
         assert_eq!(w.db, PathBuf::from("/tmp/x.sqlite"));
         let w = run(&["--wz-port", "9999", "--wz-min-version", "2.98"])
@@ -369,6 +407,8 @@ mod tests {
         assert!(reason(&["--wz-probe-timeout", "0"]).starts_with("--wz-probe-timeout: \"0\""));
         assert!(reason(&["--wz-silence-timeout", "0"]).starts_with("--wz-silence-timeout:"));
         assert!(reason(&["--wz-max-games-per-ip", "0"]).starts_with("--wz-max-games-per-ip:"));
+        assert!(reason(&["--wz-max-conns", "0"]).starts_with("--wz-max-conns:"));
+        assert!(reason(&["--wz-max-conns-per-ip", "x"]).starts_with("--wz-max-conns-per-ip:"));
         assert!(reason(&["--wz-max-games", "0"]).starts_with("--wz-max-games:"));
         assert_eq!(
             reason(&["--motd", "a", "--motd-file", "b"]),

@@ -40,12 +40,12 @@ pub const IN_CAP: usize = MAX_FRAME as usize + 4;
 /// Most bytes queued to one connection; a peer that does not read a few `list` replies'
 /// worth is dropped.
 pub const OUT_CAP: usize = 1024 * 1024;
-/// Most master-server connections at once. At the limit the listener stops accepting
-/// (newcomers wait in the kernel's backlog) and resumes below [`RESUME_CONNS`]: closing
-/// them at accept would make 4.x hosts reconnect in a tight loop (notes section 4).
-pub const MAX_CONNS: usize = 4096;
-/// Accepting resumes below this many connections (90 % of [`MAX_CONNS`]).
-pub const RESUME_CONNS: usize = MAX_CONNS / 10 * 9;
+/// Accepting resumes below this many connections: 90 % of `--wz-max-conns`. At the limit
+/// the listener stops accepting (newcomers wait in the kernel's backlog): closing them at
+/// accept would make 4.x hosts reconnect in a tight loop (notes section 4).
+fn resume_mark(max_conns: usize) -> usize {
+    max_conns - max_conns / 10
+}
 /// How long a connection the core closed may take to read what is queued for it; after
 /// that it is closed anyway, so a peer that never reads cannot hold a slot.
 pub const LINGER: Duration = Duration::from_secs(10);
@@ -61,7 +61,7 @@ const MAX_WORDS_FILE: u64 = 1024 * 1024;
 pub struct WzDriverStats {
     /// Connections accepted and served.
     pub accepted: u64,
-    /// Times accepting paused because [`MAX_CONNS`] were open (or accept failed).
+    /// Times accepting paused because `--wz-max-conns` were open (or accept failed).
     pub accept_pauses: u64,
     /// Connections dropped because their send queue passed [`OUT_CAP`].
     pub send_overflow: u64,
@@ -172,8 +172,10 @@ pub struct WzDriver {
     lingering: VecDeque<(Instant, usize, u64)>,
     next_serial: u64,
     /// Accepting stopped (at the connection limit, or after an accept error); retried
-    /// after each event batch once below [`RESUME_CONNS`].
+    /// after each event batch once below 90 % of `--wz-max-conns`.
     accept_paused: bool,
+    /// `--wz-max-conns`.
+    max_conns: usize,
     stats: WzDriverStats,
     warnings: WarnBudget,
 }
@@ -232,6 +234,7 @@ pub fn core_config(settings: &WzSettings) -> io::Result<WzConfig> {
         banned_words,
         max_games: settings.max_games,
         max_games_per_ip: settings.max_games_per_ip,
+        max_conns_per_ip: settings.max_conns_per_ip,
         login: match settings.login {
             WzLogin::Required => LoginPolicy::Required,
             WzLogin::Optional => LoginPolicy::Optional,
@@ -281,6 +284,7 @@ impl WzDriver {
             lingering: VecDeque::new(),
             next_serial: 0,
             accept_paused: false,
+            max_conns: settings.max_conns,
             stats: WzDriverStats::default(),
             warnings: WarnBudget::new(now, 60, 20),
         })
@@ -349,7 +353,7 @@ impl WzDriver {
                 let _ = registry.deregister(&mut conn.stream);
             }
         }
-        if self.accept_paused && self.conns.len() < RESUME_CONNS {
+        if self.accept_paused && self.conns.len() < resume_mark(self.max_conns) {
             self.accept_paused = false;
             self.accept(registry, now);
             self.dispatch(registry, now);
@@ -435,7 +439,7 @@ impl WzDriver {
 
     fn accept(&mut self, registry: &Registry, now: Instant) {
         loop {
-            if self.conns.len() >= MAX_CONNS {
+            if self.conns.len() >= self.max_conns {
                 self.pause_accepting();
                 return;
             }
