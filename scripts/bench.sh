@@ -10,8 +10,16 @@
 # are skipped with a message. The table is also written to bench-out/results.md.
 #
 # Environment: BENCH_DURATION (s, default 3), BENCH_CONCURRENCY (UDP clients, default 32),
-# BENCH_ROOMS (relay rooms, default 16), BENCH_TCP_IDLE (connections, default 10000),
-# BENCH_PARTIES (tcp-cycle parties, default 1000), LOBBYD_PORT etc. (see scripts/lib.sh).
+# BENCH_ROOMS (relay rooms, default 16), BENCH_TCP_IDLE (connections, default 10000; each
+# side needs one descriptor per connection, so at most the hard `ulimit -n` less a few
+# hundred), BENCH_PARTIES (tcp-cycle parties at once, default 100), LOBBYD_PORT etc. (see
+# scripts/lib.sh).
+#
+# TCP and Warzone modes: lobbyd runs with its per-IP limits raised and
+# --wz-check-reachable off (lobby-load does not listen on game ports); tcp-join also runs
+# open loop at half its closed-loop rate (the p99 target). tcp-idle runs last against a
+# fresh lobbyd with a long idle timeout: its RSS before, and while every connection is held,
+# gives the RSS growth per connection.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -20,7 +28,7 @@ DURATION="${BENCH_DURATION:-3}"
 CONC="${BENCH_CONCURRENCY:-32}"
 ROOMS="${BENCH_ROOMS:-16}"
 TCP_IDLE="${BENCH_TCP_IDLE:-10000}"
-PARTIES="${BENCH_PARTIES:-1000}"
+PARTIES="${BENCH_PARTIES:-100}"
 OUT="$REPO_ROOT/bench-out"
 mkdir -p "$OUT"
 RESULTS="$OUT/results.md"
@@ -29,15 +37,19 @@ build_release
 raise_nofile 200000
 trap stop_lobbyd EXIT
 
-LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
-start_lobbyd "$OUT/lobbyd.log" \
-  --max-rooms 500 --max-rooms-per-ip 500 --udp-rate 2000000000 --udp-reply-bytes 0 \
-  --idle-timeout 3 --seat-timeout 3 --reap-grace 0 --countdown 1 \
+# Limits out of the way: rates, per-IP caps, Warzone probes (see the header).
+LIMITS=(--udp-rate 2000000000 --udp-reply-bytes 0
   --max-conns 190000 --max-conns-per-ip 190000 --conn-rate 4000000000
+  --wz-check-reachable off --wz-max-games-per-ip 65535 --wz-max-games 100000)
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
+start_lobbyd "$OUT/lobbyd.log" "${LIMITS[@]}" \
+  --max-rooms 500 --max-rooms-per-ip 500 \
+  --idle-timeout 3 --seat-timeout 3 --reap-grace 0 --countdown 1
 sleep 0.5
 IDLE_RSS_KB="$(status_kb "$LOBBYD_PID" VmRSS)"
 
 ROWS=()
+NOTES=()
 declare -A RATE
 
 # bench NAME BASELINE MODE [flags...]: one measured run; BASELINE names an earlier row or "-".
@@ -80,20 +92,28 @@ wait_rooms_gone 10 || true
 bench relay-64x4 echo-64 relay --size 64 --members 4 --concurrency "$ROOMS" --sources 127.0.0.2-127.0.0.254
 
 # TCP lobby and Warzone modes, when this build serves them.
+TCP=no
 if tcp_port_answers "$PORT"; then
+  TCP=yes
   bench tcp-join - tcp-join --concurrency "$CONC" --sources 127.0.0.2-127.0.0.254
+  half="$(awk -v r="${RATE[tcp-join]:-0}" 'BEGIN { printf "%d", r / 2 }')"
+  if [ "$half" -gt 0 ]; then
+    bench tcp-join@half - tcp-join --concurrency 512 --rate "$half" --sources 127.0.0.2-127.0.0.254
+  fi
   wait_rooms_gone 10 || true
   bench tcp-cycle - tcp-cycle --concurrency $(( PARTIES * 4 )) --members 4 --sources 127.0.0.2-127.0.0.254
-  rss_before="$(status_kb "$LOBBYD_PID" VmRSS)"
-  bench tcp-idle - tcp-idle --concurrency "$TCP_IDLE" --sources 127.0.0.2-127.0.0.254
-  log "   tcp-idle: lobbyd RSS ${rss_before} kB before, peak $(status_kb "$LOBBYD_PID" VmHWM) kB"
+  file="$OUT/tcp-cycle.json"
+  if [ -s "$file" ]; then
+    NOTES+=("tcp-cycle: $(( PARTIES * 4 )) players in parties of 4, --countdown 1, tick 100 ms; COUNTDOWN lateness us: p50 $(json_lateness "$file" p50), p99 $(json_lateness "$file" p99), max $(json_lateness "$file" max)")
+  fi
 else
   log "== tcp-*: skipped, nothing listens on TCP 127.0.0.1:$PORT (the TCP lobby is not in this build)"
   ROWS+=("| tcp-* | skipped: no TCP lobby listener in this build | | | | | | |")
 fi
 if lobbyd_has_flag --wz-port && tcp_port_answers "$WZ_PORT"; then
-  bench wz-list - wz-list --concurrency "$CONC"
-  bench wz-host - wz-host --concurrency 4 --sources 127.0.0.2-127.0.0.254
+  bench wz-list-16 - wz-list --rooms 16 --concurrency "$CONC" --sources 127.0.9.1-127.0.9.16
+  # More source addresses than the master server's 4096-entry rate table.
+  bench wz-host - wz-host --concurrency "$CONC" --sources 127.1.0.1-127.1.31.255
 else
   log "== wz-*: skipped, no Warzone listener (--wz-port) in this build"
   ROWS+=("| wz-* | skipped: no Warzone listener in this build | | | | | | |")
@@ -101,6 +121,32 @@ fi
 
 PEAK_RSS_KB="$(status_kb "$LOBBYD_PID" VmHWM)"
 stop_lobbyd
+
+# tcp-idle: a fresh lobbyd that never drops idle players during the run; RSS before, and
+# while every connection is held (one second before the end).
+IDLE_SECS=$(( ${DURATION%.*} + 10 ))
+if [ "$TCP" = yes ]; then
+  # Parties of 4 (lobbyd's default --max-players) count against --max-rooms.
+  start_lobbyd "$OUT/lobbyd-idle.log" "${LIMITS[@]}" \
+    --max-rooms $(( TCP_IDLE / 4 + 100 )) --idle-timeout 600
+  sleep 0.5
+  rss_before="$(status_kb "$LOBBYD_PID" VmRSS)"
+  file="$OUT/tcp-idle.json"
+  log "== tcp-idle: lobby-load tcp-idle --concurrency $TCP_IDLE (${IDLE_SECS}s)"
+  run_load tcp-idle --concurrency "$TCP_IDLE" --duration "$IDLE_SECS" --timeout 10000 \
+    --sources 127.0.0.2-127.0.0.254 --json -q >"$file" &
+  idle_pid=$!
+  sleep $(( IDLE_SECS - 1 ))
+  rss_held="$(status_kb "$LOBBYD_PID" VmRSS)"
+  wait "$idle_pid" || true
+  held="$(sed -n 's/.*"held":\([0-9]*\).*/\1/p' "$file")"
+  all_held="$(sed -n 's/.*"all_held_ms":\([0-9]*\).*/\1/p' "$file")"
+  per_conn="$(awk -v a="$rss_before" -v b="$rss_held" -v n="${held:-0}" \
+    'BEGIN { if (n > 0) printf "%.0f", (b - a) * 1024 / n; else print "-" }')"
+  ROWS+=("$(printf '| tcp-idle | %s held | | | | %s | - | - |' "${held:-0}" "$(json_failures "$file")")")
+  NOTES+=("tcp-idle: ${held:-0} of $TCP_IDLE joined connections held (all held after ${all_held:-never} ms); lobbyd RSS ${rss_before} kB before, ${rss_held} kB held: ${per_conn} bytes per connection; peak $(status_kb "$LOBBYD_PID" VmHWM) kB")
+  stop_lobbyd
+fi
 LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 {
@@ -113,6 +159,7 @@ LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${ROWS[@]}"
   echo
+  for note in "${NOTES[@]}"; do echo "- $note"; done
   echo "- lobbyd RSS idle: ${IDLE_RSS_KB} kB; peak (VmHWM) over the session: ${PEAK_RSS_KB} kB"
   echo "- binaries: lobbyd $(stat -c %s "$LOBBYD") B, lobby-load $(stat -c %s "$LOBBY_LOAD") B (release)"
   echo "- machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"

@@ -7,7 +7,9 @@
 #     counter named *internal*).
 # Each round runs, in parallel: relay rooms that START and vanish during the countdown,
 # relay rooms that START and vanish while playing, whole UDP room lives, LIST_ROOMS, and,
-# when this build serves them, TCP parties that vanish mid-countdown and Warzone hosts.
+# when this build serves them, TCP parties that vanish mid-countdown (tcp-cycle runs 1.5 s
+# against a 2 s countdown, so every party it starts is abandoned counting down) and Warzone
+# hosts (lobbyd runs with --wz-check-reachable off: lobby-load does not listen on game ports).
 # Loopback only; every client run is bounded; the script stops by itself. Exit 0 = pass.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -27,7 +29,8 @@ trap stop_lobbyd EXIT
 start_lobbyd "$OUT/lobbyd.log" \
   --max-rooms 490 --max-rooms-per-ip 490 --udp-rate 2000000000 --udp-reply-bytes 0 \
   --countdown 2 --idle-timeout 3 --seat-timeout 2 --reap-grace 0 \
-  --max-conns 20000 --max-conns-per-ip 20000 --conn-rate 4000000000
+  --max-conns 20000 --max-conns-per-ip 20000 --conn-rate 4000000000 \
+  --wz-check-reachable off --wz-max-games-per-ip 65535
 sleep 1
 RSS_START="$(status_kb "$LOBBYD_PID" VmRSS)"
 log "lobbyd pid $LOBBYD_PID, RSS at start ${RSS_START} kB; soaking for ${SECONDS_TOTAL} s"
@@ -63,7 +66,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
     client tcp-idle tcp-idle --duration 3 --concurrency 500 --sources 127.0.6.1-127.0.6.200
   fi
   if [ "$wz" = yes ]; then
-    client wz wz-host --duration 3 --concurrency 4 --sources 127.0.7.1-127.0.7.200
+    # More addresses than the master server's 4096-entry registration-rate table.
+    client wz wz-host --duration 3 --concurrency 4 --hold 200 --sources 127.7.0.1-127.7.31.255
   fi
   wait "${PIDS[@]}"
   log "round $round: rooms now $(metric_sum lobbyd_rooms), RSS $(status_kb "$LOBBYD_PID" VmRSS) kB"

@@ -163,3 +163,88 @@ fn binary_prints_json_and_refuses_remote_targets() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
 }
+
+/// A server with the TCP lobby and the Warzone master server on, limits out of the way:
+/// short countdowns, no reachability probes (the tool does not listen on game ports).
+fn tcp_config() -> Config {
+    let mut config = Config {
+        tcp_port: Some(0),
+        conn_rate: 1_000_000,
+        max_conns_per_ip: 10_000,
+        countdown: Duration::from_millis(300),
+        countdown_tick: Duration::from_millis(50),
+        ..load_config()
+    };
+    config.wz.port = Some(0);
+    config.wz.check_reachable = false;
+    config.wz.max_games_per_ip = 1000;
+    config
+}
+
+fn tcp_options(mode: Mode, target: std::net::SocketAddr) -> Options {
+    let mut options = Options::new(mode, target);
+    options.duration = Duration::from_millis(1000);
+    options.concurrency = 4;
+    options.timeout = Duration::from_secs(5);
+    options.quiet = true;
+    options
+}
+
+#[test]
+fn tcp_join_joins_and_disconnects() {
+    let server = start(tcp_config());
+    let options = tcp_options(Mode::TcpJoin, server.tcp_lobby_addr().unwrap());
+    let summary = run(&options);
+    // Each completed join is one connection; every earlier one has been closed by now.
+    assert!(summary.sent >= summary.completed);
+    let json = summary.to_json();
+    assert_eq!(json["errors"], serde_json::json!({}));
+    assert!(json["latency_us"]["p99"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn tcp_cycle_runs_whole_parties_and_measures_the_countdown() {
+    let server = start(tcp_config());
+    let mut options = tcp_options(Mode::TcpCycle, server.tcp_lobby_addr().unwrap());
+    options.concurrency = 8;
+    options.members = 4;
+    options.duration = Duration::from_millis(1500);
+    let summary = run(&options);
+    assert!(summary.extra["players"] >= 4 * summary.completed);
+    assert_eq!(summary.extra["parties_failed"], 0);
+    // 300 ms at 50 ms ticks: 7 values (0.3 .. 0.0) to each member of each party.
+    let (_, samples) = summary.lateness.expect("COUNTDOWN lateness measured");
+    assert!(samples >= 7 * 4 * summary.completed, "{samples}");
+}
+
+#[test]
+fn tcp_idle_holds_every_connection() {
+    let server = start(tcp_config());
+    let mut options = tcp_options(Mode::TcpIdle, server.tcp_lobby_addr().unwrap());
+    options.concurrency = 40;
+    let summary = run(&options);
+    assert_eq!(summary.completed, 40);
+    assert_eq!(summary.extra["held"], 40);
+    assert!(summary.extra.contains_key("all_held_ms"));
+}
+
+#[test]
+fn wz_list_reads_whole_lists() {
+    let server = start(tcp_config());
+    let mut options = tcp_options(Mode::WzList, server.wz_addr().unwrap());
+    options.rooms = 8;
+    let summary = run(&options);
+    assert_eq!(summary.extra["games_listed"], 8);
+    assert!(snapshot(&server).wz.unwrap().core.list_replies >= summary.completed);
+}
+
+#[test]
+fn wz_host_registers_games() {
+    let server = start(tcp_config());
+    let mut options = tcp_options(Mode::WzHost, server.wz_addr().unwrap());
+    options.hold = Duration::from_millis(20);
+    // More addresses than the master server's rate table: every bucket starts full.
+    options.sources = load::sources::parse_sources("127.3.0.1-127.3.31.255").unwrap();
+    let summary = run(&options);
+    assert!(snapshot(&server).wz.unwrap().core.games_listed >= summary.completed);
+}

@@ -44,7 +44,7 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "concurrency",
-        "Clients; rooms for relay, connections for tcp-* (default 16).",
+        "Clients; rooms for relay, connections for tcp-* and wz-* (default 16).",
         "N",
     );
     o.optopt(
@@ -68,7 +68,7 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "rooms",
-        "udp-list: rooms created before measuring (default 64).",
+        "udp-list: rooms created before measuring; wz-list: games registered (default 64).",
         "N",
     );
     o.optopt(
@@ -88,6 +88,12 @@ fn spec() -> getopts::Options {
         "reply-size",
         "echo: bytes per reply datagram (default --size).",
         "BYTES",
+    );
+    o.optopt(
+        "",
+        "hold",
+        "wz-host: milliseconds each host keeps its game listed (default 0, at most 60000).",
+        "MS",
     );
     o.optflag(
         "",
@@ -165,6 +171,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     o.members = bounded(&m, "members", 4, 1, 64)?;
     o.size = bounded(&m, "size", 64, 12, MAX_DATAGRAM)?;
     o.reply_size = bounded(&m, "reply-size", o.size, 12, MAX_DATAGRAM)?;
+    o.hold = Duration::from_millis(bounded(&m, "hold", 0, 0, 60_000)? as u64);
     o.start = m.opt_present("start");
     o.json = m.opt_present("json");
     o.quiet = m.opt_present("quiet");
@@ -229,6 +236,11 @@ mod tests {
         assert_eq!(o.rate, None);
         assert_eq!(o.rooms, 64);
         assert_eq!(run(&["echo", "--size", "12"]).unwrap().reply_size, 12);
+        let wz = run(&["wz-host", "--hold", "250"]).unwrap();
+        assert_eq!(wz.target, "127.0.0.1:9990".parse().unwrap());
+        assert_eq!(wz.hold, Duration::from_millis(250));
+        assert_eq!(run(&["tcp-cycle"]).unwrap().target.port(), 4242);
+        assert!(run(&["wz-host", "--hold", "70000"]).is_err());
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //! - [`sources`]: target and source address policy (loopback only unless `--allow-remote`);
 //! - [`setup`]: blocking room creation and joins before the clock starts;
 //! - one module per family of modes: [`udp_rr`] (the request/reply engine over UDP) with
-//!   [`udp_modes`] (`udp-list`, `udp-create-join`, `echo`) and [`echo_server`]; [`relay`].
+//!   [`udp_modes`] (`udp-list`, `udp-create-join`, `echo`) and [`echo_server`]; [`relay`];
+//!   [`tcp_engine`] (connection-per-cycle clients over TCP) with [`tcp_modes`] (`tcp-join`,
+//!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`) and [`wz_modes`] (`wz-list`, `wz-host`).
 
 pub mod args;
 pub mod echo_server;
@@ -23,8 +25,12 @@ pub mod runner;
 pub mod setup;
 pub mod sources;
 pub mod stats;
+pub mod tcp_cycle;
+pub mod tcp_engine;
+pub mod tcp_modes;
 pub mod udp_modes;
 pub mod udp_rr;
+pub mod wz_modes;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -40,13 +46,33 @@ pub enum Mode {
     UdpCreateJoin,
     /// DATA datagrams relayed by game instances among the members of `--concurrency` rooms.
     Relay,
+    /// TCP lobby: connect, CONNECT_REQ, CONNECT_ACK + own PLAYER_JOIN, DISCONNECT; repeat.
+    TcpJoin,
+    /// TCP lobby: whole parties through READY, START, the countdown, GAME_START and HELLO.
+    TcpCycle,
+    /// TCP lobby: `--concurrency` joined connections held until the run ends.
+    TcpIdle,
+    /// Warzone master server: legacy `list` browsers.
+    WzList,
+    /// Warzone master server: legacy hosts registering a game (`gaId`, `addg`).
+    WzHost,
     /// A raw UDP echo server started in this process: the machine's physical limit.
     Echo,
 }
 
 impl Mode {
     /// Every mode, in the order `--help` lists them.
-    pub const ALL: [Mode; 4] = [Mode::UdpList, Mode::UdpCreateJoin, Mode::Relay, Mode::Echo];
+    pub const ALL: [Mode; 9] = [
+        Mode::UdpList,
+        Mode::UdpCreateJoin,
+        Mode::Relay,
+        Mode::TcpJoin,
+        Mode::TcpCycle,
+        Mode::TcpIdle,
+        Mode::WzList,
+        Mode::WzHost,
+        Mode::Echo,
+    ];
 
     /// The name on the command line.
     pub const fn name(self) -> &'static str {
@@ -54,6 +80,11 @@ impl Mode {
             Mode::UdpList => "udp-list",
             Mode::UdpCreateJoin => "udp-create-join",
             Mode::Relay => "relay",
+            Mode::TcpJoin => "tcp-join",
+            Mode::TcpCycle => "tcp-cycle",
+            Mode::TcpIdle => "tcp-idle",
+            Mode::WzList => "wz-list",
+            Mode::WzHost => "wz-host",
             Mode::Echo => "echo",
         }
     }
@@ -65,7 +96,10 @@ impl Mode {
 
     /// The port a server of this mode listens on by default.
     pub const fn default_port(self) -> u16 {
-        4242
+        match self {
+            Mode::WzList | Mode::WzHost => 9990,
+            _ => 4242,
+        }
     }
 }
 
@@ -88,7 +122,7 @@ pub struct Options {
     pub sources: Vec<IpAddr>,
     /// A request not answered within this counts as a timeout.
     pub timeout: Duration,
-    /// `udp-list`: rooms created before measuring.
+    /// `udp-list`: rooms created before measuring; `wz-list`: games registered.
     pub rooms: usize,
     /// `relay`, `tcp-cycle`: members per room or party.
     pub members: usize,
@@ -99,6 +133,8 @@ pub struct Options {
     /// `relay`: each room's owner sends START after setup, so rooms count down and play
     /// while DATA flows (and clients that stop early vanish mid-countdown or mid-game).
     pub start: bool,
+    /// `wz-host`: how long each host keeps its game listed before closing.
+    pub hold: Duration,
     /// Print a JSON summary instead of text.
     pub json: bool,
     /// No progress line.
@@ -122,6 +158,7 @@ impl Options {
             size: 64,
             reply_size: 64,
             start: false,
+            hold: Duration::ZERO,
             json: false,
             quiet: false,
         }
@@ -139,5 +176,53 @@ pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Res
     match options.mode {
         Mode::UdpList | Mode::UdpCreateJoin | Mode::Echo => udp_rr::run(options, progress),
         Mode::Relay => relay::run(options, progress),
+        Mode::TcpJoin => run_tcp(
+            options,
+            tcp_modes::LobbyJoin::new(false, options.concurrency),
+            options.concurrency,
+            progress,
+        ),
+        Mode::TcpIdle => run_tcp(
+            options,
+            tcp_modes::LobbyJoin::new(true, options.concurrency),
+            tcp_modes::IDLE_RAMP,
+            progress,
+        ),
+        Mode::TcpCycle => run_tcp(
+            options,
+            tcp_cycle::Cycle::new(options),
+            options.concurrency,
+            progress,
+        ),
+        Mode::WzList => run_tcp(
+            options,
+            wz_modes::WzList::setup(options)?,
+            options.concurrency,
+            progress,
+        ),
+        Mode::WzHost => run_tcp(
+            options,
+            wz_modes::WzHost::new(options),
+            options.concurrency,
+            progress,
+        ),
     }
+}
+
+/// Runs a TCP script with at most `ramp` clients busy at once (closed loop).
+fn run_tcp<S: tcp_engine::Script>(
+    options: &Options,
+    script: S,
+    ramp: usize,
+    progress: &mut dyn std::io::Write,
+) -> std::io::Result<Summary> {
+    let poll = mio::Poll::new()?;
+    let mut engine = tcp_engine::TcpEngine::new(options, script, ramp);
+    runner::drive(
+        options,
+        options.target.to_string(),
+        poll,
+        &mut engine,
+        progress,
+    )
 }

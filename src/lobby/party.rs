@@ -792,10 +792,28 @@ impl Lobby {
             return;
         };
         party.linger = None;
-        let conns = party.conns();
-        for conn in conns {
+        for conn in self.transferred_conns(id) {
             self.close_conn(conn, CloseCause::Linger);
         }
+    }
+
+    /// The connections of started party `id` that are still open. A member's `ConnId` stays
+    /// in the party after its client closed, and the driver reuses the key for newcomers:
+    /// only a record still `Transferred` in this party is this member's connection.
+    fn transferred_conns(&self, id: RoomId) -> Vec<ConnId> {
+        let Some(party) = self.tcp.parties.get(&id) else {
+            return Vec::new();
+        };
+        party
+            .conns()
+            .into_iter()
+            .filter(|conn| {
+                self.tcp
+                    .conns
+                    .get(conn)
+                    .is_some_and(|r| r.party == id && r.stage == Stage::Transferred)
+            })
+            .collect()
     }
 
     pub(super) fn party_tick(&mut self, now: Instant, id: RoomId) {
@@ -847,6 +865,7 @@ impl Lobby {
     /// A party's room is being reaped: its players' hashes are free again and connections
     /// still open are closed.
     pub(super) fn party_reaped(&mut self, id: RoomId) {
+        let open = self.transferred_conns(id);
         let Some(party) = self.tcp.parties.remove(&id) else {
             return;
         };
@@ -855,7 +874,9 @@ impl Lobby {
         }
         for (_, member) in party.members() {
             self.tcp.hashes.remove(&member.hash);
-            self.close_conn(member.conn, CloseCause::Linger);
+        }
+        for conn in open {
+            self.close_conn(conn, CloseCause::Linger);
         }
     }
 

@@ -382,6 +382,38 @@ fn linger_closes_transferred_connections_without_player_left() {
 }
 
 #[test]
+fn linger_and_reaping_spare_a_reused_connection_id() {
+    // Found by `lobby-load tcp-cycle`: members close after GAME_START, the driver reuses
+    // their keys for newcomers, and the started party's linger timer (or its reaping) must
+    // not close those newcomers.
+    let mut h = Harness::new(config());
+    h.join(1, "Alice");
+    h.join(2, "Bob");
+    h.all_ready(&[1, 2]);
+    h.req(1, TcpRequest::Start);
+    let out = h.advance(Duration::from_secs(5));
+    let started = h.lobby.party_of(ConnId(1)).unwrap();
+    assert!(to(&out, 1).contains(&TcpMessage::GameStart(started)));
+    for conn in [1, 2] {
+        h.lobby
+            .handle_tcp_closed(ConnId(conn), ConnClose::PeerClosed);
+    }
+    h.join(1, "Carol");
+    h.join(2, "Dave");
+    assert_ne!(h.lobby.party_of(ConnId(1)), Some(started));
+    let out = h.advance(Duration::from_secs(6));
+    assert!(closed(&out).is_empty(), "linger closed newcomers: {out:?}");
+    h.advance(Duration::from_secs(10)); // seats expire, the room finishes
+    let out = h.advance(Duration::from_secs(3)); // and is reaped
+    assert!(
+        out.contains(&Output::CloseInstance { room: started }),
+        "{out:?}"
+    );
+    assert!(closed(&out).is_empty(), "reaping closed newcomers: {out:?}");
+    assert_eq!(h.lobby.tcp_conn_count(), 2);
+}
+
+#[test]
 fn leaving_during_countdown_goes_on_while_enough_remain() {
     let mut h = Harness::new(config());
     for (conn, who) in [(1, "A"), (2, "B"), (3, "C")] {

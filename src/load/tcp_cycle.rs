@@ -1,0 +1,352 @@
+//! `tcp-cycle`: whole TCP lobby parties, from CONNECT_REQ to the game instance
+//! (docs/protocols/tcp-lobby.md "Countdown and GAME_START", instance.md HELLO).
+//!
+//! Every client connects and joins; the server groups connections into parties as they
+//! arrive, so a client learns its party from its roster (PLAYER_JOIN, PLAYER_READY,
+//! PLAYER_LEFT). Each client sends READY_REQ once its own PLAYER_JOIN arrives; once the
+//! roster holds `--members` players, all ready, the member with the lowest number sends the
+//! one START_REQ. `--members` must equal lobbyd's `--max-players` (4 by default both), and
+//! `--concurrency` be a multiple of it, so every party fills.
+//!
+//! COUNTDOWN lateness: value `v` is due at `start + (first - v)`, where `start` is when the
+//! party's START_REQ was written (the starter is one of this tool's clients, found by its
+//! hash) and `first` the first value sent (`--countdown`). Each COUNTDOWN every member
+//! receives is one sample: arrival minus due time.
+//!
+//! On GAME_START each member closes its lobby connection (RFC 5.8), says HELLO with its hash
+//! as token on the announced instance port (from its source address; the announced IP is
+//! used when it is loopback or the target, else the target's), checks that WELCOME gives it
+//! its lobby number as slot, sends LEAVE, and starts over. One completed request is one
+//! party whose members were all welcomed; its latency runs from START_REQ to the last
+//! WELCOME, so it includes the countdown. Counts: `players` welcomed, `countdown_frames`,
+//! `parties_failed` (a member failed after GAME_START).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use mio::net::UdpSocket;
+use mio::Interest;
+
+use crate::wire::instance::{self, ClientMsg, ServerMsg};
+use crate::wire::tcp_lobby::{ClientRepr, GameStart, ServerRepr};
+
+use super::sources::is_loopback;
+use super::stats::Stats;
+use super::tcp_engine::{Ctx, Script, Step};
+use super::tcp_modes::{each_frame, error_kind, player_name, push, MAX_FRAME};
+use super::Options;
+
+/// Most roster entries a client tracks (lobbyd's `--max-players` is at most 64).
+const MAX_ROSTER: usize = 64;
+const HELLO_SEQ: u16 = 1;
+const LEAVE_SEQ: u16 = 2;
+
+/// One member of a party, one cycle at a time.
+#[derive(Debug, Default)]
+pub struct Player {
+    me: Option<(u8, u64)>,
+    /// number, hash, ready.
+    roster: Vec<(u8, u64, bool)>,
+    ready_sent: bool,
+    start_sent: bool,
+    /// The first COUNTDOWN value and when it was due.
+    schedule: Option<(f64, Instant)>,
+    /// The party's key (its lowest-numbered member's hash) once GAME_START arrived.
+    party: Option<u64>,
+    udp: Option<UdpSocket>,
+    welcomed: bool,
+}
+
+/// A party between GAME_START and its last WELCOME.
+#[derive(Debug)]
+struct Tally {
+    remaining: usize,
+    began: Instant,
+    failed: bool,
+}
+
+/// The `tcp-cycle` script.
+pub struct Cycle {
+    members: usize,
+    sources: Vec<IpAddr>,
+    target: SocketAddr,
+    by_hash: HashMap<u64, usize>,
+    start_sent: Vec<Option<Instant>>,
+    parties: HashMap<u64, Tally>,
+    players: u64,
+    countdown_frames: u64,
+    parties_failed: u64,
+    buf: Box<[u8; 2048]>,
+}
+
+impl Cycle {
+    /// The script for the options' clients.
+    pub fn new(options: &Options) -> Cycle {
+        Cycle {
+            members: options.members,
+            sources: options.sources.clone(),
+            target: options.target,
+            by_hash: HashMap::with_capacity(options.concurrency),
+            start_sent: vec![None; options.concurrency],
+            parties: HashMap::new(),
+            players: 0,
+            countdown_frames: 0,
+            parties_failed: 0,
+            buf: Box::new([0; 2048]),
+        }
+    }
+
+    /// The lowest-numbered member of `p`'s roster.
+    fn starter(p: &Player) -> Option<(u8, u64, bool)> {
+        p.roster
+            .iter()
+            .copied()
+            .min_by_key(|&(number, _, _)| number)
+    }
+
+    /// The lowest-numbered member sends START_REQ once the party is full and ready.
+    fn maybe_start(&mut self, i: usize, p: &mut Player, ctx: &mut Ctx<'_>) {
+        let full = p.roster.len() >= self.members && p.roster.iter().all(|m| m.2);
+        let lowest = Self::starter(p).map(|(number, hash, _)| (number, hash));
+        if !p.start_sent && full && lowest.is_some() && lowest == p.me {
+            p.start_sent = true;
+            self.start_sent[i] = Some(ctx.now);
+            push(ctx.out, ClientRepr::StartReq);
+        }
+    }
+
+    /// When this party's START_REQ was written, if one of our clients wrote it.
+    fn start_time(&self, p: &Player) -> Option<Instant> {
+        let (_, hash, _) = Self::starter(p)?;
+        let j = *self.by_hash.get(&hash)?;
+        self.start_sent.get(j).copied().flatten()
+    }
+
+    fn countdown(&mut self, p: &mut Player, remaining: f32, ctx: &mut Ctx<'_>) {
+        self.countdown_frames += 1;
+        let value = f64::from(remaining);
+        let (first, first_due) = match p.schedule {
+            Some(schedule) => schedule,
+            None => {
+                let due = self.start_time(p).unwrap_or(ctx.now);
+                p.schedule = Some((value, due));
+                (value, due)
+            }
+        };
+        let offset = Duration::from_secs_f64((first - value).clamp(0.0, 3600.0));
+        let due = first_due + offset;
+        ctx.stats.lateness(ctx.now.saturating_duration_since(due));
+    }
+
+    fn game_start(
+        &mut self,
+        i: usize,
+        p: &mut Player,
+        gs: GameStart<'_>,
+        ctx: &mut Ctx<'_>,
+    ) -> Step {
+        let Some((number, hash)) = p.me else {
+            return Step::Fail("unexpected_frame");
+        };
+        let mut slots = gs.slots();
+        let Some(key) = slots.clone().next().map(|(info, _)| info.hash) else {
+            return Step::Fail("empty_game_start");
+        };
+        if !slots.any(|(info, _)| info.number == number && info.hash == hash) {
+            return Step::Fail("not_in_game_start");
+        }
+        let began = p.schedule.map_or(ctx.now, |(_, due)| due);
+        self.parties.entry(key).or_insert(Tally {
+            remaining: gs.player_count(),
+            began,
+            failed: false,
+        });
+        p.party = Some(key);
+        let ip = IpAddr::V4(gs.server_ip);
+        let ip = if is_loopback(ip) || ip == self.target.ip() {
+            ip
+        } else {
+            self.target.ip()
+        };
+        let instance = SocketAddr::new(ip, gs.udp_port);
+        let source = self.sources[i % self.sources.len()];
+        let socket = UdpSocket::bind(SocketAddr::new(source, 0)).and_then(|mut socket| {
+            ctx.registry
+                .register(&mut socket, ctx.aux_token, Interest::READABLE)?;
+            Ok(socket)
+        });
+        let Ok(socket) = socket else {
+            return Step::Fail("udp_bind_failed");
+        };
+        let len = instance::ClientRepr {
+            seq: HELLO_SEQ,
+            msg: ClientMsg::Hello { token: Some(hash) },
+        }
+        .emit(&mut self.buf[..]);
+        if socket.send_to(&self.buf[..len], instance).is_err() {
+            return Step::Fail("udp_send_failed");
+        }
+        p.udp = Some(socket);
+        // The lobby connection is closed now, as the RFC asks (5.8).
+        Step::Detach
+    }
+
+    /// One member of party `key` is done; `Some(began)` when the whole party was welcomed.
+    fn settle(&mut self, key: u64, welcomed: bool) -> Option<Instant> {
+        let tally = self.parties.get_mut(&key)?;
+        tally.remaining = tally.remaining.saturating_sub(1);
+        tally.failed |= !welcomed;
+        if tally.remaining > 0 {
+            return None;
+        }
+        let tally = self.parties.remove(&key)?;
+        if tally.failed {
+            self.parties_failed += 1;
+            return None;
+        }
+        Some(tally.began)
+    }
+
+    fn frame(
+        &mut self,
+        i: usize,
+        p: &mut Player,
+        repr: ServerRepr<'_>,
+        ctx: &mut Ctx<'_>,
+    ) -> Option<Step> {
+        match repr {
+            ServerRepr::ConnectAck { hash, number } if p.me.is_none() => {
+                p.me = Some((number, hash));
+                self.by_hash.insert(hash, i);
+            }
+            ServerRepr::PlayerJoin {
+                number,
+                hash,
+                ready,
+                ..
+            } => {
+                match p.roster.iter().position(|m| m.0 == number) {
+                    Some(at) => p.roster[at] = (number, hash, ready),
+                    None if p.roster.len() < MAX_ROSTER => p.roster.push((number, hash, ready)),
+                    None => return Some(Step::Fail("roster_overflow")),
+                }
+                if p.me == Some((number, hash)) && !p.ready_sent {
+                    p.ready_sent = true;
+                    push(ctx.out, ClientRepr::ReadyReq { ready: true });
+                }
+                self.maybe_start(i, p, ctx);
+            }
+            ServerRepr::PlayerReady { number, ready } => {
+                if let Some(member) = p.roster.iter_mut().find(|m| m.0 == number) {
+                    member.2 = ready;
+                }
+                self.maybe_start(i, p, ctx);
+            }
+            ServerRepr::PlayerLeft { number } => p.roster.retain(|m| m.0 != number),
+            ServerRepr::Countdown { remaining } => self.countdown(p, remaining, ctx),
+            ServerRepr::GameStart(gs) => return Some(self.game_start(i, p, gs, ctx)),
+            ServerRepr::Error { code, .. } => return Some(Step::Fail(error_kind(code))),
+            ServerRepr::ConnectAck { .. } => return Some(Step::Fail("unexpected_frame")),
+        }
+        None
+    }
+}
+
+impl Script for Cycle {
+    type Client = Player;
+    const MAX_PENDING: usize = MAX_FRAME;
+
+    fn opened(&mut self, i: usize, _p: &mut Player, ctx: &mut Ctx<'_>) {
+        let name = player_name(i);
+        push(ctx.out, ClientRepr::ConnectReq { name: &name });
+    }
+
+    fn received(
+        &mut self,
+        i: usize,
+        p: &mut Player,
+        data: &[u8],
+        ctx: &mut Ctx<'_>,
+    ) -> (usize, Step) {
+        each_frame(data, |repr| self.frame(i, p, repr, ctx))
+    }
+
+    fn aux_ready(&mut self, _i: usize, p: &mut Player, ctx: &mut Ctx<'_>) -> Step {
+        loop {
+            let (Some(socket), Some((number, _))) = (p.udp.as_ref(), p.me) else {
+                return Step::More;
+            };
+            let (len, from) = match socket.recv_from(&mut self.buf[..]) {
+                Ok(got) => got,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Step::More,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return Step::Fail("udp_recv_failed"),
+            };
+            let msg = match instance::ServerRepr::parse(&self.buf[..len]) {
+                Ok(instance::ServerRepr {
+                    seq: HELLO_SEQ,
+                    msg,
+                }) => msg,
+                // Notifications of the room (PEER_JOINED, STARTED, ...) answer nothing.
+                Ok(_) => continue,
+                Err(e) => return Step::Fail(e.as_str()),
+            };
+            match msg {
+                ServerMsg::Welcome { slot, .. } if slot == number => {
+                    p.welcomed = true;
+                    self.players += 1;
+                    let len = instance::ClientRepr {
+                        seq: LEAVE_SEQ,
+                        msg: ClientMsg::Leave,
+                    }
+                    .emit(&mut self.buf[..]);
+                    // Best effort: a lost LEAVE only lets the seat lapse by idleness.
+                    let _ = socket.send_to(&self.buf[..len], from);
+                    if let Some(began) = p.party.and_then(|key| self.settle(key, true)) {
+                        ctx.stats.complete(ctx.now.saturating_duration_since(began));
+                    }
+                    p.party = None;
+                    return Step::Done;
+                }
+                ServerMsg::Welcome { .. } => return Step::Fail("wrong_slot"),
+                ServerMsg::Reject(_) => return Step::Fail("hello_rejected"),
+                _ => continue,
+            }
+        }
+    }
+
+    fn eof(&mut self, _i: usize, p: &mut Player, _ctx: &mut Ctx<'_>) -> Step {
+        Step::Fail(match (p.me, p.schedule) {
+            (None, _) => "closed_before_join",
+            (Some(_), None) => "closed_in_party",
+            (Some(_), Some(_)) => "closed_in_countdown",
+        })
+    }
+
+    fn timed_out(&mut self, _i: usize, p: &mut Player) -> &'static str {
+        match (p.me, p.schedule, p.party) {
+            (None, _, _) => "join",
+            (Some(_), None, _) => "party",
+            (Some(_), Some(_), None) => "countdown",
+            (Some(_), Some(_), Some(_)) => "hello",
+        }
+    }
+
+    fn ended(&mut self, i: usize, p: &mut Player) {
+        if let Some(key) = p.party.take() {
+            self.settle(key, p.welcomed);
+        }
+        if let Some((_, hash)) = p.me {
+            if self.by_hash.get(&hash) == Some(&i) {
+                self.by_hash.remove(&hash);
+            }
+        }
+    }
+
+    fn finish(&mut self, stats: &mut Stats) {
+        stats.set("players", self.players);
+        stats.set("countdown_frames", self.countdown_frames);
+        stats.set("parties_failed", self.parties_failed);
+    }
+}
