@@ -414,8 +414,12 @@ impl Script for WzHost {
                         let sent = c.sent.unwrap_or(ctx.now);
                         ctx.stats.complete(ctx.now.saturating_duration_since(sent));
                         c.step = HostStep::Listed;
+                        // `--hold 0` ends the cycle now: a zero sleep would wait for the
+                        // engine's next 10 ms sweep and cap the rate at the tool, not lobbyd.
                         let step = if rest.len() > end {
                             Step::Fail("unexpected_bytes")
+                        } else if self.hold.is_zero() {
+                            Step::Done
                         } else {
                             Step::Sleep(self.hold)
                         };
