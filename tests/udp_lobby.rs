@@ -51,12 +51,13 @@ fn records(datagram: &[u8]) -> Vec<(u32, u16, u16, u16, u8)> {
     datagram[10..10 + 13 * count]
         .chunks(13)
         .map(|r| {
+            assert_eq!(&r[11..13], &[0, 0], "reserved bytes of a record");
             (
                 u32::from_be_bytes([r[0], r[1], r[2], r[3]]),
                 u16::from_be_bytes([r[4], r[5]]),
                 u16::from_be_bytes([r[6], r[7]]),
                 u16::from_be_bytes([r[8], r[9]]),
-                r[12],
+                r[10],
             )
         })
         .collect()
@@ -107,6 +108,37 @@ fn create_then_list_then_join() {
     assert_eq!(records(&bob.recv()), vec![(1, 2, 4, port, 0)]);
     // Ids only grow.
     assert_eq!(create(&bob, lobby, 1).0, 2);
+}
+
+/// The driver re-sends an unchanged ROOM_LIST without rebuilding it: the same records under
+/// each request's own sequence id and checksum; and a change made by a timer alone (a seat
+/// reservation running out, then the empty room going) shows in the very next list.
+#[test]
+fn repeated_lists_are_exact_and_follow_timer_changes() {
+    let mut config = test_config();
+    config.seat_timeout = std::time::Duration::from_millis(300);
+    config.reap_grace = std::time::Duration::ZERO;
+    let server = start(config);
+    let lobby = lobby_addr(&server);
+    let alice = UdpClient::new();
+    let (room, port) = create(&alice, lobby, 1);
+    let mut record = room.to_be_bytes().to_vec();
+    record.extend_from_slice(&1u16.to_be_bytes());
+    record.extend_from_slice(&4u16.to_be_bytes());
+    record.extend_from_slice(&port.to_be_bytes());
+    // State Waiting, then two reserved zero bytes (docs/protocols/udp-lobby.md).
+    record.extend_from_slice(&[0, 0, 0]);
+    let mut payload = vec![0, 1];
+    payload.extend_from_slice(&record);
+    for seq in [10, 11, 0xffff] {
+        alice.send(lobby, &request(LIST, seq, &[]));
+        assert_eq!(alice.recv(), reply(ROOM_LIST, seq, &payload));
+    }
+    // Nobody reaches the instance: the reservation lapses and the room is reaped.
+    let snap = eventually(&server, Duration::from_secs(5), |s| s.rooms.is_empty());
+    assert!(snap.rooms.is_empty(), "room still alive: {:?}", snap.rooms);
+    alice.send(lobby, &request(LIST, 12, &[]));
+    assert_eq!(alice.recv(), reply(ROOM_LIST, 12, &[0, 0]));
 }
 
 #[test]

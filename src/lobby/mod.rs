@@ -32,7 +32,7 @@ pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
 pub use stats::{InstanceIgnore, JoinFailure, LobbyStats};
 
 use room::{Countdown, SeatRefusal};
-use room_map::RoomMap;
+use room_map::RoomTable;
 
 /// Bytes of a ROOM_LIST datagram with `n` records: header 8 + count 2 + 13 n + CRC 4.
 pub const fn room_list_len(n: usize) -> usize {
@@ -270,9 +270,8 @@ struct PendingCreate {
 /// The lobby: every room, its timers and the queue of outputs.
 pub struct Lobby {
     config: LobbyConfig,
-    rooms: RoomMap<Room>,
-    /// Rooms offered in ROOM_LIST, in creation order.
-    listed: Vec<RoomId>,
+    /// Every room and the order ROOM_LIST offers them in.
+    rooms: RoomTable,
     pending_creates: HashMap<RoomId, PendingCreate>,
     next_room_id: u32,
     timers: TimerWheel<TimerEvent>,
@@ -301,8 +300,7 @@ impl Lobby {
         let limiter = PerIpLimiter::new(config.rate);
         Lobby {
             config,
-            rooms: RoomMap::default(),
-            listed: Vec::new(),
+            rooms: RoomTable::default(),
             pending_creates: HashMap::new(),
             next_room_id: 1,
             timers,
@@ -372,12 +370,21 @@ impl Lobby {
             .take(self.config.max_list_rooms)
     }
 
+    /// Changes whenever anything [`Lobby::room_list`] shows may have changed: while it stays
+    /// the same, a ROOM_LIST built earlier is still exact (the driver re-frames it).
+    pub fn list_generation(&self) -> u64 {
+        self.rooms.generation()
+    }
+
     fn listed_rooms(&self) -> impl Iterator<Item = &Room> + '_ {
-        self.listed.iter().filter_map(|id| self.rooms.get(id))
+        self.rooms
+            .listed()
+            .iter()
+            .filter_map(|id| self.rooms.get(id))
     }
 
     fn listed_count(&self) -> usize {
-        self.listed.len().min(self.config.max_list_rooms)
+        self.rooms.listed().len().min(self.config.max_list_rooms)
     }
 
     /// A UDP lobby request from `from` with sequence id `seq`.
@@ -497,7 +504,7 @@ impl Lobby {
         room.port = Some(port);
         // A fresh room in Waiting with all seats free: the creator's reservation cannot fail.
         let _ = room.reserve(pending.to.ip(), expires);
-        self.listed.push(id);
+        self.rooms.list(id);
         self.stats.rooms_created += 1;
         self.arm_housekeeping(id);
         let reply = LobbyReply::RoomCreated { room: id, port };
@@ -907,7 +914,7 @@ impl Lobby {
         {
             self.timers.cancel(key);
         }
-        self.listed.retain(|listed| *listed != id);
+        self.rooms.unlist(id);
         self.party_reaped(id);
         self.stats.rooms_reaped += 1;
         self.outputs.push_back(Output::CloseInstance { room: id });

@@ -1,5 +1,11 @@
-//! The hash map the core keys rooms by: [`RoomId`] with a multiplicative hash instead of
+//! The core's rooms: [`RoomTable`], the map keyed by [`RoomId`] plus the order ROOM_LIST
+//! offers rooms in, counting every change; and the multiplicative hash it uses instead of
 //! SipHash.
+//!
+//! Why a generation: the driver keeps the last encoded ROOM_LIST records and re-sends them
+//! with a new header while the generation is unchanged. Every `&mut` path to a room or to
+//! the listed order is a method here that bumps it, so the compiler routes every change
+//! through this file and a stale list cannot be sent.
 //!
 //! Why: every LIST_ROOMS walks the listed rooms and looks each up by id, twice (joinable
 //! rooms first, then the others), and every relayed DATA looks its room up once. Profiled
@@ -12,10 +18,91 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::room::RoomId;
+use super::room::{Room, RoomId};
 
 /// A map keyed by room id.
 pub type RoomMap<V> = HashMap<RoomId, V, BuildHasherDefault<RoomIdHasher>>;
+
+/// Every room, and the listed ones in creation order, with a change counter.
+#[derive(Debug, Default)]
+pub struct RoomTable {
+    rooms: RoomMap<Room>,
+    /// Rooms offered in ROOM_LIST, in creation order.
+    listed: Vec<RoomId>,
+    generation: u64,
+}
+
+impl RoomTable {
+    /// Bumped by every `&mut` method (whether or not a listed room changed): equal values
+    /// mean nothing in the table changed in between.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Rooms alive.
+    pub fn len(&self) -> usize {
+        self.rooms.len()
+    }
+
+    /// Whether no room is alive.
+    pub fn is_empty(&self) -> bool {
+        self.rooms.is_empty()
+    }
+
+    /// One room.
+    pub fn get(&self, id: &RoomId) -> Option<&Room> {
+        self.rooms.get(id)
+    }
+
+    /// Whether room `id` is alive.
+    pub fn contains_key(&self, id: &RoomId) -> bool {
+        self.rooms.contains_key(id)
+    }
+
+    /// Every room, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &Room> + '_ {
+        self.rooms.values()
+    }
+
+    /// The listed rooms' ids, in creation order.
+    pub fn listed(&self) -> &[RoomId] {
+        &self.listed
+    }
+
+    /// One room, to change it.
+    pub fn get_mut(&mut self, id: &RoomId) -> Option<&mut Room> {
+        self.bump();
+        self.rooms.get_mut(id)
+    }
+
+    /// Adds a room (not listed yet).
+    pub fn insert(&mut self, id: RoomId, room: Room) {
+        self.bump();
+        self.rooms.insert(id, room);
+    }
+
+    /// Removes a room (it must be unlisted separately).
+    pub fn remove(&mut self, id: &RoomId) -> Option<Room> {
+        self.bump();
+        self.rooms.remove(id)
+    }
+
+    /// Offers room `id` in ROOM_LIST, after every room listed before it.
+    pub fn list(&mut self, id: RoomId) {
+        self.bump();
+        self.listed.push(id);
+    }
+
+    /// Stops offering room `id`.
+    pub fn unlist(&mut self, id: RoomId) {
+        self.bump();
+        self.listed.retain(|listed| *listed != id);
+    }
+
+    fn bump(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+    }
+}
 
 /// 2^64 divided by the golden ratio, rounded to odd (Fibonacci hashing).
 const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;

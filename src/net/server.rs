@@ -42,6 +42,15 @@ use super::{Control, RoomView, Snapshot};
 const RECV_BUF_LEN: usize = 2048;
 /// Room for the largest reply (a ROOM_LIST of at most 112 records is 1472 bytes).
 const SEND_BUF_LEN: usize = 2048;
+
+/// Which of the server's two send buffers holds a datagram.
+#[derive(Clone, Copy)]
+enum Buffer {
+    /// `send_buf`: every reply but ROOM_LIST.
+    Send,
+    /// `list_buf`: the ROOM_LIST, whose records are kept between requests.
+    List,
+}
 /// Readiness events handled per poll.
 const EVENTS_CAPACITY: usize = 1024;
 /// Datagrams read from one socket before serving the others (fairness under flood).
@@ -60,6 +69,10 @@ pub struct Server {
     control: Receiver<Control>,
     recv_buf: Box<[u8; RECV_BUF_LEN]>,
     send_buf: Box<[u8; SEND_BUF_LEN]>,
+    /// The last ROOM_LIST sent: its records stay in place between requests.
+    list_buf: Box<[u8; SEND_BUF_LEN]>,
+    /// The core's list generation `list_buf`'s records were built at, and their count.
+    list_cache: Option<(u64, usize)>,
     destinations: Vec<SocketAddr>,
     /// Instance slab keys to remove once the current event batch is done.
     closing: Vec<usize>,
@@ -96,6 +109,8 @@ impl Server {
             control,
             recv_buf: Box::new([0; RECV_BUF_LEN]),
             send_buf: Box::new([0; SEND_BUF_LEN]),
+            list_buf: Box::new([0; SEND_BUF_LEN]),
+            list_cache: None,
             destinations: Vec::with_capacity(16),
             closing: Vec::new(),
             stats: DriverStats::default(),
@@ -415,9 +430,47 @@ impl Server {
     }
 
     fn send_lobby_reply(&mut self, to: SocketAddr, seq: u16, reply: LobbyReply) {
-        let buf = &mut self.send_buf[..];
-        let len = match reply {
+        let reply = match reply {
             LobbyReply::RoomList => {
+                let len = self.room_list_datagram(seq);
+                self.send_from_lobby(to, Buffer::List, len);
+                return;
+            }
+            LobbyReply::RoomCreated { room, port } => Reply::RoomCreated {
+                room_id: room.0,
+                port,
+            },
+            LobbyReply::JoinSuccess { room, port } => Reply::JoinSuccess {
+                room_id: room.0,
+                port,
+            },
+            LobbyReply::JoinFailed(_) => Reply::JoinFailed,
+        };
+        let len = ReplyRepr { seq, reply }.emit(&mut self.send_buf[..]);
+        self.send_from_lobby(to, Buffer::Send, len);
+    }
+
+    /// Sends the first `len` bytes of `buffer` from the UDP lobby socket.
+    fn send_from_lobby(&mut self, to: SocketAddr, buffer: Buffer, len: usize) {
+        let bytes = match buffer {
+            Buffer::Send => &self.send_buf[..len],
+            Buffer::List => &self.list_buf[..len],
+        };
+        if let Some(socket) = self.lobby_udp.as_ref() {
+            let result = socket.send_to(bytes, to);
+            self.stats.count_send(result, len);
+        }
+    }
+
+    /// A ROOM_LIST answering `seq` in `list_buf`, its length returned. The records are
+    /// rebuilt only when the core's list generation moved since they were written; otherwise
+    /// only header, count and checksum are rewritten (profiled: building the list was most
+    /// of lobbyd's user time under a LIST_ROOMS load, docs/BENCHMARKS.md).
+    fn room_list_datagram(&mut self, seq: u16) -> usize {
+        let generation = self.lobby.list_generation();
+        let count = match self.list_cache {
+            Some((built, count)) if built == generation => count,
+            _ => {
                 let records = self.lobby.room_list().map(|info: RoomInfo| RoomRecord {
                     room_id: info.room.0,
                     player_count: info.player_count,
@@ -425,34 +478,12 @@ impl Server {
                     port: info.port,
                     state: info.state.code(),
                 });
-                udp_lobby::emit_room_list(buf, seq, records)
+                let count = udp_lobby::write_room_records(&mut self.list_buf[..], records);
+                self.list_cache = Some((generation, count));
+                count
             }
-            LobbyReply::RoomCreated { room, port } => ReplyRepr {
-                seq,
-                reply: Reply::RoomCreated {
-                    room_id: room.0,
-                    port,
-                },
-            }
-            .emit(buf),
-            LobbyReply::JoinSuccess { room, port } => ReplyRepr {
-                seq,
-                reply: Reply::JoinSuccess {
-                    room_id: room.0,
-                    port,
-                },
-            }
-            .emit(buf),
-            LobbyReply::JoinFailed(_) => ReplyRepr {
-                seq,
-                reply: Reply::JoinFailed,
-            }
-            .emit(buf),
         };
-        if let Some(socket) = self.lobby_udp.as_ref() {
-            let result = socket.send_to(&self.send_buf[..len], to);
-            self.stats.count_send(result, len);
-        }
+        udp_lobby::finish_room_list(&mut self.list_buf[..], seq, count)
     }
 
     fn send_instance_message(

@@ -466,7 +466,7 @@ impl<'a> ReplyRepr<'a> {
 }
 
 /// Writes a ROOM_LIST datagram answering `seq` into `buf` and returns its length, without
-/// allocating.
+/// allocating: [`write_room_records`] then [`finish_room_list`].
 ///
 /// Takes records from `rooms` in order and stops when the next one would not fit in `buf`
 /// (or at [`MAX_ROOM_LIST_RECORDS`]); records beyond that are not consumed. Pass a buffer of
@@ -481,9 +481,19 @@ pub fn emit_room_list(
     seq: u16,
     rooms: impl IntoIterator<Item = RoomRecord>,
 ) -> usize {
-    let min = room_list_len(0);
-    assert!(buf.len() >= min, "buffer too short for an empty ROOM_LIST");
-    let capacity = ((buf.len() - min) / ROOM_RECORD_LEN).min(MAX_ROOM_LIST_RECORDS);
+    let count = write_room_records(buf, rooms);
+    finish_room_list(buf, seq, count)
+}
+
+/// Writes the records of a ROOM_LIST into their place in `buf` (after header and count) and
+/// returns how many fit, as [`emit_room_list`] does. [`finish_room_list`] then frames them;
+/// the records stay valid for any number of later `finish_room_list` calls with other
+/// sequence ids, which is how the driver re-sends an unchanged list without rebuilding it.
+///
+/// # Panics
+/// If `buf` is shorter than an empty list, `room_list_len(0)` = 14 bytes.
+pub fn write_room_records(buf: &mut [u8], rooms: impl IntoIterator<Item = RoomRecord>) -> usize {
+    let capacity = room_list_capacity(buf);
     let records_start = frame::HEADER_LEN + field::ROOM_RECORDS;
     let mut count = 0usize;
     // Slots first: `zip` stops on the first exhausted side before pulling the other, so a room
@@ -495,8 +505,17 @@ pub fn emit_room_list(
         room.write(slot);
         count += 1;
     }
-    // The records are already in place; `emit_frame` only writes header, count and checksum
-    // around them.
+    count
+}
+
+/// Frames the first `count` records already in `buf` (see [`write_room_records`]) as a
+/// ROOM_LIST answering `seq`: header, count and checksum around them. Returns the length.
+/// A `count` larger than `buf` holds is cut to what fits.
+///
+/// # Panics
+/// If `buf` is shorter than an empty list, `room_list_len(0)` = 14 bytes.
+pub fn finish_room_list(buf: &mut [u8], seq: u16, count: usize) -> usize {
+    let count = count.min(room_list_capacity(buf));
     emit_frame(
         buf,
         PacketType::SERVER_TO_CLIENT,
@@ -507,6 +526,13 @@ pub fn emit_room_list(
             payload[field::ROOM_COUNT].copy_from_slice(&(count as u16).to_be_bytes());
         },
     )
+}
+
+/// Records a ROOM_LIST in `buf` can carry.
+fn room_list_capacity(buf: &[u8]) -> usize {
+    let min = room_list_len(0);
+    assert!(buf.len() >= min, "buffer too short for an empty ROOM_LIST");
+    ((buf.len() - min) / ROOM_RECORD_LEN).min(MAX_ROOM_LIST_RECORDS)
 }
 
 fn expect_len(payload: &[u8], len: usize) -> Result<(), Error> {
@@ -985,6 +1011,18 @@ mod tests {
             let mut buf = vec![0xa5u8; repr.buffer_len()];
             let len = repr.emit(&mut buf);
             len == buf.len() && RequestRepr::parse(&buf) == Ok(repr)
+        }
+
+        /// Records written once and framed again with another sequence id give exactly
+        /// the datagram a fresh `emit_room_list` would: what the driver's cache relies on.
+        fn room_list_reframed_equals_fresh(rooms: Vec<RoomRecord>, first: u16, second: u16) -> bool {
+            let mut cached = vec![0x5au8; MAX_UNFRAGMENTED];
+            let count = write_room_records(&mut cached, rooms.iter().copied());
+            finish_room_list(&mut cached, first, count);
+            let len = finish_room_list(&mut cached, second, count);
+            let mut fresh = vec![0xa5u8; MAX_UNFRAGMENTED];
+            let fresh_len = emit_room_list(&mut fresh, second, rooms.iter().copied());
+            len == fresh_len && cached[..len] == fresh[..fresh_len]
         }
 
         fn reply_round_trip(seq: u16, owned: OwnedReply) -> bool {
