@@ -9,58 +9,17 @@
 //! - `timer_wheel`: insert then drain 1024 timers a few ticks apart, and insert + cancel.
 
 use std::hint::black_box;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use lobbyd::lobby::{
-    InstanceRequest, Lobby, LobbyConfig, LobbyReply, LobbyRequest, Output, RoomId,
-};
-use lobbyd::ratelimit::PerIpConfig;
 use lobbyd::time::TimerWheel;
-use lobbyd::wire::instance::{self, ClientMsg, ClientRepr};
-use lobbyd::wire::udp_lobby::{emit_room_list, RoomRecord};
+use lobbyd::wire::instance;
 
-fn addr(n: u8, port: u16) -> SocketAddr {
-    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, n)), port)
-}
+#[path = "../tests/common/core_fixture.rs"]
+mod fixture;
 
-/// A lobby with no rate limits in the way (as `bench.sh` runs lobbyd).
-fn lobby(now: Instant) -> Lobby {
-    Lobby::new(
-        LobbyConfig {
-            max_rooms: 200,
-            max_rooms_per_ip: 200,
-            rate: PerIpConfig {
-                rate: u64::from(u32::MAX),
-                per: Duration::from_secs(1),
-                burst: u64::from(u32::MAX),
-                byte_rate: 0,
-                byte_burst: 0,
-                max_entries: 65_536,
-            },
-            ..LobbyConfig::default()
-        },
-        now,
-    )
-}
-
-/// Creates `n` rooms, each with its instance bound on port 5000 + i; returns their ids.
-fn with_rooms(lobby: &mut Lobby, now: Instant, n: u16) -> Vec<RoomId> {
-    let mut rooms = Vec::new();
-    for i in 0..n {
-        lobby.handle_lobby_request(now, addr(1, 1000 + i), i, LobbyRequest::CreateRoom);
-        while let Some(output) = lobby.poll_output() {
-            if let Output::OpenInstance { room } = output {
-                lobby.handle_instance_opened(now, room, Some(5000 + i));
-                rooms.push(room);
-            }
-        }
-    }
-    while lobby.poll_output().is_some() {}
-    rooms
-}
+use fixture::{addr, broadcast_data, list_once, lobby, room_of_four, with_rooms};
 
 fn list_rooms(c: &mut Criterion) {
     let now = Instant::now();
@@ -72,25 +31,7 @@ fn list_rooms(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("list_rooms_64", |b| {
         b.iter(|| {
-            lobby.handle_lobby_request(now, client, 7, LobbyRequest::ListRooms);
-            let mut len = 0;
-            while let Some(output) = lobby.poll_output() {
-                if let Output::Lobby {
-                    seq,
-                    reply: LobbyReply::RoomList,
-                    ..
-                } = output
-                {
-                    let records = lobby.room_list().map(|info| RoomRecord {
-                        room_id: info.room.0,
-                        player_count: info.player_count,
-                        max_players: info.max_players,
-                        port: info.port,
-                        state: info.state.code(),
-                    });
-                    len = emit_room_list(&mut buf, seq, records);
-                }
-            }
+            let len = list_once(&mut lobby, now, client, 7, &mut buf);
             black_box(len)
         })
     });
@@ -100,21 +41,9 @@ fn list_rooms(c: &mut Criterion) {
 fn relay_data(c: &mut Criterion) {
     let now = Instant::now();
     let mut lobby = lobby(now);
-    let room = with_rooms(&mut lobby, now, 1)[0];
-    for member in 1..=4 {
-        let request = InstanceRequest::Hello { token: None };
-        lobby.handle_instance_request(now, room, addr(member, 2000), 0, request);
-    }
-    while lobby.poll_output().is_some() {}
+    let room = room_of_four(&mut lobby, now);
     let mut datagram = [0u8; 64];
-    let len = ClientRepr {
-        seq: 1,
-        msg: ClientMsg::Data {
-            target: instance::BROADCAST,
-            data: &[0x5a; 32],
-        },
-    }
-    .emit(&mut datagram);
+    let len = broadcast_data(&mut datagram);
     let mut destinations = Vec::with_capacity(8);
     let mut group = c.benchmark_group("core");
     group.throughput(Throughput::Elements(1));
