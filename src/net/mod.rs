@@ -13,6 +13,7 @@ pub mod stats;
 pub mod tcp;
 pub mod tcp_frames;
 pub mod token;
+pub mod wake;
 pub mod warn;
 pub mod wz;
 pub mod wz_login;
@@ -110,7 +111,9 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
             byte_burst: reply_bytes.saturating_mul(2),
             max_entries: config.rate_table_size,
         },
-        timer_tick: Duration::from_millis(1),
+        // Fine enough that a deadline is at most 0.25 ms late (the timerfd in `wake.rs` wakes
+        // the loop at the tick itself); coarse enough that 4096 slots span a second.
+        timer_tick: Duration::from_micros(250),
         party: PartyConfig {
             min_players: config.min_players,
             countdown: config.countdown,

@@ -33,6 +33,7 @@ use super::instance::{Instance, PortPool};
 use super::stats::DriverStats;
 use super::tcp::{TcpLimits, TcpLobby};
 use super::token::Target;
+use super::wake::PreciseWake;
 use super::warn::WarnBudget;
 use super::wz::WzDriver;
 use super::{Control, RoomView, Snapshot};
@@ -86,6 +87,8 @@ pub struct Server {
     tcp: Option<TcpLobby>,
     /// The Warzone 2100 master server, when `--wz-port` is enabled.
     wz: Option<WzDriver>,
+    /// Wakes the loop at its next deadline to the microsecond (mio's timeout is in ms).
+    wake: PreciseWake,
 }
 
 impl Server {
@@ -98,6 +101,7 @@ impl Server {
         bind_ip: std::net::IpAddr,
         control: Receiver<Control>,
     ) -> io::Result<Server> {
+        let wake = PreciseWake::new(poll.registry())?;
         let mut server = Server {
             poll,
             lobby_udp,
@@ -120,6 +124,7 @@ impl Server {
             warnings: WarnBudget::new(Instant::now(), 60, 20),
             tcp: None,
             wz: None,
+            wake,
         };
         if let Some(socket) = server.lobby_udp.as_mut() {
             server.poll.registry().register(
@@ -204,7 +209,15 @@ impl Server {
                 .into_iter()
                 .flatten()
                 .min();
-            let timeout = deadline.map(|at| at.saturating_duration_since(Instant::now()));
+            let now = Instant::now();
+            if let Some(at) = deadline {
+                if let Err(e) = self.wake.arm(at, now) {
+                    // The millisecond poll timeout below still wakes the loop.
+                    self.warnings
+                        .warn(now, format_args!("cannot arm the loop's timerfd: {e}"));
+                }
+            }
+            let timeout = deadline.map(|at| at.saturating_duration_since(now));
             match self.poll.poll(&mut events, timeout) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -216,6 +229,7 @@ impl Server {
                     Some(Target::Instance(key)) => self.instance_readable(key),
                     Some(Target::Waker) if self.serve_control() => return self.shutdown_tcp(),
                     Some(Target::Signals) if self.serve_signals() => return self.shutdown_tcp(),
+                    Some(Target::Timer) => self.wake.fired(),
                     Some(Target::TcpListener) => self.tcp_accept(),
                     Some(Target::TcpConn(key)) => self.tcp_ready(key, event),
                     Some(target @ (Target::MetricsListener | Target::MetricsConn(_))) => {

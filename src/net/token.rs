@@ -30,6 +30,8 @@ pub enum Target {
     WzConn(usize),
     /// A Warzone reachability probe, by its key in the probe slab.
     WzProbe(usize),
+    /// The timerfd that wakes the loop at its next deadline (`net::wake`).
+    Timer,
 }
 
 const KIND_SHIFT: u32 = 32;
@@ -41,6 +43,7 @@ const KIND_INSTANCE: usize = 3;
 const KIND_SIGNALS: usize = 4;
 const KIND_METRICS_LISTENER: usize = 5;
 const KIND_METRICS_CONN: usize = 6;
+const KIND_TIMER: usize = 7;
 const KIND_TCP_LISTENER: usize = 20;
 const KIND_TCP_CONN: usize = 21;
 const KIND_WZ_LISTENER: usize = 30;
@@ -62,6 +65,7 @@ impl Target {
             Target::WzListener => (KIND_WZ_LISTENER, 0),
             Target::WzConn(key) => (KIND_WZ_CONN, key & KEY_MASK),
             Target::WzProbe(key) => (KIND_WZ_PROBE, key & KEY_MASK),
+            Target::Timer => (KIND_TIMER, 0),
         };
         Token((kind << KIND_SHIFT) | key)
     }
@@ -81,6 +85,7 @@ impl Target {
             KIND_WZ_LISTENER => Some(Target::WzListener),
             KIND_WZ_CONN => Some(Target::WzConn(key)),
             KIND_WZ_PROBE => Some(Target::WzProbe(key)),
+            KIND_TIMER => Some(Target::Timer),
             _ => None,
         }
     }
@@ -105,6 +110,7 @@ mod tests {
             Target::WzListener,
             Target::WzConn(3),
             Target::WzProbe(9),
+            Target::Timer,
         ] {
             assert_eq!(Target::from_token(target.token()), Some(target));
         }
