@@ -37,7 +37,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 43] = [
+const FLAGS: [&str; 44] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -79,6 +79,7 @@ const FLAGS: [&str; 43] = [
     "--wz-max-games N",
     "--wz-max-conns N",
     "--wz-max-conns-per-ip N",
+    "--wz-register-rate N",
     "--wz-login required|optional|off",
     "--db PATH",
 ];

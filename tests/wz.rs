@@ -1201,6 +1201,33 @@ fn connection_limits_pause_accepting_and_refuse_extra_hosts() {
     assert_closed(&mut second);
 }
 
+/// Registrations from one address are rate-limited: with the defaults (30/min, burst 20)
+/// the 21st in a row is refused with 406; `--wz-register-rate 600` lets 25 through.
+#[test]
+fn registration_rate_per_address_is_configurable() {
+    let registrations_until_refused = |rate: Option<u32>| {
+        let server = start_wz(|w| {
+            w.check_reachable = false;
+            if let Some(rate) = rate {
+                w.registrations_per_minute = rate;
+            }
+        });
+        let lobby = wz_addr(&server);
+        for n in 1..=25 {
+            let mut host = connect_from(lobby, "127.0.0.1");
+            let (_, (code, motd)) = Host::new("4.x", "Again and again").register(&mut host);
+            if code != 200 {
+                assert_eq!(code, 406, "{motd}");
+                assert!(motd.contains("Too many games registered"), "{motd}");
+                return n;
+            }
+        }
+        0
+    };
+    assert_eq!(registrations_until_refused(None), 21);
+    assert_eq!(registrations_until_refused(Some(600)), 0);
+}
+
 #[test]
 fn shutdown_closes_master_server_connections() {
     let server = start_wz(|w| w.check_reachable = false);

@@ -63,6 +63,9 @@ pub struct WzSettings {
     /// Connections from one address beyond this are refused at `addg`
     /// (`--wz-max-conns-per-ip`, default 16).
     pub max_conns_per_ip: usize,
+    /// Game registrations per minute from one address (`--wz-register-rate`, default 30;
+    /// bursts of two thirds of it).
+    pub registrations_per_minute: u32,
     /// The v4 login policy (`--wz-login`, default optional).
     pub login: WzLogin,
     /// The account database (`--db`, default `lobbyd.sqlite`, as `lobbyd user`).
@@ -84,6 +87,7 @@ impl Default for WzSettings {
             max_games: 1000,
             max_conns: 4096,
             max_conns_per_ip: 16,
+            registrations_per_minute: 30,
             login: WzLogin::Optional,
             db: PathBuf::from(DEFAULT_DB),
         }
@@ -173,6 +177,14 @@ pub(super) fn flags(d: &WzSettings) -> Vec<(&'static str, &'static str, String)>
             format!(
                 "Warzone connections from one IP address that may host (default {}).",
                 d.max_conns_per_ip
+            ),
+        ),
+        (
+            "wz-register-rate",
+            "N",
+            format!(
+                "Warzone game registrations per minute per IP address (default {}).",
+                d.registrations_per_minute
             ),
         ),
         (
@@ -287,6 +299,13 @@ pub(super) fn settings_from(m: &Matches, d: WzSettings) -> Result<WzSettings, Us
             1..=1_000_000,
             d.max_conns_per_ip,
         )?,
+        registrations_per_minute: number(
+            m,
+            "wz-register-rate",
+            WHOLE,
+            1..=1_000_000,
+            d.registrations_per_minute,
+        )?,
         login,
         db: path("db")?.unwrap_or(d.db),
     })
@@ -325,6 +344,7 @@ mod tests {
         assert_eq!(w.silence_timeout, Duration::from_secs(90));
         assert_eq!((w.max_games_per_ip, w.max_games), (4, 1000));
         assert_eq!((w.max_conns, w.max_conns_per_ip), (4096, 16));
+        assert_eq!(w.registrations_per_minute, 30);
         assert_eq!((w.motd.as_deref(), w.min_version), (None, None));
     }
 
@@ -353,6 +373,8 @@ mod tests {
             "100",
             "--wz-max-conns-per-ip",
             "3",
+            "--wz-register-rate",
+            "600",
             "--wz-login",
             "required",
             "--db",
@@ -369,6 +391,7 @@ mod tests {
         assert_eq!(w.banned_words, Some(PathBuf::from("words.txt")));
         assert_eq!((w.max_games_per_ip, w.max_games), (2, 10));
         assert_eq!((w.max_conns, w.max_conns_per_ip), (100, 3));
+        assert_eq!(w.registrations_per_minute, 600);
         assert_eq!(w.login, WzLogin::Required);
         assert_eq!(w.db, PathBuf::from("/tmp/x.sqlite"));
         let w = run(&["--wz-port", "9999", "--wz-min-version", "2.98"])
@@ -408,6 +431,7 @@ mod tests {
         assert!(reason(&["--wz-silence-timeout", "0"]).starts_with("--wz-silence-timeout:"));
         assert!(reason(&["--wz-max-games-per-ip", "0"]).starts_with("--wz-max-games-per-ip:"));
         assert!(reason(&["--wz-max-conns", "0"]).starts_with("--wz-max-conns:"));
+        assert!(reason(&["--wz-register-rate", "0"]).starts_with("--wz-register-rate:"));
         assert!(reason(&["--wz-max-conns-per-ip", "x"]).starts_with("--wz-max-conns-per-ip:"));
         assert!(reason(&["--wz-max-games", "0"]).starts_with("--wz-max-games:"));
         assert_eq!(

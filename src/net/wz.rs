@@ -235,6 +235,9 @@ pub fn core_config(settings: &WzSettings) -> io::Result<WzConfig> {
         max_games: settings.max_games,
         max_games_per_ip: settings.max_games_per_ip,
         max_conns_per_ip: settings.max_conns_per_ip,
+        registrations_per_minute: u64::from(settings.registrations_per_minute),
+        // Two thirds of a minute's worth may come back to back (30/min: bursts of 20).
+        registration_burst: (u64::from(settings.registrations_per_minute) * 2 / 3).max(1),
         login: match settings.login {
             WzLogin::Required => LoginPolicy::Required,
             WzLogin::Optional => LoginPolicy::Optional,
