@@ -1,8 +1,12 @@
 //! End-to-end tests of the `lobbyd` command line: exit codes, stdout and stderr of the
-//! built binary for help, version and rejected flags. None of them starts a server:
-//! every invocation here ends before the network would be touched.
+//! built binary for help, version, rejected flags and unreadable files (these end before
+//! the network is touched), and signals: SIGTERM to a server running on loopback.
 
 use std::process::{Command, Output};
+
+mod common;
+
+use common::LOOPBACK_ARGS;
 
 fn lobbyd(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lobbyd"))
@@ -182,18 +186,9 @@ fn bad_warzone_values_exit_2_with_one_line_reason() {
 #[test]
 fn unreadable_warzone_files_exit_1() {
     for flag in ["--motd-file", "--wz-banned-words"] {
-        let output = lobbyd(&[
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--instance-ports",
-            "0",
-            "--wz-port",
-            "0",
-            flag,
-            "/nonexistent/lobbyd-test-file",
-        ]);
+        let mut args = LOOPBACK_ARGS.to_vec();
+        args.extend(["--wz-port", "0", flag, "/nonexistent/lobbyd-test-file"]);
+        let output = lobbyd(&args);
         assert_eq!(output.status.code(), Some(1), "{flag}: {output:?}");
         assert!(
             stderr(&output).contains("/nonexistent/lobbyd-test-file"),
@@ -208,17 +203,8 @@ fn unreadable_warzone_files_exit_1() {
 fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
     use std::io::{BufRead, BufReader};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lobbyd"))
-        .args([
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--instance-ports",
-            "0",
-            "--wz-port",
-            "0",
-        ])
-        .args(["--log", "info"])
+        .args(LOOPBACK_ARGS)
+        .args(["--wz-port", "0", "--log", "info"])
         .env_remove("RUST_LOG")
         .stderr(std::process::Stdio::piped())
         .spawn()

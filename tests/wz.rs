@@ -1087,14 +1087,7 @@ fn sighup_reloads_motd_and_banned_words_keeping_connections() {
         .unwrap()
         .port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_lobbyd"))
-        .args([
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--instance-ports",
-            "0",
-        ])
+        .args(LOOPBACK_ARGS)
         .args([
             "--wz-port",
             &port.to_string(),

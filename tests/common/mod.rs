@@ -8,6 +8,17 @@ use std::time::{Duration, Instant};
 use lobbyd::config::{Config, InstancePorts, WzSettings};
 use lobbyd::net::{self, ServerHandle, Snapshot};
 
+/// Flags that make the `lobbyd` binary serve on loopback with OS-chosen UDP/TCP lobby and
+/// instance ports (the Warzone port is the caller's: `--wz-port 0` disables it).
+pub const LOOPBACK_ARGS: [&str; 6] = [
+    "--bind",
+    "127.0.0.1",
+    "--port",
+    "0",
+    "--instance-ports",
+    "0",
+];
+
 /// How long a test waits for a reply that must come.
 pub const REPLY_WAIT: Duration = Duration::from_secs(5);
 /// How long a test waits to be confident no reply comes.
