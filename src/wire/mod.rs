@@ -8,6 +8,10 @@
 //! - one small `Copy` error enum per protocol with a hand-written `Display`;
 //! - parsers are total: any byte string yields a value or a typed error, never a panic,
 //!   never an allocation sized by a peer.
+/// A named byte range inside a message (smoltcp's `wire::field::Field`); each protocol's
+/// private `mod field` lists its offsets as these.
+pub type Field = core::ops::Range<usize>;
+
 pub mod frame;
 pub mod instance;
 pub mod tcp_lobby;
