@@ -209,7 +209,12 @@ fn full_room_rejects_and_malformed_datagrams_are_counted() {
     owner.send(instance, &to_server(HELLO, 1, &[1, 2, 3]));
     owner.assert_silent();
     let snap = snapshot(&server);
-    let dropped: u64 = snap.driver.instance_dropped.iter().sum();
+    let dropped: u64 = snap
+        .counters
+        .iter()
+        .filter(|(name, _, _)| *name == "instance_dropped_total")
+        .map(|(_, _, value)| value)
+        .sum();
     assert_eq!(dropped, 3);
     // The member is unaffected.
     owner.send(instance, &to_server(PING, 2, &[]));

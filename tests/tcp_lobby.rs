@@ -594,7 +594,7 @@ fn per_ip_connection_rate() {
     }
     let snap = snapshot(&server);
     assert!(snap
-        .extra
+        .counters
         .contains(&("tcp_lobby_refused_total", "conn_rate", 1)));
     assert_eq!(snap.lobby.tcp.admitted, 3);
 }
@@ -611,7 +611,7 @@ fn max_conns_per_ip() {
     assert!(c.closed_within(REPLY_WAIT).unwrap().is_empty());
     let snap = snapshot(&server);
     assert!(snap
-        .extra
+        .counters
         .contains(&("tcp_lobby_refused_total", "max_conns_per_ip", 1)));
 }
 
@@ -773,7 +773,7 @@ fn slow_reader_is_dropped_without_slowing_the_others() {
     );
     let snap = snapshot(&server);
     assert!(snap
-        .extra
+        .counters
         .contains(&("tcp_lobby_dropped_total", "slow_reader", 1)));
     assert_eq!(snap.lobby.tcp.closes(CloseCause::SlowReader), 1);
     // The fast ones are still served.
@@ -799,7 +799,7 @@ fn accepting_pauses_at_max_conns_and_resumes_below_ninety_percent() {
     c.assert_silent();
     let snap = snapshot(&server);
     assert!(snap
-        .extra
+        .counters
         .contains(&("tcp_lobby_accept_paused_total", "", 1)));
     // One leaves: below 90% of 2, accepting resumes and the waiting client is served.
     a.send(&frame(DISCONNECT, &[]));

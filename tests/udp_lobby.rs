@@ -247,10 +247,14 @@ fn malformed_datagrams_are_dropped_silently_and_counted() {
         ),
     ];
     for (error, bytes) in &cases {
-        let before = snapshot(&server).driver.lobby_drops(*error);
+        let drops = |snap: lobbyd::metrics::Snapshot| {
+            snap.counter("udp_lobby_dropped_total", error.as_str())
+                .expect("counted by reason")
+        };
+        let before = drops(snapshot(&server));
         client.send(lobby, bytes);
         client.assert_silent();
-        let after = snapshot(&server).driver.lobby_drops(*error);
+        let after = drops(snapshot(&server));
         assert_eq!(after, before + 1, "{error:?} not counted for {bytes:02x?}");
     }
     // A JOIN_ROOM with originalSize 0 is accepted (0 means "not compressed").

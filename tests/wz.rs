@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use common::*;
 use lobbyd::config::WzSettings;
-use lobbyd::net::{ServerHandle, Snapshot, WzSnapshot};
+use lobbyd::metrics::{Snapshot, WzSnapshot};
+use lobbyd::net::ServerHandle;
 
 const GAMESTRUCT_LEN: usize = 814;
 const MOTD: &str = "Welcome to the test lobby";
@@ -45,7 +46,7 @@ fn wz(snap: &Snapshot) -> &WzSnapshot {
 
 /// The value of one counter among the snapshot's extra counters.
 fn counter(snap: &Snapshot, name: &str, label: &str) -> u64 {
-    snap.extra
+    snap.counters
         .iter()
         .find(|(n, l, _)| *n == name && *l == label)
         .map(|(_, _, v)| *v)

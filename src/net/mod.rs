@@ -1,6 +1,8 @@
 //! The driver: binds the sockets, runs the mio loop, and lets a caller stop or inspect it.
 //!
-//! Only this module imports `mio`. [`run`] serves in the calling thread (the binary);
+//! Only this module imports `mio`. Every listener and socket is bound here, in `build`, and
+//! handed to its front end (`rtype`, `wz`), which plugs into the loop (`server`) through its
+//! one seam. [`run`] serves in the calling thread (the binary);
 //! [`spawn`] binds in the caller's thread, so bind errors surface there, then serves in a
 //! new thread and returns a [`ServerHandle`] (integration tests bind `127.0.0.1:0` and read
 //! the real addresses from it). Control messages reach the loop through a channel plus a
@@ -8,11 +10,14 @@
 
 pub mod http;
 pub mod instance;
+pub mod rtype;
 pub mod server;
 pub mod stats;
+pub mod stream;
 pub mod tcp;
 pub mod tcp_frames;
 pub mod token;
+pub mod udp;
 pub mod wake;
 pub mod warn;
 pub mod wz;
@@ -20,75 +25,27 @@ pub mod wz_login;
 pub mod wz_probe;
 
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mio::net::UdpSocket;
+use mio::net::{TcpListener, UdpSocket};
 use mio::{Poll, Waker};
 
 use crate::config::{Config, InstancePorts};
-use crate::lobby::{Lobby, LobbyConfig, LobbyStats, PartyConfig, RoomId, RoomState};
+use crate::lobby::{Lobby, LobbyConfig, PartyConfig};
+use crate::metrics::Snapshot;
 use crate::ratelimit::PerIpConfig;
 
 use instance::{PortPool, PortRange};
-use server::Server;
-pub use stats::DriverStats;
+use rtype::RtypeFrontEnd;
+use server::{Control, Server};
+use tcp::{TcpLimits, TcpLobby};
+use token::FrontEndKind;
+use udp::UdpLobby;
 use wz::WzDriver;
-pub use wz::{WzGameInfo, WzSnapshot};
-
-/// A request from outside the loop.
-#[derive(Debug)]
-pub enum Control {
-    /// Stop serving and return from the loop.
-    Shutdown,
-    /// Send back a [`Snapshot`] of the counters and rooms.
-    Snapshot(Sender<Snapshot>),
-}
-
-/// One room as operators see it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RoomView {
-    /// The room.
-    pub room: RoomId,
-    /// `"udp"` for a room of the UDP lobby, `"party"` for a TCP lobby party.
-    pub kind: &'static str,
-    /// Its state.
-    pub state: RoomState,
-    /// Its instance port, once bound.
-    pub port: Option<u16>,
-    /// Admitted members.
-    pub members: usize,
-    /// Live seat reservations.
-    pub reservations: usize,
-    /// Seats.
-    pub max_players: usize,
-}
-
-/// The server's counters and rooms at one instant.
-#[derive(Clone, Debug)]
-pub struct Snapshot {
-    /// The core's counters.
-    pub lobby: LobbyStats,
-    /// The driver's counters.
-    pub driver: DriverStats,
-    /// Counters of the other protocols, as (name, reason label or "", value), grouped by name.
-    pub extra: Vec<(&'static str, &'static str, u64)>,
-    /// Every live room.
-    pub rooms: Vec<RoomView>,
-    /// Instance sockets open.
-    pub open_instances: usize,
-    /// Instance ports held.
-    pub ports_in_use: usize,
-    /// Source IPs tracked by the UDP lobby rate limiter.
-    pub rate_table_len: usize,
-    /// Time since the server started.
-    pub uptime: Duration,
-    /// The Warzone master server's counters and games, when it runs.
-    pub wz: Option<WzSnapshot>,
-}
 
 /// The core's settings derived from the command line.
 pub fn lobby_config(config: &Config) -> LobbyConfig {
@@ -144,55 +101,93 @@ struct Built {
     wz: Option<SocketAddr>,
 }
 
+/// Names the listener and address in a bind error, so the operator sees which flag to change
+/// (`tcp lobby 127.0.0.1:4242: Address already in use`).
+fn bind_error(what: &str, addr: SocketAddr) -> impl FnOnce(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("{what} {addr}: {e}"))
+}
+
+/// Binds a TCP listener at `addr` and returns it with its bound address.
+fn listen(what: &str, addr: SocketAddr) -> io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(addr).map_err(bind_error(what, addr))?;
+    let bound = listener.local_addr()?;
+    log::info!("{what} listening on {bound}");
+    Ok((listener, bound))
+}
+
+/// Binds every listener and socket of `config`, here and nowhere else, and plugs each front
+/// end into the loop.
 fn build(config: &Config) -> io::Result<Built> {
     // Read the Warzone files first: a wrong path stops the start before anything binds.
     let wz_config = wz::core_config(&config.wz)?;
     let poll = Poll::new()?;
     let waker = Arc::new(server::waker(&poll)?);
-    let udp_lobby_socket = match config.udp_port {
-        Some(port) => Some(UdpSocket::bind(SocketAddr::new(config.bind, port))?),
-        None => None,
-    };
-    let udp_lobby = match udp_lobby_socket.as_ref() {
-        Some(socket) => Some(socket.local_addr()?),
-        None => None,
-    };
-    match udp_lobby {
-        Some(addr) => log::info!("udp room lobby listening on {addr}"),
-        None => log::info!("udp room lobby disabled (--udp-port 0)"),
-    }
     let (control, receiver) = mpsc::channel();
-    let lobby = Lobby::new(lobby_config(config), Instant::now());
-    let ports = PortPool::new(port_range(config.instance_ports));
-    let bind_ip: IpAddr = config.bind;
-    let mut server = Server::new(poll, udp_lobby_socket, lobby, ports, bind_ip, receiver)?;
-    let tcp_lobby = tcp::bind(config, &mut server)?;
-    let metrics = match config.metrics {
-        Some(addr) => {
-            let listener = mio::net::TcpListener::bind(addr)?;
-            let bound = listener.local_addr()?;
-            server.serve_metrics(listener)?;
-            log::info!("metrics endpoint listening on http://{bound}/metrics");
-            Some(bound)
+    let mut server = Server::new(poll, receiver)?;
+
+    let udp_socket = match config.udp_port {
+        Some(port) => {
+            let addr = SocketAddr::new(config.bind, port);
+            let socket = UdpSocket::bind(addr).map_err(bind_error("udp room lobby", addr))?;
+            log::info!("udp room lobby listening on {}", socket.local_addr()?);
+            Some(socket)
         }
+        None => {
+            log::info!("udp room lobby disabled (--udp-port 0)");
+            None
+        }
+    };
+    let udp_lobby = udp_socket.as_ref().map(UdpSocket::local_addr).transpose()?;
+    let tcp_listener = match config.tcp_port {
+        Some(port) => Some(listen("tcp lobby", SocketAddr::new(config.bind, port))?),
+        None => {
+            log::info!("tcp lobby disabled (--tcp-port 0)");
+            None
+        }
+    };
+    let tcp_lobby = tcp_listener.as_ref().map(|(_, bound)| *bound);
+    let metrics_listener = match config.metrics {
+        Some(addr) => Some(listen("metrics endpoint", addr)?),
         None => None,
     };
-    let wz = match config.wz.port {
-        Some(port) => {
-            let listener = mio::net::TcpListener::bind(SocketAddr::new(config.bind, port))?;
-            let bound = listener.local_addr()?;
-            let registry = server.registry();
-            let waker = Arc::clone(&waker);
-            let driver = WzDriver::new(listener, registry, &config.wz, wz_config, waker)?;
-            server.serve_wz(driver);
-            log::info!("warzone master server listening on {bound}");
-            Some(bound)
-        }
+    let metrics = metrics_listener.as_ref().map(|(_, bound)| *bound);
+    let wz_listener = match config.wz.port {
+        Some(port) => Some(listen(
+            "warzone master server",
+            SocketAddr::new(config.bind, port),
+        )?),
         None => {
             log::info!("warzone master server disabled (--wz-port 0)");
             None
         }
     };
+    let wz = wz_listener.as_ref().map(|(_, bound)| *bound);
+
+    let registry = server.registry();
+    let ports = PortPool::new(port_range(config.instance_ports));
+    let udp = UdpLobby::new(udp_socket, registry, ports, config.bind)?;
+    let tcp = match tcp_listener {
+        Some((listener, _)) => Some(TcpLobby::new(listener, registry, tcp_limits(config))?),
+        None => None,
+    };
+    let lobby = Lobby::new(lobby_config(config), Instant::now());
+    let rtype = RtypeFrontEnd::new(lobby, udp, tcp);
+    let wz_driver = match wz_listener {
+        Some((listener, _)) => {
+            let waker = Arc::clone(&waker);
+            Some(WzDriver::new(
+                listener, registry, &config.wz, wz_config, waker,
+            )?)
+        }
+        None => None,
+    };
+    server.serve(FrontEndKind::Rtype, Box::new(rtype));
+    if let Some(driver) = wz_driver {
+        server.serve(FrontEndKind::Wz, Box::new(driver));
+    }
+    if let Some((listener, _)) = metrics_listener {
+        server.serve_metrics(listener)?;
+    }
     Ok(Built {
         server,
         waker,
@@ -202,6 +197,17 @@ fn build(config: &Config) -> io::Result<Built> {
         metrics,
         wz,
     })
+}
+
+/// The TCP lobby listener's limits from the command line.
+fn tcp_limits(config: &Config) -> TcpLimits {
+    TcpLimits {
+        max_conns: config.max_conns,
+        max_conns_per_ip: config.max_conns_per_ip,
+        conn_rate: config.conn_rate,
+        rate_table_size: config.rate_table_size,
+        public_host: config.public_host,
+    }
 }
 
 /// Binds every socket of `config` and serves in the calling thread until shut down.

@@ -1,10 +1,11 @@
-//! Counters the driver keeps: what it dropped before the core saw it, and I/O totals.
+//! Counters of the R-Type UDP sockets (`net::udp`): what was dropped before the core saw it,
+//! and I/O totals.
 
 use crate::wire::frame::Error as FrameError;
 
-/// Driver counters (one thread: plain integers).
+/// UDP counters (one thread: plain integers).
 #[derive(Clone, Debug, Default)]
-pub struct DriverStats {
+pub struct UdpStats {
     /// UDP lobby datagrams dropped as malformed, by reason (index in [`FrameError::ALL`]).
     pub lobby_dropped: [u64; FrameError::ALL.len()],
     /// Instance datagrams dropped as malformed, by reason.
@@ -31,7 +32,7 @@ pub struct DriverStats {
     pub instance_bind_failures: u64,
 }
 
-impl DriverStats {
+impl UdpStats {
     /// Counts a malformed lobby datagram.
     pub fn lobby_drop(&mut self, error: FrameError) {
         if let Some(i) = FrameError::ALL.iter().position(|e| *e == error) {

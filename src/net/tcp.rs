@@ -1,17 +1,18 @@
 //! The TCP lobby's sockets: the listener, the connection slab, reading, framing and sending.
 //!
 //! Implements the transport half of `docs/protocols/tcp-lobby.md`: accept until `WouldBlock`
-//! under the `--conn-rate` / `--max-conns` / `--max-conns-per-ip` limits, TCP keep-alive, a
-//! shared read buffer with zero-copy framing ([`super::tcp_frames`]), and per-connection send
-//! queues that survive partial writes, are capped, and exist only while bytes are in flight.
-//! What the bytes mean is decided by the [`Lobby`] core; this file maps frames to core inputs
-//! and core outputs to frames, and nothing else.
+//! under the `--conn-rate` / `--max-conns` / `--max-conns-per-ip` limits (over a per-IP limit a
+//! newcomer is refused at accept), TCP keep-alive, a shared read buffer with zero-copy framing
+//! ([`super::tcp_frames`]), and the shared stream transport ([`super::stream`]: capped send
+//! queues that survive partial writes and exist only while bytes are in flight, close after
+//! flush). What the bytes mean is decided by the [`Lobby`] core, which the R-Type front end
+//! (`net::rtype`) owns and lends to each call; this file maps frames to core inputs and core
+//! outputs to frames, and nothing else.
 //!
 //! An idle connection costs one `Conn` (its size is checked by a unit test) plus the core's
 //! record; no heap buffer is held while nothing is being sent.
 
-use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ use crate::wire::tcp_lobby::{
     self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
 };
 
+use super::stream::{canonical_ip, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream};
 use super::tcp_frames::{FrameReader, Piece};
 use super::token::Target;
 
@@ -101,92 +103,29 @@ impl TcpStats {
     }
 }
 
-/// Bytes waiting to be written: a heap buffer that exists only while non-empty.
-#[derive(Debug, Default)]
-struct SendQueue {
-    buf: Vec<u8>,
-    written: usize,
-}
-
-impl SendQueue {
-    fn pending(&self) -> usize {
-        self.buf.len() - self.written
-    }
-
-    fn is_empty(&self) -> bool {
-        self.pending() == 0
-    }
-
-    /// Queues `bytes`, or refuses if the queue would pass the cap.
-    fn push(&mut self, bytes: &[u8]) -> bool {
-        if self.pending() + bytes.len() > SEND_QUEUE_CAP {
-            return false;
-        }
-        if self.written > 0 && self.written >= self.buf.len() / 2 {
-            self.buf.drain(..self.written);
-            self.written = 0;
-        }
-        self.buf.extend_from_slice(bytes);
-        true
-    }
-
-    /// Writes until done or `WouldBlock`; frees the buffer once everything is written.
-    fn write_to(&mut self, stream: &mut impl Write, stats: &mut TcpStats) -> io::Result<()> {
-        while self.written < self.buf.len() {
-            match stream.write(&self.buf[self.written..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => {
-                    self.written += n;
-                    stats.bytes_out += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        // Idle connections hold no heap memory.
-        *self = SendQueue::default();
-        Ok(())
-    }
-}
-
-/// Where a connection is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Reading and writing.
-    Open,
-    /// The core closed it: no more reading, close once the queue is flushed or the wait ends.
-    Draining,
-    /// Gone for the core; removed from the slab after the event batch.
-    Closed,
-}
-
 /// One TCP lobby connection.
 #[derive(Debug)]
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     ip: IpAddr,
     frames: FrameReader,
-    out: SendQueue,
-    phase: Phase,
-    /// WRITABLE interest is registered (only while the queue is non-empty).
-    writable: bool,
 }
 
 /// The TCP lobby transport.
 pub struct TcpLobby {
     listener: TcpListener,
     conns: Slab<Conn>,
-    per_ip: HashMap<IpAddr, usize>,
+    per_ip: PerIpCounts,
     rate: PerIpLimiter,
     limits: TcpLimits,
-    accepting: bool,
+    gate: AcceptGate,
     /// Connections with bytes queued since the last flush.
     dirty: Vec<usize>,
     /// Closed connections, removed after the event batch.
     closing: Vec<usize>,
-    /// Connections draining before close, with their deadline.
-    draining: Vec<(usize, Instant)>,
+    /// Connections draining before close, in deadline order.
+    draining: Linger,
+    next_serial: u32,
     read_buf: Box<[u8; READ_BUF_LEN]>,
     frame_buf: Vec<u8>,
     slots: Vec<wire::Slot>,
@@ -210,7 +149,7 @@ impl TcpLobby {
         Ok(TcpLobby {
             listener,
             conns: Slab::new(),
-            per_ip: HashMap::new(),
+            per_ip: PerIpCounts::default(),
             rate: PerIpLimiter::new(PerIpConfig {
                 rate,
                 per: Duration::from_secs(60),
@@ -220,10 +159,11 @@ impl TcpLobby {
                 max_entries: limits.rate_table_size,
             }),
             limits,
-            accepting: true,
+            gate: AcceptGate::new(limits.max_conns),
             dirty: Vec::new(),
             closing: Vec::new(),
-            draining: Vec::new(),
+            draining: Linger::new(DRAIN_WAIT),
+            next_serial: 0,
             read_buf: Box::new([0; READ_BUF_LEN]),
             frame_buf: vec![0; wire::HEADER_LEN + MAX_SERVER_PAYLOAD],
             slots: Vec::new(),
@@ -243,10 +183,10 @@ impl TcpLobby {
 
     /// Accepts until `WouldBlock` or `--max-conns`.
     pub fn accept(&mut self, lobby: &mut Lobby, registry: &Registry) {
-        while self.accepting {
-            if self.conns.len() >= self.limits.max_conns {
+        while !self.gate.is_paused() {
+            if self.gate.is_full(self.conns.len()) {
                 // The kernel keeps the rest in its backlog until we resume below 90%.
-                self.accepting = false;
+                self.gate.pause();
                 self.stats.accept_paused += 1;
                 log::warn!(
                     "tcp lobby: {} connections, accepting paused",
@@ -282,8 +222,7 @@ impl TcpLobby {
             log::debug!("tcp lobby: {peer} over --conn-rate, closed");
             return;
         }
-        let open = self.per_ip.get(&ip).copied().unwrap_or(0);
-        if open >= self.limits.max_conns_per_ip {
+        if self.per_ip.get(ip) >= self.limits.max_conns_per_ip {
             self.stats.per_ip_limited += 1;
             log::debug!("tcp lobby: {peer} over --max-conns-per-ip, closed");
             return;
@@ -305,15 +244,13 @@ impl TcpLobby {
             log::debug!("tcp lobby: register {peer}: {e}");
             return;
         }
+        self.next_serial = self.next_serial.wrapping_add(1);
         entry.insert(Conn {
-            stream,
+            stream: Stream::new(stream, self.next_serial),
             ip,
             frames: FrameReader::default(),
-            out: SendQueue::default(),
-            phase: Phase::Open,
-            writable: false,
         });
-        *self.per_ip.entry(ip).or_insert(0) += 1;
+        self.per_ip.add(ip);
         self.stats.accepted += 1;
         lobby.handle_tcp_open(now, ConnId(key), peer);
     }
@@ -343,10 +280,10 @@ impl TcpLobby {
                 return;
             };
             // Also stop once the core has let it go (its CloseConn is on the way).
-            if conn.phase != Phase::Open || lobby.party_of(conn_id).is_none() {
+            if !conn.stream.is_open() || lobby.party_of(conn_id).is_none() {
                 return;
             }
-            let n = match conn.stream.read(&mut self.read_buf[..]) {
+            let n = match conn.stream.socket.read(&mut self.read_buf[..]) {
                 Ok(0) => {
                     self.close(key, lobby, ConnClose::PeerClosed);
                     return;
@@ -390,7 +327,9 @@ impl TcpLobby {
         // Budget spent with data possibly left: mio is edge-triggered, so reregistering
         // brings us back to this connection without waiting for a new edge.
         if let Some(conn) = self.conns.get_mut(key) {
-            reregister(registry, conn, key);
+            if let Err(e) = conn.stream.rearm(registry, Target::TcpConn(key).token()) {
+                log::debug!("tcp lobby: reregister {key}: {e}");
+            }
         }
     }
 
@@ -399,10 +338,9 @@ impl TcpLobby {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
-        if conn.phase == Phase::Closed {
+        if !conn.stream.mark_closed() {
             return;
         }
-        conn.phase = Phase::Closed;
         self.closing.push(key);
         lobby.handle_tcp_closed(ConnId(key), why);
     }
@@ -413,7 +351,7 @@ impl TcpLobby {
         let Some(c) = self.conns.get(key) else {
             return;
         };
-        if c.phase == Phase::Closed {
+        if c.stream.phase() == Phase::Closed {
             return;
         }
         let len = match msg {
@@ -421,7 +359,7 @@ impl TcpLobby {
                 let ip = self
                     .limits
                     .public_host
-                    .unwrap_or_else(|| local_ipv4(&c.stream));
+                    .unwrap_or_else(|| local_ipv4(&c.stream.socket));
                 let port = lobby.room(room).and_then(|r| r.port).unwrap_or(0);
                 self.slots.clear();
                 self.slots.extend(lobby.game_start_players(room).map(
@@ -449,8 +387,8 @@ impl TcpLobby {
         let Some(c) = self.conns.get_mut(key) else {
             return;
         };
-        let was_empty = c.out.is_empty();
-        if !c.out.push(&self.frame_buf[..len]) {
+        let was_empty = c.stream.pending() == 0;
+        if !c.stream.queue(&self.frame_buf[..len], SEND_QUEUE_CAP) {
             self.stats.slow_readers += 1;
             log::debug!("tcp lobby: conn {key} does not read, dropped");
             self.close(key, lobby, ConnClose::SlowReader);
@@ -468,11 +406,10 @@ impl TcpLobby {
         let Some(c) = self.conns.get_mut(key) else {
             return;
         };
-        if c.phase != Phase::Open {
+        if !c.stream.start_draining() {
             return;
         }
-        c.phase = Phase::Draining;
-        self.draining.push((key, Instant::now() + DRAIN_WAIT));
+        self.draining.start(Instant::now(), key, c.stream.serial());
         // Flushed (and closed if empty) with the other dirty connections.
         self.dirty.push(key);
     }
@@ -491,79 +428,54 @@ impl TcpLobby {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
-        if conn.phase == Phase::Closed {
-            return;
-        }
-        if let Err(e) = conn.out.write_to(&mut conn.stream, &mut self.stats) {
-            log::debug!("tcp lobby: write {key}: {e}");
-            if conn.phase == Phase::Draining {
-                conn.phase = Phase::Closed;
+        let token = Target::TcpConn(key).token();
+        match conn
+            .stream
+            .flush(registry, token, &mut self.stats.bytes_out)
+        {
+            Ok(Flushed::Open) => {}
+            Ok(Flushed::Drained) => {
+                conn.stream.mark_closed();
                 self.closing.push(key);
-            } else {
-                self.close(key, lobby, ConnClose::Error);
             }
-            return;
-        }
-        if conn.phase == Phase::Draining && conn.out.is_empty() {
-            conn.phase = Phase::Closed;
-            self.closing.push(key);
-            return;
-        }
-        if conn.phase == Phase::Draining && !conn.writable {
-            // No more reading: only WRITABLE until the queue is flushed.
-            conn.writable = true;
-            reregister(registry, conn, key);
-            return;
-        }
-        let want = !conn.out.is_empty();
-        if want != conn.writable {
-            conn.writable = want;
-            reregister(registry, conn, key);
+            Err(e) => {
+                log::debug!("tcp lobby: write {key}: {e}");
+                if conn.stream.phase() == Phase::Draining {
+                    conn.stream.mark_closed();
+                    self.closing.push(key);
+                } else {
+                    self.close(key, lobby, ConnClose::Error);
+                }
+            }
         }
     }
 
     /// When the earliest draining connection must be given up on.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.draining.iter().map(|(_, at)| *at).min()
+        self.draining.next_deadline()
     }
 
     /// Removes the connections closed in this batch, gives up on draining ones past their
     /// wait, and resumes accepting below 90% of `--max-conns`. True when accepting resumed.
     pub fn remove_closed(&mut self, registry: &Registry, now: Instant) -> bool {
-        let conns = &mut self.conns;
-        let closing = &mut self.closing;
-        let stats = &mut self.stats;
-        self.draining
-            .retain(|&(key, deadline)| match conns.get_mut(key) {
-                Some(conn) if conn.phase == Phase::Draining => {
-                    if deadline <= now {
-                        stats.drain_timeouts += 1;
-                        conn.phase = Phase::Closed;
-                        closing.push(key);
-                        false
-                    } else {
-                        true
-                    }
-                }
-                _ => false,
-            });
-        for key in self.closing.drain(..) {
-            let Some(mut conn) = self.conns.try_remove(key) else {
+        while let Some((key, serial)) = self.draining.expired(now) {
+            let Some(conn) = self.conns.get_mut(key) else {
                 continue;
             };
-            discard_input(&mut conn.stream);
-            if let Err(e) = registry.deregister(&mut conn.stream) {
-                log::debug!("tcp lobby: deregister {key}: {e}");
-            }
-            if let Some(count) = self.per_ip.get_mut(&conn.ip) {
-                *count -= 1;
-                if *count == 0 {
-                    self.per_ip.remove(&conn.ip);
-                }
+            if conn.stream.serial() == serial && conn.stream.phase() == Phase::Draining {
+                self.stats.drain_timeouts += 1;
+                conn.stream.mark_closed();
+                self.closing.push(key);
             }
         }
-        if !self.accepting && below_resume_mark(self.conns.len(), self.limits.max_conns) {
-            self.accepting = true;
+        for key in self.closing.drain(..) {
+            let Some(conn) = self.conns.try_remove(key) else {
+                continue;
+            };
+            self.per_ip.remove(conn.ip);
+            conn.stream.release(registry);
+        }
+        if self.gate.try_resume(self.conns.len()) {
             log::info!(
                 "tcp lobby: {} connections, accepting again",
                 self.conns.len()
@@ -573,115 +485,34 @@ impl TcpLobby {
         false
     }
 
-    /// Shutdown: writes what is queued to every connection, waiting on `poll` at most until
-    /// `deadline`, then drops them all.
-    pub fn drain_all(&mut self, poll: &mut mio::Poll, deadline: Instant) {
-        let mut events = mio::Events::with_capacity(256);
-        loop {
-            let mut pending = false;
-            for (key, conn) in self.conns.iter_mut() {
-                if conn.phase == Phase::Closed || conn.out.is_empty() {
-                    continue;
-                }
-                if conn
-                    .out
-                    .write_to(&mut conn.stream, &mut self.stats)
-                    .is_err()
-                {
-                    conn.phase = Phase::Closed;
-                    continue;
-                }
-                if !conn.out.is_empty() {
-                    pending = true;
-                    if !conn.writable {
-                        // Wake the wait below as soon as this peer can take more.
-                        conn.writable = true;
-                        conn.phase = Phase::Draining;
-                        reregister(poll.registry(), conn, key);
-                    }
-                }
+    /// Shutdown: writes what is queued to every connection (each still waiting is left
+    /// WRITABLE-only, so the loop wakes when it can take more). True while bytes wait.
+    pub fn flush_all(&mut self, registry: &Registry) -> bool {
+        let mut pending = false;
+        for (key, conn) in self.conns.iter_mut() {
+            if conn.stream.phase() == Phase::Closed || conn.stream.pending() == 0 {
+                continue;
             }
-            let now = Instant::now();
-            if !pending || now >= deadline {
-                break;
-            }
-            if let Err(e) = poll.poll(&mut events, Some(deadline - now)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    break;
+            conn.stream.start_draining();
+            let token = Target::TcpConn(key).token();
+            match conn
+                .stream
+                .flush(registry, token, &mut self.stats.bytes_out)
+            {
+                Ok(Flushed::Open) => pending |= conn.stream.pending() > 0,
+                Ok(Flushed::Drained) | Err(_) => {
+                    conn.stream.mark_closed();
                 }
             }
         }
-        for (_, conn) in self.conns.iter_mut() {
-            discard_input(&mut conn.stream);
+        pending
+    }
+
+    /// Shutdown is over: every connection is closed (FIN, after reading away their input).
+    pub fn close_all(&mut self, registry: &Registry) {
+        for conn in self.conns.drain() {
+            conn.stream.release(registry);
         }
-        self.conns.clear();
-    }
-}
-
-impl Conn {
-    fn interest(&self) -> Interest {
-        match (self.phase == Phase::Open, self.writable) {
-            (true, true) => Interest::READABLE | Interest::WRITABLE,
-            (false, true) => Interest::WRITABLE,
-            _ => Interest::READABLE,
-        }
-    }
-}
-
-/// Registers the interest `conn` needs now (WRITABLE only while bytes are queued).
-fn reregister(registry: &Registry, conn: &mut Conn, key: usize) {
-    let interest = conn.interest();
-    let token = Target::TcpConn(key).token();
-    if let Err(e) = registry.reregister(&mut conn.stream, token, interest) {
-        log::debug!("tcp lobby: reregister {key}: {e}");
-    }
-}
-
-/// Binds the TCP lobby listener of `config` (if enabled) and hands it to `server`.
-pub(super) fn bind(
-    config: &crate::config::Config,
-    server: &mut super::server::Server,
-) -> io::Result<Option<SocketAddr>> {
-    let Some(port) = config.tcp_port else {
-        log::info!("tcp lobby disabled (--tcp-port 0)");
-        return Ok(None);
-    };
-    let listener = TcpListener::bind(SocketAddr::new(config.bind, port))?;
-    let addr = listener.local_addr()?;
-    let limits = TcpLimits {
-        max_conns: config.max_conns,
-        max_conns_per_ip: config.max_conns_per_ip,
-        conn_rate: config.conn_rate,
-        rate_table_size: config.rate_table_size,
-        public_host: config.public_host,
-    };
-    server.serve_tcp(listener, limits)?;
-    log::info!("tcp lobby listening on {addr}");
-    Ok(Some(addr))
-}
-
-/// Accepting resumes once fewer than 90% of `--max-conns` are open.
-fn below_resume_mark(open: usize, max_conns: usize) -> bool {
-    open.saturating_mul(10) < max_conns.saturating_mul(9)
-}
-
-/// Reads and drops what the peer sent but we will never handle, so closing sends FIN (not
-/// RST, which could destroy our last message in the peer's receive queue). Bounded.
-fn discard_input(stream: &mut TcpStream) {
-    let mut sink = [0u8; 1024];
-    for _ in 0..64 {
-        match stream.read(&mut sink) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-    }
-}
-
-/// IPv4-mapped IPv6 peers count as their IPv4 address for the per-IP limits.
-fn canonical_ip(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
     }
 }
 
@@ -751,80 +582,10 @@ mod tests {
 
     #[test]
     fn an_idle_connection_is_a_small_fixed_struct() {
-        // What one idle connection costs the driver: its slab entry, no heap buffer.
+        // What one idle connection costs the driver: its slab entry, no heap buffer (the
+        // send queue's own tests are in `stream.rs`).
         let entry = std::mem::size_of::<Conn>();
         assert!(entry <= 112, "Conn is {entry} bytes");
-        let queue = SendQueue::default();
-        assert_eq!(queue.buf.capacity(), 0);
-    }
-
-    #[test]
-    fn send_queue_survives_partial_writes_and_frees_when_drained() {
-        /// Accepts at most `step` bytes per write, then would block once.
-        struct Trickle {
-            got: Vec<u8>,
-            step: usize,
-            block_next: bool,
-        }
-        impl Write for Trickle {
-            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                if std::mem::take(&mut self.block_next) {
-                    return Err(io::ErrorKind::WouldBlock.into());
-                }
-                self.block_next = true;
-                let n = buf.len().min(self.step);
-                self.got.extend_from_slice(&buf[..n]);
-                Ok(n)
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut stats = TcpStats::default();
-        let mut queue = SendQueue::default();
-        let mut peer = Trickle {
-            got: Vec::new(),
-            step: 3,
-            block_next: false,
-        };
-        let mut sent = Vec::new();
-        for i in 0..50u8 {
-            let frame = [i; 7];
-            assert!(queue.push(&frame));
-            sent.extend_from_slice(&frame);
-            queue.write_to(&mut peer, &mut stats).unwrap();
-        }
-        while !queue.is_empty() {
-            queue.write_to(&mut peer, &mut stats).unwrap();
-        }
-        assert_eq!(peer.got, sent);
-        assert_eq!(queue.buf.capacity(), 0, "drained queue keeps no buffer");
-        assert_eq!(stats.bytes_out, sent.len() as u64);
-    }
-
-    #[test]
-    fn send_queue_refuses_past_the_cap() {
-        let mut queue = SendQueue::default();
-        let chunk = [0u8; 1000];
-        let mut pushed = 0;
-        while queue.push(&chunk) {
-            pushed += chunk.len();
-        }
-        assert!(pushed <= SEND_QUEUE_CAP && pushed + chunk.len() > SEND_QUEUE_CAP);
-    }
-
-    #[test]
-    fn resume_threshold_is_below_ninety_percent() {
-        for (open, max, resume) in [
-            (0, 1, true),
-            (1, 2, true),
-            (8, 10, true),
-            (9, 10, false),
-            (89, 100, true),
-            (90, 100, false),
-            (usize::MAX, usize::MAX, false),
-        ] {
-            assert_eq!(below_resume_mark(open, max), resume, "{open} of {max}");
-        }
+        assert_eq!(super::super::stream::SendQueue::default().capacity(), 0);
     }
 }

@@ -1,7 +1,8 @@
 //! Poll tokens, decoded into what they stand for.
 //!
 //! A token packs a kind in its high bits and a slab key in the low 32 bits, so call sites
-//! never do raw `usize` arithmetic: they build a [`Target`] and match on it.
+//! never do raw `usize` arithmetic: they build a [`Target`] and match on it. Each front end
+//! (`net::server`'s seam) owns a range of kinds: [`Target::front_end`] says whose a token is.
 
 use mio::Token;
 
@@ -30,6 +31,10 @@ pub enum Target {
     WzConn(usize),
     /// A Warzone reachability probe, by its key in the probe slab.
     WzProbe(usize),
+    /// The general lobby's listener.
+    GeneralListener,
+    /// A general lobby connection, by its key in the driver's slab.
+    GeneralConn(usize),
     /// The timerfd that wakes the loop at its next deadline (`net::wake`).
     Timer,
 }
@@ -49,6 +54,24 @@ const KIND_TCP_CONN: usize = 21;
 const KIND_WZ_LISTENER: usize = 30;
 const KIND_WZ_CONN: usize = 31;
 const KIND_WZ_PROBE: usize = 32;
+const KIND_GENERAL_LISTENER: usize = 40;
+const KIND_GENERAL_CONN: usize = 41;
+
+/// The front ends plugged into the loop, each owning its own tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrontEndKind {
+    /// The R-Type UDP room lobby, its game instances and the TCP lobby (`net::rtype`).
+    Rtype = 0,
+    /// The Warzone 2100 master server (`net::wz`).
+    Wz = 1,
+    /// The general lobby (`net::general`).
+    General = 2,
+}
+
+impl FrontEndKind {
+    /// How many kinds there are.
+    pub const COUNT: usize = 3;
+}
 
 impl Target {
     /// The token registered for this target.
@@ -65,6 +88,8 @@ impl Target {
             Target::WzListener => (KIND_WZ_LISTENER, 0),
             Target::WzConn(key) => (KIND_WZ_CONN, key & KEY_MASK),
             Target::WzProbe(key) => (KIND_WZ_PROBE, key & KEY_MASK),
+            Target::GeneralListener => (KIND_GENERAL_LISTENER, 0),
+            Target::GeneralConn(key) => (KIND_GENERAL_CONN, key & KEY_MASK),
             Target::Timer => (KIND_TIMER, 0),
         };
         Token((kind << KIND_SHIFT) | key)
@@ -85,8 +110,29 @@ impl Target {
             KIND_WZ_LISTENER => Some(Target::WzListener),
             KIND_WZ_CONN => Some(Target::WzConn(key)),
             KIND_WZ_PROBE => Some(Target::WzProbe(key)),
+            KIND_GENERAL_LISTENER => Some(Target::GeneralListener),
+            KIND_GENERAL_CONN => Some(Target::GeneralConn(key)),
             KIND_TIMER => Some(Target::Timer),
             _ => None,
+        }
+    }
+}
+
+impl Target {
+    /// The front end whose token this is; `None` for the loop's own (waker, signals, timer,
+    /// metrics).
+    pub fn front_end(self) -> Option<FrontEndKind> {
+        match self {
+            Target::LobbyUdp | Target::Instance(_) | Target::TcpListener | Target::TcpConn(_) => {
+                Some(FrontEndKind::Rtype)
+            }
+            Target::WzListener | Target::WzConn(_) | Target::WzProbe(_) => Some(FrontEndKind::Wz),
+            Target::GeneralListener | Target::GeneralConn(_) => Some(FrontEndKind::General),
+            Target::Waker
+            | Target::Signals
+            | Target::Timer
+            | Target::MetricsListener
+            | Target::MetricsConn(_) => None,
         }
     }
 }
@@ -110,6 +156,8 @@ mod tests {
             Target::WzListener,
             Target::WzConn(3),
             Target::WzProbe(9),
+            Target::GeneralListener,
+            Target::GeneralConn(11),
             Target::Timer,
         ] {
             assert_eq!(Target::from_token(target.token()), Some(target));

@@ -2,24 +2,26 @@
 //! connections, reachability probes ([`super::wz_probe`]) and v4 password checks
 //! ([`super::wz_login`]), all around the sans-IO [`WzLobby`] core.
 //!
-//! No protocol logic here: bytes read go to `WzLobby::handle_bytes` (the consumed prefix is
-//! dropped, the rest kept for the next read), `WzOutput`s are carried out. Each connection
-//! has a read buffer of at most [`IN_CAP`] bytes (the core never leaves more than one
-//! frame's worth; while a v4 request waits for a verdict the connection simply stops being
-//! read) and a send queue of at most [`OUT_CAP`] bytes that survives partial writes
-//! (WRITABLE interest only while it is non-empty; past the cap the peer is dropped).
-//! `Close` closes once the queue is flushed. Closed connections and finished probes are
-//! removed after the event batch, so a reused slab key never sees a stale event.
+//! It plugs into the loop through the [`FrontEnd`] seam (`net::server`) and runs on the
+//! shared stream transport ([`super::stream`]). No protocol logic here: bytes read go to
+//! `WzLobby::handle_bytes` (the consumed prefix is dropped, the rest kept for the next read),
+//! `WzOutput`s are carried out. Each connection has a read buffer of at most [`IN_CAP`] bytes
+//! (the core never leaves more than one frame's worth; while a v4 request waits for a verdict
+//! the connection simply stops being read) and a send queue of at most [`OUT_CAP`] bytes
+//! (past the cap the peer is dropped). `Close` closes once the queue is flushed, within
+//! [`LINGER`]. At `--wz-max-conns` accepting pauses rather than refusing: refused 4.x hosts
+//! reconnect in a tight loop (notes section 4); per-IP caps are the core's. Closed
+//! connections and finished probes are removed after the event batch, so a reused slab key
+//! never sees a stale event.
 
-use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
-use mio::net::{TcpListener, TcpStream};
+use mio::net::TcpListener;
 use mio::{Interest, Registry, Waker};
 use slab::Slab;
 
@@ -27,8 +29,12 @@ use crate::config::{WzLogin, WzSettings};
 use crate::wire::wz::MAX_MOTD;
 use crate::wire::wz_v4::MAX_FRAME;
 use crate::wz::policy::parse_banned_words;
-use crate::wz::{LoginPolicy, WzConfig, WzLobby, WzOutput, WzStats};
+use crate::wz::{LoginPolicy, WzConfig, WzLobby, WzOutput};
 
+use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
+
+use super::server::FrontEnd;
+use super::stream::{AcceptGate, Flushed, Linger, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
 use super::wz_login::Logins;
@@ -40,12 +46,6 @@ pub const IN_CAP: usize = MAX_FRAME as usize + 4;
 /// Most bytes queued to one connection; a peer that does not read a few `list` replies'
 /// worth is dropped.
 pub const OUT_CAP: usize = 1024 * 1024;
-/// Accepting resumes below this many connections: 90 % of `--wz-max-conns`. At the limit
-/// the listener stops accepting (newcomers wait in the kernel's backlog): closing them at
-/// accept would make 4.x hosts reconnect in a tight loop (notes section 4).
-fn resume_mark(max_conns: usize) -> usize {
-    max_conns - max_conns / 10
-}
 /// How long a connection the core closed may take to read what is queued for it; after
 /// that it is closed anyway, so a peer that never reads cannot hold a slot.
 pub const LINGER: Duration = Duration::from_secs(10);
@@ -91,42 +91,6 @@ impl WzDriverStats {
     }
 }
 
-/// One master-server game as operators see it (`/wz/games`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WzGameInfo {
-    /// The lobby's game id.
-    pub game_id: u32,
-    /// `"legacy"` or `"v4"`.
-    pub protocol: &'static str,
-    /// The host's address and game port.
-    pub host: SocketAddr,
-    /// False while the reachability probe runs.
-    pub listed: bool,
-    /// The game name (lossy UTF-8).
-    pub name: String,
-    /// The host's version string.
-    pub version: String,
-    /// Players in / slots.
-    pub players: (i32, i32),
-    /// Seconds since it registered.
-    pub age_secs: u64,
-}
-
-/// The Warzone counters and games at one instant (part of [`super::Snapshot`]).
-#[derive(Clone, Debug, Default)]
-pub struct WzSnapshot {
-    /// The core's counters.
-    pub core: WzStats,
-    /// The driver's counters.
-    pub driver: WzDriverStats,
-    /// Every game held.
-    pub games: Vec<WzGameInfo>,
-    /// Open master-server connections.
-    pub connections: usize,
-    /// Probes in flight.
-    pub probes: usize,
-}
-
 /// The files SIGHUP rereads.
 #[derive(Debug, Clone, Default)]
 struct Files {
@@ -136,20 +100,17 @@ struct Files {
 
 #[derive(Debug)]
 struct Conn {
-    stream: TcpStream,
-    /// Tells this connection from a later one that reuses its slab key.
-    serial: u64,
+    stream: Stream,
     inbuf: Vec<u8>,
-    out: Vec<u8>,
-    written: usize,
-    /// WRITABLE is registered (the queue is non-empty after a short write).
-    writable: bool,
-    /// Close once the queue is flushed.
-    close_after_flush: bool,
     /// The read buffer is full behind a waiting request; read again on `Resume`.
     paused: bool,
-    /// Closed; removed after the event batch.
-    closed: bool,
+}
+
+impl Conn {
+    /// Not closed: still read (while open) and written.
+    fn is_live(&self) -> bool {
+        self.stream.phase() != Phase::Closed
+    }
 }
 
 /// The master server's listener, connections, probes and logins.
@@ -167,15 +128,12 @@ pub struct WzDriver {
     resumed: Vec<usize>,
     /// Connections to remove after the event batch.
     closing: Vec<usize>,
-    /// Connections waiting to flush before closing, with their deadline and serial, in
-    /// deadline order (the grace is constant).
-    lingering: VecDeque<(Instant, usize, u64)>,
-    next_serial: u64,
-    /// Accepting stopped (at the connection limit, or after an accept error); retried
-    /// after each event batch once below 90 % of `--wz-max-conns`.
-    accept_paused: bool,
-    /// `--wz-max-conns`.
-    max_conns: usize,
+    /// Connections waiting to flush before closing, in deadline order.
+    lingering: Linger,
+    next_serial: u32,
+    /// Accepting stops at `--wz-max-conns` (or after an accept error) and is retried after
+    /// each event batch once below 90 % of it.
+    gate: AcceptGate,
     stats: WzDriverStats,
     warnings: WarnBudget,
 }
@@ -284,10 +242,9 @@ impl WzDriver {
             chunk: Box::new([0; READ_CHUNK]),
             resumed: Vec::new(),
             closing: Vec::new(),
-            lingering: VecDeque::new(),
+            lingering: Linger::new(LINGER),
             next_serial: 0,
-            accept_paused: false,
-            max_conns: settings.max_conns,
+            gate: AcceptGate::new(settings.max_conns),
             stats: WzDriverStats::default(),
             warnings: WarnBudget::new(now, 60, 20),
         })
@@ -298,118 +255,8 @@ impl WzDriver {
         self.listener.local_addr()
     }
 
-    /// Handles one readiness event for a Warzone target.
-    pub fn ready(&mut self, registry: &Registry, target: Target, event: &Event) {
-        let now = Instant::now();
-        match target {
-            Target::WzListener => self.accept(registry, now),
-            Target::WzConn(key) => {
-                if event.is_writable() {
-                    self.flush(registry, now, key);
-                }
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
-                    self.read(registry, now, key);
-                }
-            }
-            Target::WzProbe(key) => {
-                if let Some((probe, result)) = self.probes.ready(key, event) {
-                    self.core.handle_probe_result(now, probe, result);
-                }
-            }
-            _ => {}
-        }
-        self.dispatch(registry, now);
-    }
-
-    /// After each event batch: deadlines, probe timeouts, finished password checks, then
-    /// the outputs they cause, then removal of what closed.
-    pub fn after_events(&mut self, registry: &Registry) {
-        let now = Instant::now();
-        let core = &mut self.core;
-        self.probes.expire(now, |probe, result| {
-            core.handle_probe_result(now, probe, result)
-        });
-        if let Some(logins) = self.logins.as_mut() {
-            while let Some((job, result)) = logins.next_result() {
-                self.core.handle_verify_result(now, job, result);
-            }
-        }
-        self.core.handle_timeout(now);
-        self.dispatch(registry, now);
-        while let Some(&(deadline, key, serial)) = self.lingering.front() {
-            if deadline > now {
-                break;
-            }
-            self.lingering.pop_front();
-            let still_there = self
-                .conns
-                .get(key)
-                .is_some_and(|c| c.serial == serial && !c.closed);
-            if still_there {
-                self.stats.linger_timeouts += 1;
-                self.close(now, key);
-            }
-        }
-        self.probes.remove_finished(registry);
-        for key in self.closing.drain(..) {
-            if let Some(mut conn) = self.conns.try_remove(key) {
-                let _ = registry.deregister(&mut conn.stream);
-            }
-        }
-        if self.accept_paused && self.conns.len() < resume_mark(self.max_conns) {
-            self.accept_paused = false;
-            self.accept(registry, now);
-            self.dispatch(registry, now);
-        }
-    }
-
-    /// When the loop must wake for a Warzone deadline.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        let linger = self.lingering.front().map(|(deadline, _, _)| *deadline);
-        [
-            self.core.poll_timeout(),
-            self.probes.next_deadline(),
-            linger,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-    }
-
-    /// SIGHUP: reread the MOTD and banned-words files; on error keep the old values.
-    pub fn reload(&mut self) {
-        if let Some(path) = self.files.motd.clone() {
-            match with_path(&path, read_motd(&path)) {
-                Ok(motd) => {
-                    log::info!("SIGHUP: MOTD reloaded from {}", path.display());
-                    self.core.set_motd(motd);
-                }
-                Err(e) => {
-                    self.stats.reload_failures += 1;
-                    log::warn!("SIGHUP: MOTD kept: {e}");
-                }
-            }
-        }
-        if let Some(path) = self.files.banned_words.clone() {
-            match with_path(&path, read_banned_words(&path)) {
-                Ok(words) => {
-                    log::info!(
-                        "SIGHUP: {} banned words reloaded from {}",
-                        words.len(),
-                        path.display()
-                    );
-                    self.core.set_banned_words(words);
-                }
-                Err(e) => {
-                    self.stats.reload_failures += 1;
-                    log::warn!("SIGHUP: banned words kept: {e}");
-                }
-            }
-        }
-    }
-
-    /// Counters and games for the operators' pages.
-    pub fn snapshot(&self) -> WzSnapshot {
+    /// Games and gauges for the operators' pages (the counters go through `visit`).
+    fn games_snapshot(&self) -> WzSnapshot {
         let now = Instant::now();
         let games = self
             .core
@@ -432,8 +279,6 @@ impl WzDriver {
             })
             .collect();
         WzSnapshot {
-            core: self.core.stats.clone(),
-            driver: self.stats.clone(),
             games,
             connections: self.conns.len(),
             probes: self.probes.len(),
@@ -442,7 +287,7 @@ impl WzDriver {
 
     fn accept(&mut self, registry: &Registry, now: Instant) {
         loop {
-            if self.conns.len() >= self.max_conns {
+            if self.gate.is_full(self.conns.len()) {
                 self.pause_accepting();
                 return;
             }
@@ -470,17 +315,11 @@ impl WzDriver {
             }
             // Small status replies must not wait for Nagle.
             let _ = stream.set_nodelay(true);
-            self.next_serial += 1;
+            self.next_serial = self.next_serial.wrapping_add(1);
             entry.insert(Conn {
-                stream,
-                serial: self.next_serial,
+                stream: Stream::new(stream, self.next_serial),
                 inbuf: Vec::new(),
-                out: Vec::new(),
-                written: 0,
-                writable: false,
-                close_after_flush: false,
                 paused: false,
-                closed: false,
             });
             self.stats.accepted += 1;
             self.core.handle_open(now, key, peer);
@@ -488,8 +327,7 @@ impl WzDriver {
     }
 
     fn pause_accepting(&mut self) {
-        if !self.accept_paused {
-            self.accept_paused = true;
+        if self.gate.pause() {
             self.stats.accept_pauses += 1;
         }
     }
@@ -497,7 +335,7 @@ impl WzDriver {
     /// Reads what the peer sent, feeding the core after each chunk.
     fn read(&mut self, registry: &Registry, now: Instant, key: usize) {
         for _ in 0..READ_BUDGET {
-            let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return;
             };
             let room = IN_CAP.saturating_sub(conn.inbuf.len()).min(READ_CHUNK);
@@ -506,7 +344,7 @@ impl WzDriver {
                 conn.paused = true;
                 return;
             }
-            match conn.stream.read(&mut self.chunk[..room]) {
+            match conn.stream.socket.read(&mut self.chunk[..room]) {
                 Ok(0) => {
                     self.peer_closed(registry, now, key);
                     return;
@@ -526,12 +364,8 @@ impl WzDriver {
             }
         }
         // Budget spent with data possibly left: come back without waiting for a new edge.
-        if let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) {
-            let _ = registry.reregister(
-                &mut conn.stream,
-                Target::WzConn(key).token(),
-                interest(conn.writable),
-            );
+        if let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) {
+            let _ = conn.stream.rearm(registry, Target::WzConn(key).token());
         }
     }
 
@@ -541,7 +375,7 @@ impl WzDriver {
     /// dropped) before more are produced.
     fn feed(&mut self, registry: &Registry, now: Instant, key: usize) {
         loop {
-            let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return;
             };
             let used = self.core.handle_bytes(now, key, &conn.inbuf);
@@ -565,12 +399,11 @@ impl WzDriver {
 
     /// Close once the queue is flushed, within [`LINGER`].
     fn close_after_flush(&mut self, registry: &Registry, now: Instant, key: usize) {
-        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
             return;
         };
-        if !conn.close_after_flush {
-            conn.close_after_flush = true;
-            self.lingering.push_back((now + LINGER, key, conn.serial));
+        if conn.stream.start_draining() {
+            self.lingering.start(now, key, conn.stream.serial());
         }
         self.flush(registry, now, key);
     }
@@ -635,10 +468,10 @@ impl WzDriver {
 
     /// Appends to a connection's send queue and writes what the socket takes.
     fn queue(&mut self, registry: &Registry, now: Instant, key: usize, bytes: &[u8]) {
-        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
             return;
         };
-        if conn.out.len() - conn.written + bytes.len() > OUT_CAP {
+        if !conn.stream.queue(bytes, OUT_CAP) {
             self.stats.send_overflow += 1;
             self.warnings.warn(
                 now,
@@ -647,79 +480,179 @@ impl WzDriver {
             self.close(now, key);
             return;
         }
-        conn.out.extend_from_slice(bytes);
         self.flush(registry, now, key);
     }
 
     /// Writes the queue until it is empty or the socket is full; keeps WRITABLE interest
-    /// exactly while bytes wait.
+    /// exactly while bytes wait; closes a draining connection once it is flushed.
     fn flush(&mut self, registry: &Registry, now: Instant, key: usize) {
-        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
             return;
         };
-        while conn.written < conn.out.len() {
-            match conn.stream.write(&conn.out[conn.written..]) {
-                Ok(0) => break,
-                Ok(n) => {
-                    conn.written += n;
-                    self.stats.bytes_out += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.stats.io_errors += 1;
-                    self.close(now, key);
-                    return;
-                }
-            }
-        }
-        let pending = conn.written < conn.out.len();
-        if !pending {
-            conn.out.clear();
-            conn.written = 0;
-            if conn.close_after_flush {
-                self.close(now, key);
-                return;
-            }
-        }
-        if pending != conn.writable {
-            conn.writable = pending;
-            let token = Target::WzConn(key).token();
-            if registry
-                .reregister(&mut conn.stream, token, interest(pending))
-                .is_err()
-            {
+        let token = Target::WzConn(key).token();
+        match conn
+            .stream
+            .flush(registry, token, &mut self.stats.bytes_out)
+        {
+            Ok(Flushed::Open) => {}
+            Ok(Flushed::Drained) => self.close(now, key),
+            Err(_) => {
                 self.stats.io_errors += 1;
                 self.close(now, key);
             }
         }
     }
 
-    /// Closes a connection now: unread input is drained first (closing with unread bytes
-    /// would send RST and could destroy the reply the peer has not read yet), the core
-    /// forgets it, and the slab entry goes after the event batch.
+    /// Closes a connection now: the core forgets it, and the slab entry goes after the event
+    /// batch (reading away unread input first: closing with unread bytes would send RST and
+    /// could destroy the reply the peer has not read yet).
     fn close(&mut self, now: Instant, key: usize) {
-        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
+        let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
-        conn.closed = true;
-        for _ in 0..READ_BUDGET {
-            match conn.stream.read(&mut self.chunk[..]) {
-                Ok(n) if n > 0 => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                _ => break,
-            }
+        if !conn.stream.mark_closed() {
+            return;
         }
-        let _ = conn.stream.shutdown(std::net::Shutdown::Both);
         self.closing.push(key);
         self.core.handle_closed(now, key);
     }
 }
 
-fn interest(writable: bool) -> Interest {
-    if writable {
-        Interest::READABLE | Interest::WRITABLE
-    } else {
-        Interest::READABLE
+impl FrontEnd for WzDriver {
+    /// Handles one readiness event for a Warzone target.
+    fn ready(&mut self, registry: &Registry, target: Target, event: &Event) {
+        let now = Instant::now();
+        match target {
+            Target::WzListener => self.accept(registry, now),
+            Target::WzConn(key) => {
+                if event.is_writable() {
+                    self.flush(registry, now, key);
+                }
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    self.read(registry, now, key);
+                }
+            }
+            Target::WzProbe(key) => {
+                if let Some((probe, result)) = self.probes.ready(key, event) {
+                    self.core.handle_probe_result(now, probe, result);
+                }
+            }
+            _ => {}
+        }
+        self.dispatch(registry, now);
+    }
+
+    /// After each event batch: deadlines, probe timeouts, finished password checks, then
+    /// the outputs they cause, then removal of what closed.
+    fn after_events(&mut self, registry: &Registry) {
+        let now = Instant::now();
+        let core = &mut self.core;
+        self.probes.expire(now, |probe, result| {
+            core.handle_probe_result(now, probe, result)
+        });
+        if let Some(logins) = self.logins.as_mut() {
+            while let Some((job, result)) = logins.next_result() {
+                self.core.handle_verify_result(now, job, result);
+            }
+        }
+        self.core.handle_timeout(now);
+        self.dispatch(registry, now);
+        while let Some((key, serial)) = self.lingering.expired(now) {
+            let still_there = self
+                .conns
+                .get(key)
+                .is_some_and(|c| c.stream.serial() == serial && c.is_live());
+            if still_there {
+                self.stats.linger_timeouts += 1;
+                self.close(now, key);
+            }
+        }
+        self.probes.remove_finished(registry);
+        for key in self.closing.drain(..) {
+            if let Some(conn) = self.conns.try_remove(key) {
+                conn.stream.release(registry);
+            }
+        }
+        if self.gate.try_resume(self.conns.len()) {
+            self.accept(registry, now);
+            self.dispatch(registry, now);
+        }
+    }
+
+    /// When the loop must wake for a Warzone deadline.
+    fn next_deadline(&self) -> Option<Instant> {
+        [
+            self.core.poll_timeout(),
+            self.probes.next_deadline(),
+            self.lingering.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// SIGHUP: reread the MOTD and banned-words files; on error keep the old values.
+    fn reload(&mut self) {
+        if let Some(path) = self.files.motd.clone() {
+            match with_path(&path, read_motd(&path)) {
+                Ok(motd) => {
+                    log::info!("SIGHUP: MOTD reloaded from {}", path.display());
+                    self.core.set_motd(motd);
+                }
+                Err(e) => {
+                    self.stats.reload_failures += 1;
+                    log::warn!("SIGHUP: MOTD kept: {e}");
+                }
+            }
+        }
+        if let Some(path) = self.files.banned_words.clone() {
+            match with_path(&path, read_banned_words(&path)) {
+                Ok(words) => {
+                    log::info!(
+                        "SIGHUP: {} banned words reloaded from {}",
+                        words.len(),
+                        path.display()
+                    );
+                    self.core.set_banned_words(words);
+                }
+                Err(e) => {
+                    self.stats.reload_failures += 1;
+                    log::warn!("SIGHUP: banned words kept: {e}");
+                }
+            }
+        }
+    }
+
+    fn snapshot(&self, snap: &mut Snapshot) {
+        snap.add_counters(|f| self.core.stats.visit(f));
+        snap.add_counters(|f| self.stats.visit(f));
+        snap.wz = Some(self.games_snapshot());
+    }
+
+    fn shutdown(&mut self, _registry: &Registry) {
+        // The master-server protocols have no goodbye: stop accepting, flush what is queued.
+        self.pause_accepting();
+    }
+
+    fn flush_shutdown(&mut self, registry: &Registry) -> bool {
+        let now = Instant::now();
+        let waiting: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.is_live() && c.stream.pending() > 0)
+            .map(|(key, _)| key)
+            .collect();
+        for &key in &waiting {
+            self.flush(registry, now, key);
+        }
+        self.conns
+            .iter()
+            .any(|(_, c)| c.is_live() && c.stream.pending() > 0)
+    }
+
+    fn close_all(&mut self, registry: &Registry) {
+        for conn in self.conns.drain() {
+            conn.stream.release(registry);
+        }
     }
 }

@@ -6,7 +6,8 @@ use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use lobbyd::config::{Config, InstancePorts, WzSettings};
-use lobbyd::net::{self, ServerHandle, Snapshot};
+use lobbyd::metrics::Snapshot;
+use lobbyd::net::{self, ServerHandle};
 
 /// Flags that make the `lobbyd` binary serve on loopback with OS-chosen UDP/TCP lobby and
 /// instance ports (the Warzone port is the caller's: `--wz-port 0` disables it).

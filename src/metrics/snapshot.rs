@@ -1,0 +1,108 @@
+//! What the operators' pages show: the server's counters, rooms and games at one instant.
+//!
+//! The loop fills a [`Snapshot`] by asking every front end to add its part (the seam in
+//! `net::server`), then the renderers in [`super`] turn it into text. The types live here,
+//! beside the pages that read them, so the renderers depend on nothing of the driver: a front
+//! end reports its counters as `(name, label, value)` triples through its `visit` method.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::lobby::{LobbyStats, RoomId, RoomState};
+
+/// One counter sample: metric name (without the `lobbyd_` prefix), reason label or `""`,
+/// value. Samples of one name are kept together (the exposition format wants one `# TYPE`
+/// line per name).
+pub type Counter = (&'static str, &'static str, u64);
+
+/// One room as operators see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoomView {
+    /// The room.
+    pub room: RoomId,
+    /// `"udp"` for a room of the UDP lobby, `"party"` for a TCP lobby party.
+    pub kind: &'static str,
+    /// Its state.
+    pub state: RoomState,
+    /// Its instance port, once bound.
+    pub port: Option<u16>,
+    /// Admitted members.
+    pub members: usize,
+    /// Live seat reservations.
+    pub reservations: usize,
+    /// Seats.
+    pub max_players: usize,
+}
+
+/// One master-server game as operators see it (`/wz/games`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WzGameInfo {
+    /// The lobby's game id.
+    pub game_id: u32,
+    /// `"legacy"` or `"v4"`.
+    pub protocol: &'static str,
+    /// The host's address and game port.
+    pub host: SocketAddr,
+    /// False while the reachability probe runs.
+    pub listed: bool,
+    /// The game name (lossy UTF-8).
+    pub name: String,
+    /// The host's version string.
+    pub version: String,
+    /// Players in / slots.
+    pub players: (i32, i32),
+    /// Seconds since it registered.
+    pub age_secs: u64,
+}
+
+/// The Warzone master server's games and gauges at one instant (its counters are in
+/// [`Snapshot::counters`]).
+#[derive(Clone, Debug, Default)]
+pub struct WzSnapshot {
+    /// Every game held.
+    pub games: Vec<WzGameInfo>,
+    /// Open master-server connections.
+    pub connections: usize,
+    /// Probes in flight.
+    pub probes: usize,
+}
+
+/// The server's counters and rooms at one instant.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// The R-Type core's counters (UDP room lobby, instances, TCP parties).
+    pub lobby: LobbyStats,
+    /// Every other counter, front end by front end, in the order they are rendered.
+    pub counters: Vec<Counter>,
+    /// Every live R-Type room and party.
+    pub rooms: Vec<RoomView>,
+    /// Instance sockets open.
+    pub open_instances: usize,
+    /// Instance ports held.
+    pub ports_in_use: usize,
+    /// Source IPs tracked by the UDP lobby rate limiter.
+    pub rate_table_len: usize,
+    /// Time since the server started.
+    pub uptime: Duration,
+    /// The Warzone master server's games, when it runs.
+    pub wz: Option<WzSnapshot>,
+}
+
+impl Snapshot {
+    /// Adds counters reported through a `visit(|name, label, value|)` method.
+    pub fn add_counters(
+        &mut self,
+        visit: impl FnOnce(&mut dyn FnMut(&'static str, &'static str, u64)),
+    ) {
+        let counters = &mut self.counters;
+        visit(&mut |name, label, value| counters.push((name, label, value)));
+    }
+
+    /// The value of one counter, if it was reported.
+    pub fn counter(&self, name: &str, label: &str) -> Option<u64> {
+        self.counters
+            .iter()
+            .find(|(n, l, _)| *n == name && *l == label)
+            .map(|(_, _, v)| *v)
+    }
+}

@@ -1,0 +1,235 @@
+//! The R-Type front end: the UDP room lobby, its game instances and the TCP lobby around the
+//! one [`Lobby`] core they share (parties are rooms: same id space, same `--max-rooms`, same
+//! instance relay).
+//!
+//! It plugs into the loop through the [`FrontEnd`] seam (`net::server`). Readiness on a UDP
+//! socket gives decoded inputs ([`super::udp`]) that go to the core; readiness on a TCP lobby
+//! connection goes through the TCP transport ([`super::tcp`]); then every output the core
+//! queued is carried out by [`RtypeFrontEnd::dispatch`]: replies and instance messages to
+//! `udp`, frames and closes to `tcp`, instance sockets bound or closed. No protocol logic here.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use mio::event::Event;
+use mio::Registry;
+
+use crate::lobby::{Lobby, Output, RoomId};
+use crate::metrics::{RoomView, Snapshot};
+
+use super::server::FrontEnd;
+use super::tcp::TcpLobby;
+use super::token::Target;
+use super::udp::{Received, UdpLobby};
+
+/// Datagrams read from one socket before serving the others (fairness under flood).
+const RECV_BUDGET: usize = 256;
+
+/// The R-Type lobby core and its sockets.
+pub struct RtypeFrontEnd {
+    lobby: Lobby,
+    udp: UdpLobby,
+    tcp: Option<TcpLobby>,
+    /// Reused for every relayed DATA datagram.
+    destinations: Vec<SocketAddr>,
+}
+
+impl RtypeFrontEnd {
+    /// The core with its UDP sockets and, when `--tcp-port` is enabled, the TCP lobby.
+    pub fn new(lobby: Lobby, udp: UdpLobby, tcp: Option<TcpLobby>) -> RtypeFrontEnd {
+        RtypeFrontEnd {
+            lobby,
+            udp,
+            tcp,
+            destinations: Vec::with_capacity(16),
+        }
+    }
+
+    fn lobby_readable(&mut self, registry: &Registry) {
+        for _ in 0..RECV_BUDGET {
+            match self.udp.recv_lobby() {
+                Received::Empty => return,
+                Received::Lobby { from, seq, request } => {
+                    let now = Instant::now();
+                    self.lobby.handle_lobby_request(now, from, seq, request);
+                    self.dispatch(registry);
+                }
+                Received::Dropped | Received::Instance { .. } | Received::Data { .. } => {}
+            }
+        }
+        // Budget spent with data possibly left: come back without waiting for a new edge.
+        self.udp.requeue(registry, Target::LobbyUdp);
+    }
+
+    fn instance_readable(&mut self, registry: &Registry, key: usize) {
+        for _ in 0..RECV_BUDGET {
+            let (room, received) = self.udp.recv_instance(key);
+            let Some(room) = room else {
+                return;
+            };
+            match received {
+                Received::Empty => return,
+                Received::Instance { from, seq, request } => {
+                    let now = Instant::now();
+                    self.lobby
+                        .handle_instance_request(now, room, from, seq, request);
+                    self.dispatch(registry);
+                }
+                Received::Data { from, target, len } => {
+                    self.relay(Instant::now(), key, room, from, target, len)
+                }
+                Received::Dropped | Received::Lobby { .. } => {}
+            }
+        }
+        self.udp.requeue(registry, Target::Instance(key));
+    }
+
+    /// Forwards a DATA datagram: the core picks the destinations, `udp` rewrites it in place.
+    fn relay(
+        &mut self,
+        now: Instant,
+        key: usize,
+        room: RoomId,
+        from: SocketAddr,
+        target: u8,
+        len: usize,
+    ) {
+        let mut destinations = std::mem::take(&mut self.destinations);
+        if let Some(sender) = self
+            .lobby
+            .relay_data(now, room, from, target, &mut destinations)
+        {
+            self.udp.relay(key, sender, &destinations, len);
+        }
+        self.destinations = destinations;
+    }
+
+    /// Carries out everything the core has queued.
+    fn dispatch(&mut self, registry: &Registry) {
+        while let Some(output) = self.lobby.poll_output() {
+            match output {
+                Output::Lobby { to, seq, reply } => {
+                    self.udp.send_lobby_reply(to, seq, reply, &self.lobby)
+                }
+                Output::Instance { room, to, seq, msg } => {
+                    self.udp.send_instance_message(room, to, seq, msg)
+                }
+                Output::OpenInstance { room } => {
+                    let now = Instant::now();
+                    let port = self.udp.open_instance(registry, now, room);
+                    self.lobby.handle_instance_opened(now, room, port);
+                }
+                Output::CloseInstance { room } => self.udp.close_instance(room),
+                Output::Tcp { conn, msg } => {
+                    if let Some(tcp) = self.tcp.as_mut() {
+                        tcp.send(conn, msg, &mut self.lobby);
+                    }
+                }
+                Output::CloseConn { conn } => {
+                    if let Some(tcp) = self.tcp.as_mut() {
+                        tcp.close_when_flushed(conn);
+                    }
+                }
+            }
+            if !self.lobby.has_output() {
+                // TCP bytes are written once the batch is queued; a failed write closes a
+                // connection and may queue more outputs, which this loop then carries out.
+                if let Some(tcp) = self.tcp.as_mut() {
+                    tcp.flush(&mut self.lobby, registry);
+                }
+            }
+        }
+    }
+
+    fn tcp_accept(&mut self, registry: &Registry) {
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.accept(&mut self.lobby, registry);
+        }
+        self.dispatch(registry);
+    }
+}
+
+impl FrontEnd for RtypeFrontEnd {
+    fn ready(&mut self, registry: &Registry, target: Target, event: &Event) {
+        match target {
+            Target::LobbyUdp => self.lobby_readable(registry),
+            Target::Instance(key) => self.instance_readable(registry, key),
+            Target::TcpListener => self.tcp_accept(registry),
+            Target::TcpConn(key) => {
+                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+                if let Some(tcp) = self.tcp.as_mut() {
+                    tcp.ready(
+                        key,
+                        readable,
+                        event.is_writable(),
+                        &mut self.lobby,
+                        registry,
+                    );
+                }
+                self.dispatch(registry);
+            }
+            _ => {}
+        }
+    }
+
+    fn after_events(&mut self, registry: &Registry) {
+        self.lobby.handle_timeout(Instant::now());
+        self.dispatch(registry);
+        let resumed = match self.tcp.as_mut() {
+            Some(tcp) => tcp.remove_closed(registry, Instant::now()),
+            None => false,
+        };
+        if resumed {
+            self.tcp_accept(registry);
+        }
+        self.udp.remove_closed(registry);
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let tcp = self.tcp.as_ref().and_then(TcpLobby::next_deadline);
+        [self.lobby.poll_timeout(), tcp].into_iter().flatten().min()
+    }
+
+    fn snapshot(&self, snap: &mut Snapshot) {
+        snap.lobby = self.lobby.stats.clone();
+        snap.add_counters(|f| self.udp.stats.visit(f));
+        if let Some(tcp) = self.tcp.as_ref() {
+            snap.add_counters(|f| tcp.stats.visit(f));
+        }
+        snap.rooms = self
+            .lobby
+            .rooms()
+            .map(|room| RoomView {
+                room: room.id,
+                kind: room.kind.as_str(),
+                state: room.state,
+                port: room.port,
+                members: room.member_count() + self.lobby.lobby_members(room.id),
+                reservations: room.reservation_count(),
+                max_players: room.max_players(),
+            })
+            .collect();
+        snap.open_instances = self.udp.open_instances();
+        snap.ports_in_use = self.udp.ports_in_use();
+        snap.rate_table_len = self.lobby.rate_table_len();
+    }
+
+    fn shutdown(&mut self, registry: &Registry) {
+        if self.tcp.is_none() {
+            return;
+        }
+        // Every TCP lobby member is told the server is going away (docs/protocols/tcp-lobby.md).
+        self.lobby.handle_shutdown();
+        self.dispatch(registry);
+    }
+
+    fn flush_shutdown(&mut self, registry: &Registry) -> bool {
+        self.tcp.as_mut().is_some_and(|tcp| tcp.flush_all(registry))
+    }
+
+    fn close_all(&mut self, registry: &Registry) {
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.close_all(registry);
+        }
+    }
+}

@@ -1,0 +1,500 @@
+//! The one TCP stream transport every TCP front end runs on: a bounded send queue that
+//! survives partial writes, flushing to `WouldBlock` with WRITABLE interest only while bytes
+//! wait, close-after-flush with a linger deadline, the accept pause/resume mark, and per-IP
+//! connection counts.
+//!
+//! What stays with each front end is policy, passed in as parameters: the send-queue cap (past
+//! it the peer is a slow reader and is dropped, never its neighbours), how long a closing
+//! connection may linger, and what happens over a per-IP cap (the TCP lobby refuses at
+//! accept; the Warzone server lets its core answer, because refused 4.x hosts reconnect in a
+//! loop). Nothing here parses or decides protocol.
+//!
+//! An idle connection holds no heap buffer: the send queue frees its buffer once drained.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Interest, Registry, Token};
+
+/// Bytes waiting to be written: a heap buffer that exists only while non-empty.
+#[derive(Debug, Default)]
+pub struct SendQueue {
+    buf: Vec<u8>,
+    written: usize,
+}
+
+impl SendQueue {
+    /// Bytes queued and not yet written.
+    pub fn pending(&self) -> usize {
+        self.buf.len() - self.written
+    }
+
+    /// Nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.pending() == 0
+    }
+
+    /// Queues `bytes`, or refuses (false) if more than `cap` bytes would then wait.
+    pub fn push(&mut self, bytes: &[u8], cap: usize) -> bool {
+        if self.pending() + bytes.len() > cap {
+            return false;
+        }
+        if self.written > 0 && self.written >= self.buf.len() / 2 {
+            self.buf.drain(..self.written);
+            self.written = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+        true
+    }
+
+    /// Writes until done or `WouldBlock` and returns the bytes written; frees the buffer
+    /// once everything is written.
+    pub fn write_to(&mut self, stream: &mut impl Write) -> io::Result<usize> {
+        let mut total = 0;
+        while self.written < self.buf.len() {
+            match stream.write(&self.buf[self.written..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.written += n;
+                    total += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(total),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        // Idle connections hold no heap memory.
+        *self = SendQueue::default();
+        Ok(total)
+    }
+
+    /// Heap bytes held (tests and size checks).
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+}
+
+/// Where a connection is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading and writing.
+    Open,
+    /// Closing: no more reading; closed once the queue is flushed or its linger ends.
+    Draining,
+    /// Gone for the core; removed from its slab after the event batch.
+    Closed,
+}
+
+/// What a flush left behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flushed {
+    /// Bytes still wait (WRITABLE interest is registered), or the connection is open and idle.
+    Open,
+    /// A draining connection wrote its last byte: close it now.
+    Drained,
+}
+
+/// One accepted TCP connection with its send queue and close state.
+#[derive(Debug)]
+pub struct Stream {
+    /// The socket.
+    pub socket: TcpStream,
+    out: SendQueue,
+    phase: Phase,
+    /// WRITABLE interest is registered (only while the queue is non-empty).
+    writable: bool,
+    /// Tells this connection from a later one that reuses its slab key (it fits in the
+    /// struct's padding: an idle connection's size is checked by the TCP lobby's tests).
+    serial: u32,
+}
+
+impl Stream {
+    /// A new open connection (already registered READABLE), numbered `serial` by its front
+    /// end.
+    pub fn new(socket: TcpStream, serial: u32) -> Stream {
+        Stream {
+            socket,
+            out: SendQueue::default(),
+            phase: Phase::Open,
+            writable: false,
+            serial,
+        }
+    }
+
+    /// The number its front end gave it.
+    pub fn serial(&self) -> u32 {
+        self.serial
+    }
+
+    /// Where it is in its life.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Still reading and writing.
+    pub fn is_open(&self) -> bool {
+        self.phase == Phase::Open
+    }
+
+    /// Bytes waiting to be written.
+    pub fn pending(&self) -> usize {
+        self.out.pending()
+    }
+
+    /// Queues `bytes` behind what waits; false when that would pass `cap` (a slow reader:
+    /// the caller drops it) or the connection is closed.
+    pub fn queue(&mut self, bytes: &[u8], cap: usize) -> bool {
+        self.phase != Phase::Closed && self.out.push(bytes, cap)
+    }
+
+    /// Stops reading and closes once flushed. True the first time (the caller then starts
+    /// its linger deadline).
+    pub fn start_draining(&mut self) -> bool {
+        if self.phase != Phase::Open {
+            return false;
+        }
+        self.phase = Phase::Draining;
+        true
+    }
+
+    /// Marks it closed; true the first time (the caller then schedules its removal).
+    pub fn mark_closed(&mut self) -> bool {
+        if self.phase == Phase::Closed {
+            return false;
+        }
+        self.phase = Phase::Closed;
+        true
+    }
+
+    /// Writes what waits until `WouldBlock`, adding the bytes written to `bytes_out`, and
+    /// registers the interest the connection needs now: READABLE while open, WRITABLE exactly
+    /// while bytes wait. An error means the peer is gone (the caller closes it).
+    pub fn flush(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        bytes_out: &mut u64,
+    ) -> io::Result<Flushed> {
+        if self.phase == Phase::Closed {
+            return Ok(Flushed::Open);
+        }
+        if !self.out.is_empty() {
+            *bytes_out += self.out.write_to(&mut self.socket)? as u64;
+        }
+        let pending = !self.out.is_empty();
+        if self.phase == Phase::Draining && !pending {
+            return Ok(Flushed::Drained);
+        }
+        self.set_writable(registry, token, pending)?;
+        Ok(Flushed::Open)
+    }
+
+    /// Registers WRITABLE interest or drops it (a draining connection, which no longer
+    /// reads, always needs a reregistration the first time).
+    fn set_writable(
+        &mut self,
+        registry: &Registry,
+        token: Token,
+        writable: bool,
+    ) -> io::Result<()> {
+        let reading_changed = self.phase == Phase::Draining && !self.writable && writable;
+        if writable != self.writable || reading_changed {
+            self.writable = writable;
+            let interest = self.interest();
+            registry.reregister(&mut self.socket, token, interest)?;
+        }
+        Ok(())
+    }
+
+    /// Re-arms the interest it has, so an edge-triggered poll comes back to a connection
+    /// whose read budget ran out with data possibly left.
+    pub fn rearm(&mut self, registry: &Registry, token: Token) -> io::Result<()> {
+        let interest = self.interest();
+        registry.reregister(&mut self.socket, token, interest)
+    }
+
+    /// The interest this connection needs now.
+    pub fn interest(&self) -> Interest {
+        match (self.phase == Phase::Open, self.writable) {
+            (true, true) => Interest::READABLE | Interest::WRITABLE,
+            (false, true) => Interest::WRITABLE,
+            _ => Interest::READABLE,
+        }
+    }
+
+    /// Deregisters the socket, after reading away what the peer sent that will never be
+    /// handled: closing with unread bytes sends RST, which can destroy our last message in
+    /// the peer's receive queue. The socket closes when `self` drops.
+    pub fn release(mut self, registry: &Registry) {
+        discard_input(&mut self.socket);
+        if let Err(e) = registry.deregister(&mut self.socket) {
+            log::debug!("deregister a closed connection: {e}");
+        }
+    }
+}
+
+/// Reads and drops what the peer sent but we will never handle, so closing sends FIN (not
+/// RST, which could destroy our last message in the peer's receive queue). Bounded.
+pub fn discard_input(stream: &mut impl Read) {
+    let mut sink = [0u8; 1024];
+    for _ in 0..64 {
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Closing connections in deadline order, each known by its slab key and a serial that tells
+/// it from a later connection reusing the key. The grace is constant per front end, so
+/// pushing keeps the queue sorted.
+#[derive(Debug)]
+pub struct Linger {
+    grace: Duration,
+    queue: VecDeque<(Instant, usize, u32)>,
+}
+
+impl Linger {
+    /// Connections may take `grace` to flush before they are closed anyway.
+    pub fn new(grace: Duration) -> Linger {
+        Linger {
+            grace,
+            queue: VecDeque::new(),
+        }
+    }
+
+    /// Starts the grace of connection `key` (serial `serial`) at `now`.
+    pub fn start(&mut self, now: Instant, key: usize, serial: u32) {
+        self.queue.push_back((now + self.grace, key, serial));
+    }
+
+    /// The earliest deadline.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.queue.front().map(|(at, _, _)| *at)
+    }
+
+    /// The next connection whose grace ended by `now`, as `(key, serial)`.
+    pub fn expired(&mut self, now: Instant) -> Option<(usize, u32)> {
+        match self.queue.front() {
+            Some(&(at, key, serial)) if at <= now => {
+                self.queue.pop_front();
+                Some((key, serial))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Stops accepting at the connection limit and resumes below 90 % of it (sozu's
+/// `check_limits`): the kernel keeps newcomers in its backlog meanwhile, and the gap stops
+/// the listener from flapping at the limit.
+#[derive(Debug, Clone, Copy)]
+pub struct AcceptGate {
+    max_conns: usize,
+    paused: bool,
+}
+
+impl AcceptGate {
+    /// A gate for at most `max_conns` open connections.
+    pub fn new(max_conns: usize) -> AcceptGate {
+        AcceptGate {
+            max_conns,
+            paused: false,
+        }
+    }
+
+    /// Accepting is paused.
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    /// `open` connections fill the limit.
+    pub fn is_full(&self, open: usize) -> bool {
+        open >= self.max_conns
+    }
+
+    /// Pauses accepting (at the limit, or after an accept error); true when it was not
+    /// paused yet (count it once).
+    pub fn pause(&mut self) -> bool {
+        !std::mem::replace(&mut self.paused, true)
+    }
+
+    /// Resumes when paused and fewer than 90 % of the limit are open; true when it did.
+    pub fn try_resume(&mut self, open: usize) -> bool {
+        if self.paused && below_resume_mark(open, self.max_conns) {
+            self.paused = false;
+            return true;
+        }
+        false
+    }
+}
+
+/// Accepting resumes once fewer than 90 % of `max_conns` are open.
+pub fn below_resume_mark(open: usize, max_conns: usize) -> bool {
+    open.saturating_mul(10) < max_conns.saturating_mul(9)
+}
+
+/// Open connections per source address, for per-IP caps.
+#[derive(Debug, Default)]
+pub struct PerIpCounts {
+    open: HashMap<IpAddr, usize>,
+}
+
+impl PerIpCounts {
+    /// Connections open from `ip`.
+    pub fn get(&self, ip: IpAddr) -> usize {
+        self.open.get(&ip).copied().unwrap_or(0)
+    }
+
+    /// Counts one more from `ip`.
+    pub fn add(&mut self, ip: IpAddr) {
+        *self.open.entry(ip).or_insert(0) += 1;
+    }
+
+    /// Counts one fewer from `ip`; the entry goes with its last connection.
+    pub fn remove(&mut self, ip: IpAddr) {
+        if let Some(count) = self.open.get_mut(&ip) {
+            *count -= 1;
+            if *count == 0 {
+                self.open.remove(&ip);
+            }
+        }
+    }
+}
+
+/// IPv4-mapped IPv6 peers count as their IPv4 address for the per-IP limits.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_queue_survives_partial_writes_and_frees_when_drained() {
+        /// Accepts at most `step` bytes per write, then would block once.
+        struct Trickle {
+            got: Vec<u8>,
+            step: usize,
+            block_next: bool,
+        }
+        impl Write for Trickle {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                if std::mem::take(&mut self.block_next) {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                self.block_next = true;
+                let n = buf.len().min(self.step);
+                self.got.extend_from_slice(&buf[..n]);
+                Ok(n)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut written = 0;
+        let mut queue = SendQueue::default();
+        let mut peer = Trickle {
+            got: Vec::new(),
+            step: 3,
+            block_next: false,
+        };
+        let mut sent = Vec::new();
+        for i in 0..50u8 {
+            let frame = [i; 7];
+            assert!(queue.push(&frame, 64 * 1024));
+            sent.extend_from_slice(&frame);
+            written += queue.write_to(&mut peer).unwrap();
+        }
+        while !queue.is_empty() {
+            written += queue.write_to(&mut peer).unwrap();
+        }
+        assert_eq!(peer.got, sent);
+        assert_eq!(queue.capacity(), 0, "drained queue keeps no buffer");
+        assert_eq!(written, sent.len());
+    }
+
+    #[test]
+    fn send_queue_refuses_past_the_cap() {
+        let cap = 64 * 1024;
+        let mut queue = SendQueue::default();
+        let chunk = [0u8; 1000];
+        let mut pushed = 0;
+        while queue.push(&chunk, cap) {
+            pushed += chunk.len();
+        }
+        assert!(pushed <= cap && pushed + chunk.len() > cap);
+    }
+
+    #[test]
+    fn resume_threshold_is_below_ninety_percent() {
+        for (open, max, resume) in [
+            (0, 1, true),
+            (1, 2, true),
+            (8, 10, true),
+            (9, 10, false),
+            (89, 100, true),
+            (90, 100, false),
+            (usize::MAX, usize::MAX, false),
+        ] {
+            assert_eq!(below_resume_mark(open, max), resume, "{open} of {max}");
+        }
+    }
+
+    #[test]
+    fn accept_gate_pauses_once_and_resumes_below_the_mark() {
+        let mut gate = AcceptGate::new(10);
+        assert!(!gate.is_full(9) && gate.is_full(10));
+        assert!(gate.pause(), "first pause counts");
+        assert!(!gate.pause(), "a second one does not");
+        assert!(!gate.try_resume(9));
+        assert!(gate.is_paused());
+        assert!(gate.try_resume(8));
+        assert!(!gate.is_paused());
+        assert!(!gate.try_resume(0), "not paused: nothing to resume");
+    }
+
+    #[test]
+    fn linger_expires_in_deadline_order() {
+        let t0 = Instant::now();
+        let mut linger = Linger::new(Duration::from_secs(10));
+        linger.start(t0, 3, 1);
+        linger.start(t0 + Duration::from_secs(1), 5, 2);
+        assert_eq!(linger.next_deadline(), Some(t0 + Duration::from_secs(10)));
+        assert_eq!(linger.expired(t0 + Duration::from_secs(9)), None);
+        assert_eq!(linger.expired(t0 + Duration::from_secs(10)), Some((3, 1)));
+        assert_eq!(linger.expired(t0 + Duration::from_secs(10)), None);
+        assert_eq!(linger.expired(t0 + Duration::from_secs(11)), Some((5, 2)));
+        assert_eq!(linger.next_deadline(), None);
+    }
+
+    #[test]
+    fn per_ip_counts_forget_an_address_with_its_last_connection() {
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut counts = PerIpCounts::default();
+        counts.add(ip);
+        counts.add(ip);
+        assert_eq!(counts.get(ip), 2);
+        counts.remove(ip);
+        counts.remove(ip);
+        assert_eq!(counts.get(ip), 0);
+        assert!(counts.open.is_empty());
+        counts.remove(ip);
+        assert_eq!(counts.get(ip), 0);
+    }
+
+    #[test]
+    fn mapped_ipv6_counts_as_ipv4() {
+        let mapped: IpAddr = "::ffff:192.0.2.1".parse().unwrap();
+        assert_eq!(canonical_ip(mapped), "192.0.2.1".parse::<IpAddr>().unwrap());
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        assert_eq!(canonical_ip(v6), v6);
+    }
+}
