@@ -11,10 +11,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry};
 use slab::Slab;
 
-use crate::metrics::{self, HttpError, Route};
+use crate::metrics::{self, HttpError, Route, Snapshot};
 
 use super::token::Target;
-use super::Snapshot;
 
 /// Most metrics connections open at once.
 pub const MAX_CONNS: usize = 64;
