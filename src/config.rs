@@ -7,17 +7,30 @@
 //!
 //! This module must not touch the environment, the terminal or the network: it only maps
 //! strings to values or to a one-line [`UsageError`] naming the flag and the bad value.
+//!
+//! Layout: the parsing helpers and [`UsageError`] are the leaf `parse.rs`; a front end with
+//! flags of its own has its own file beside it (`wz.rs` for the Warzone master server) with
+//! the same three functions, `flags` (name, hint, help text), `declare` (adds them to the
+//! `Options`) and `settings_from` (builds its settings struct, a field of [`Config`]), each
+//! called once here from `options` and `config_from`. A flag file imports `parse` and never
+//! this file.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::ops::RangeInclusive;
-use std::str::FromStr;
 use std::time::Duration;
 
-use getopts::{Fail, Matches, Options};
+use getopts::{Matches, Options};
 
+mod parse;
 mod wz;
-pub use wz::{WzLogin, WzSettings, DEFAULT_WZ_PORT};
+
+pub use parse::UsageError;
+pub use wz::{WzSettings, DEFAULT_WZ_PORT};
+
+use parse::{
+    number, parse_number, parsed, seconds, secs, syntax_error, MAX_TIMEOUT_SECS, MILLIS,
+    MIN_TIMEOUT_SECS, PORT, WHOLE,
+};
 
 /// The most room summaries one LIST reply can carry in a 1472-byte UDP datagram.
 pub const MAX_LIST_ROOMS: usize = 112;
@@ -27,13 +40,6 @@ pub const MAX_PLAYERS: u8 = 64;
 
 /// Rooms allowed when instance ports are chosen by the OS and no `--max-rooms` is given.
 pub const EPHEMERAL_DEFAULT_MAX_ROOMS: usize = 64;
-
-/// The longest timeout accepted for `--idle-timeout`, `--seat-timeout` and `--reap-grace`
-/// (one day): longer values are almost certainly typos and would only pin resources.
-const MAX_TIMEOUT_SECS: f64 = 86_400.0;
-
-/// The shortest non-zero timeout accepted (one millisecond), below the timer resolution.
-const MIN_TIMEOUT_SECS: f64 = 0.001;
 
 /// The longest `--countdown`: the UDP instance announces it in a one-byte field.
 const MAX_COUNTDOWN_SECS: f64 = 255.0;
@@ -51,27 +57,6 @@ pub enum Command {
     /// Print this version line (`lobbyd <version>`) to stdout and exit successfully.
     Version(String),
 }
-
-/// A rejected command line: one line naming the flag and the offending value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError {
-    /// The one-line reason, e.g. `--port: "abc" is not a port number (0-65535)`.
-    pub reason: String,
-}
-
-impl UsageError {
-    fn new(reason: String) -> UsageError {
-        UsageError { reason }
-    }
-}
-
-impl fmt::Display for UsageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.reason)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// The UDP ports game instances bind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -489,118 +474,10 @@ fn options(d: &Config) -> Options {
     options
 }
 
-/// Formats a duration as plain seconds, the unit the flags take.
-fn secs(duration: Duration) -> String {
-    format!("{}", duration.as_secs_f64())
-}
-
 /// Formats spawn points the way `--spawns` takes them.
 fn spawn_list(spawns: &[(f32, f32)]) -> String {
     let pairs: Vec<String> = spawns.iter().map(|(x, y)| format!("{x},{y}")).collect();
     pairs.join(";")
-}
-
-/// Turns a getopts syntax failure into our one-line wording.
-fn syntax_error(fail: Fail) -> UsageError {
-    let flag = |name: &str| {
-        if name.chars().count() == 1 {
-            format!("-{name}")
-        } else {
-            format!("--{name}")
-        }
-    };
-    UsageError::new(match fail {
-        Fail::ArgumentMissing(name) => format!("{} needs a value", flag(&name)),
-        Fail::UnrecognizedOption(name) => format!("unknown flag {}", flag(&name)),
-        Fail::OptionMissing(name) => format!("{} is required", flag(&name)),
-        Fail::OptionDuplicated(name) => format!("{} given more than once", flag(&name)),
-        Fail::UnexpectedArgument(name) => format!("{} does not take a value", flag(&name)),
-    })
-}
-
-/// A number a flag can take. An upper bound equal to `UNBOUNDED` is left out of error
-/// messages ("1 or more") rather than quoting a meaningless `18446744073709551615`.
-trait Number: FromStr + PartialOrd + fmt::Display + Copy {
-    /// `None` for types whose whole range is meaningful to quote (ports, seat counts).
-    const UNBOUNDED: Option<Self>;
-}
-
-macro_rules! impl_number {
-    ($unbounded:expr; $($t:ty),*) => {
-        $(impl Number for $t {
-            const UNBOUNDED: Option<Self> = $unbounded;
-        })*
-    };
-}
-
-impl_number!(None; u8, u16);
-impl_number!(Some(Self::MAX); u32, usize, f64);
-
-const PORT: &str = "a port number";
-const WHOLE: &str = "a whole number";
-const SECONDS: &str = "a number of seconds";
-const MILLIS: &str = "a number of milliseconds";
-
-/// Parses `text` as a number within `range`, else names the flag, the value and what
-/// was expected. `text` is quoted with `{:?}` so control characters cannot split the line.
-fn parse_number<T: Number>(
-    flag: &str,
-    text: &str,
-    kind: &str,
-    range: &RangeInclusive<T>,
-) -> Result<T, UsageError> {
-    match text.parse::<T>() {
-        Ok(n) if range.contains(&n) => Ok(n),
-        _ => {
-            let bounds = if T::UNBOUNDED == Some(*range.end()) {
-                format!("{} or more", range.start())
-            } else {
-                format!("{}-{}", range.start(), range.end())
-            };
-            Err(UsageError::new(format!(
-                "--{flag}: {text:?} is not {kind} ({bounds})"
-            )))
-        }
-    }
-}
-
-/// The value of numeric flag `flag`, or `default` if it was not given.
-fn number<T: Number>(
-    m: &Matches,
-    flag: &str,
-    kind: &str,
-    range: RangeInclusive<T>,
-    default: T,
-) -> Result<T, UsageError> {
-    match m.opt_str(flag) {
-        Some(text) => parse_number(flag, &text, kind, &range),
-        None => Ok(default),
-    }
-}
-
-/// The value of a seconds flag (decimals allowed), or `default` if it was not given.
-fn seconds(
-    m: &Matches,
-    flag: &str,
-    range: RangeInclusive<f64>,
-    default: Duration,
-) -> Result<Duration, UsageError> {
-    let secs = m
-        .opt_str(flag)
-        .map(|text| parse_number(flag, &text, SECONDS, &range))
-        .transpose()?;
-    // The range check already rejected NaN, infinities and negatives; `abs` folds -0.
-    Ok(secs.map_or(default, |secs| Duration::from_secs_f64(secs.abs())))
-}
-
-/// The value of a flag that parses with `FromStr` and needs no range, or `None`.
-fn parsed<T: FromStr>(m: &Matches, flag: &str, kind: &str) -> Result<Option<T>, UsageError> {
-    m.opt_str(flag)
-        .map(|text| {
-            text.parse::<T>()
-                .map_err(|_| UsageError::new(format!("--{flag}: {text:?} is not {kind}")))
-        })
-        .transpose()
 }
 
 /// Builds and cross-checks the configuration from parsed flags.

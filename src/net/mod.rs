@@ -8,6 +8,7 @@
 
 pub mod http;
 pub mod instance;
+pub mod login;
 pub mod server;
 pub mod stats;
 pub mod tcp;
@@ -16,7 +17,6 @@ pub mod token;
 pub mod wake;
 pub mod warn;
 pub mod wz;
-pub mod wz_login;
 pub mod wz_probe;
 
 use std::io;

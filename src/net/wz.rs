@@ -1,6 +1,6 @@
 //! The Warzone 2100 master server's sockets: the `--wz-port` listener and its TCP
 //! connections, reachability probes ([`super::wz_probe`]) and v4 password checks
-//! ([`super::wz_login`]), all around the sans-IO [`WzLobby`] core.
+//! ([`super::login`]), all around the sans-IO [`WzLobby`] core.
 //!
 //! No protocol logic here: bytes read go to `WzLobby::handle_bytes` (the consumed prefix is
 //! dropped, the rest kept for the next read), `WzOutput`s are carried out. Each connection
@@ -23,15 +23,16 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Waker};
 use slab::Slab;
 
-use crate::config::{WzLogin, WzSettings};
+use crate::accounts::{LoginPolicy, VerifyResult};
+use crate::config::WzSettings;
 use crate::wire::wz::MAX_MOTD;
 use crate::wire::wz_v4::MAX_FRAME;
 use crate::wz::policy::parse_banned_words;
-use crate::wz::{LoginPolicy, WzConfig, WzLobby, WzOutput, WzStats};
+use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput, WzStats};
 
+use super::login::Logins;
 use super::token::Target;
 use super::warn::WarnBudget;
-use super::wz_login::Logins;
 use super::wz_probe::Probes;
 
 /// Most bytes buffered from one connection: one whole v4 frame (the legacy core never
@@ -238,11 +239,7 @@ pub fn core_config(settings: &WzSettings) -> io::Result<WzConfig> {
         registrations_per_minute: u64::from(settings.registrations_per_minute),
         // Two thirds of a minute's worth may come back to back (30/min: bursts of 20).
         registration_burst: (u64::from(settings.registrations_per_minute) * 2 / 3).max(1),
-        login: match settings.login {
-            WzLogin::Required => LoginPolicy::Required,
-            WzLogin::Optional => LoginPolicy::Optional,
-            WzLogin::Off => LoginPolicy::Off,
-        },
+        login: settings.login,
         ..defaults
     })
 }
@@ -260,7 +257,7 @@ impl WzDriver {
         let logins = match config.login {
             LoginPolicy::Off => None,
             LoginPolicy::Required | LoginPolicy::Optional => Some(
-                Logins::new(settings.db.clone(), waker)
+                Logins::new("wz v4", settings.db.clone(), waker)
                     .map_err(|e| io::Error::other(format!("{}: {e}", settings.db.display())))?,
             ),
         };
@@ -331,7 +328,7 @@ impl WzDriver {
         });
         if let Some(logins) = self.logins.as_mut() {
             while let Some((job, result)) = logins.next_result() {
-                self.core.handle_verify_result(now, job, result);
+                self.core.handle_verify_result(now, JobId(job), result);
             }
         }
         self.core.handle_timeout(now);
@@ -483,7 +480,7 @@ impl WzDriver {
                 closed: false,
             });
             self.stats.accepted += 1;
-            self.core.handle_open(now, key, peer);
+            self.core.handle_open(now, ConnId(key), peer);
         }
     }
 
@@ -544,7 +541,7 @@ impl WzDriver {
             let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
                 return;
             };
-            let used = self.core.handle_bytes(now, key, &conn.inbuf);
+            let used = self.core.handle_bytes(now, ConnId(key), &conn.inbuf);
             conn.inbuf.drain(..used.min(conn.inbuf.len()));
             self.carry_out(registry, now);
             if used == 0 {
@@ -556,7 +553,7 @@ impl WzDriver {
     /// The peer finished sending: the core forgets the connection (its game leaves the
     /// list at once); what is queued is still flushed, then the socket closes.
     fn peer_closed(&mut self, registry: &Registry, now: Instant, key: usize) {
-        self.core.handle_closed(now, key);
+        self.core.handle_closed(now, ConnId(key));
         if let Some(conn) = self.conns.get_mut(key) {
             conn.inbuf.clear();
         }
@@ -599,8 +596,8 @@ impl WzDriver {
     fn carry_out(&mut self, registry: &Registry, now: Instant) {
         while let Some(output) = self.core.poll_output() {
             match output {
-                WzOutput::Send { conn, bytes } => self.queue(registry, now, conn, &bytes),
-                WzOutput::Close { conn } => self.close_after_flush(registry, now, conn),
+                WzOutput::Send { conn, bytes } => self.queue(registry, now, conn.0, &bytes),
+                WzOutput::Close { conn } => self.close_after_flush(registry, now, conn.0),
                 WzOutput::Probe {
                     probe,
                     addr,
@@ -621,14 +618,14 @@ impl WzDriver {
                     ..
                 } => {
                     let decided = match self.logins.as_mut() {
-                        Some(logins) => logins.verify(job, &username, password),
-                        None => Some(crate::wz::VerifyResult::Busy),
+                        Some(logins) => logins.verify(job.0, &username, password),
+                        None => Some(VerifyResult::Busy),
                     };
                     if let Some(result) = decided {
                         self.core.handle_verify_result(now, job, result);
                     }
                 }
-                WzOutput::Resume { conn } => self.resumed.push(conn),
+                WzOutput::Resume { conn } => self.resumed.push(conn.0),
             }
         }
     }
@@ -712,7 +709,7 @@ impl WzDriver {
         }
         let _ = conn.stream.shutdown(std::net::Shutdown::Both);
         self.closing.push(key);
-        self.core.handle_closed(now, key);
+        self.core.handle_closed(now, ConnId(key));
     }
 }
 
