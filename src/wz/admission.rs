@@ -42,11 +42,12 @@ pub(crate) struct Verdict {
 }
 
 impl Verdict {
-    fn new(reason: Refusal, status: u32, text: String) -> Verdict {
+    /// A refusal counted as `reason`, with the legacy `status` and the host's `text`.
+    pub(crate) fn new(reason: Refusal, status: u32, text: impl Into<String>) -> Verdict {
         Verdict {
             reason,
             status,
-            text,
+            text: text.into(),
         }
     }
 }
@@ -71,8 +72,7 @@ pub(crate) fn policy_refusal(sh: &Shared, view: &GameStruct<&[u8]>) -> Option<Ve
     }
     if sh.policy.is_banned(view.name()) {
         let motd = "Game name not acceptable. The game is NOT hosted, change the name of \
-                    your game."
-            .to_owned();
+                    your game.";
         return Some(Verdict::new(
             Refusal::BannedName,
             STATUS_NOT_ACCEPTABLE,
@@ -137,7 +137,7 @@ pub(crate) fn room_refusal(sh: &Shared, error: AddError, ip: IpAddr) -> Verdict 
         AddError::Full | AddError::IdInUse => Verdict::new(
             Refusal::LobbyFull,
             STATUS_NOT_ACCEPTABLE,
-            "The lobby is full; the game is NOT hosted. Try again later.".to_owned(),
+            "The lobby is full; the game is NOT hosted. Try again later.",
         ),
     }
 }

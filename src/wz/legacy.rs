@@ -160,7 +160,8 @@ impl LegacyConn {
             // A 2.2-era host (GAMESTRUCT_VERSION 2): it reads a status after addg.
             let motd = "This version of Warzone 2100 is too old for this lobby; \
                         the game is NOT hosted. Please upgrade.";
-            self.refuse(sh, st, Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd);
+            let verdict = Verdict::new(Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd);
+            self.refuse(sh, st, verdict);
         } else {
             self.protocol_error(sh, st, ProtocolError::BadVersion);
         }
@@ -254,13 +255,8 @@ impl LegacyConn {
         let host_port = view.host_port();
 
         let refusal = admit(sh, now, self.ip, self.over_limit, &view);
-        if let Some(Verdict {
-            reason,
-            status,
-            text,
-        }) = refusal
-        {
-            self.refuse(sh, st, reason, status, &text);
+        if let Some(verdict) = refusal {
+            self.refuse(sh, st, verdict);
             return;
         }
 
@@ -279,12 +275,8 @@ impl LegacyConn {
             gamestruct: stored,
         };
         if let Err(error) = sh.table.add(game) {
-            let Verdict {
-                reason,
-                status,
-                text,
-            } = room_refusal(sh, error, self.ip);
-            self.refuse(sh, st, reason, status, &text);
+            let verdict = room_refusal(sh, error, self.ip);
+            self.refuse(sh, st, verdict);
             return;
         }
         self.reserved = None;
@@ -357,16 +349,11 @@ impl LegacyConn {
             Some(game) => policy_refusal(sh, &GameStruct::new_unchecked(&game.gamestruct[..])),
             None => None,
         };
-        if let Some(Verdict {
-            reason,
-            status,
-            text,
-        }) = refusal
-        {
-            st.refuse(reason);
+        if let Some(verdict) = refusal {
+            st.refuse(verdict.reason);
             // A 3.x host reads nothing after an update: only a 4.x host gets the reason.
             if version == 4 {
-                sh.send_status(self.id, status, &text);
+                sh.send_status(self.id, verdict.status, &verdict.text);
             }
             self.shut(sh, st, Removal::Refused);
             return;
@@ -413,7 +400,8 @@ impl LegacyConn {
                     "Game unreachable: {target} answered for another game (id {got}, this game \
                      is {game_id}). The game is NOT hosted."
                 );
-                self.refuse(sh, st, Refusal::WrongGameId, STATUS_UNREACHABLE, &motd);
+                let verdict = Verdict::new(Refusal::WrongGameId, STATUS_UNREACHABLE, motd);
+                self.refuse(sh, st, verdict);
                 return;
             }
         };
@@ -435,7 +423,8 @@ impl LegacyConn {
         if let State::Probing { target, .. } = self.state {
             if matches!(outcome, ProbeOutcome::Refused | ProbeOutcome::TimedOut) {
                 let motd = unreachable_text(target);
-                self.refuse(sh, st, Refusal::Unreachable, STATUS_UNREACHABLE, &motd);
+                let verdict = Verdict::new(Refusal::Unreachable, STATUS_UNREACHABLE, motd);
+                self.refuse(sh, st, verdict);
             }
         }
     }
@@ -470,17 +459,10 @@ impl LegacyConn {
         sh.forget(st, self.take_held());
     }
 
-    /// Status with the reason, then close.
-    fn refuse(
-        &mut self,
-        sh: &mut Shared,
-        st: &mut WzStats,
-        reason: Refusal,
-        code: u32,
-        motd: &str,
-    ) {
-        st.refuse(reason);
-        sh.send_status(self.id, code, motd);
+    /// Count the refusal, send its status, then close.
+    fn refuse(&mut self, sh: &mut Shared, st: &mut WzStats, verdict: Verdict) {
+        st.refuse(verdict.reason);
+        sh.send_status(self.id, verdict.status, &verdict.text);
         self.shut(sh, st, Removal::Refused);
     }
 
