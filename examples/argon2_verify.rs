@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use lobbyd::wz::accounts::{hash_password, verify_password};
+use lobbyd::accounts::store::{hash_password, verify_password};
 
 fn main() {
     let rounds: u32 = std::env::args()

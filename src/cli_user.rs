@@ -10,10 +10,8 @@
 
 use std::io::{BufRead, Write};
 
-use crate::wz::accounts::{AccountStore, MAX_PASSWORD};
-
-/// The database used when `--db` is not given: `lobbyd.sqlite` in the working directory.
-pub const DEFAULT_DB: &str = "lobbyd.sqlite";
+use crate::accounts::store::AccountStore;
+use crate::accounts::{DEFAULT_DB, MAX_PASSWORD};
 
 const USAGE: &str = "usage: lobbyd user add NAME [--db PATH]   (password on stdin)\n       lobbyd user del NAME [--db PATH]\n       lobbyd user list [--db PATH]";
 
@@ -209,7 +207,7 @@ mod tests {
         );
         let store = AccountStore::open(d).expect("open");
         let (_, hash) = store.find("bob").expect("find").expect("bob");
-        assert!(crate::wz::accounts::verify_password(&hash, "pw two"));
+        assert!(crate::accounts::store::verify_password(&hash, "pw two"));
         assert_eq!(run(&["del", "alice", "--db", d], "").0, 0);
         let (code, _, err) = run(&["del", "alice", "--db", d], "");
         assert_eq!(code, 1);

@@ -7,17 +7,30 @@
 //!
 //! This module must not touch the environment, the terminal or the network: it only maps
 //! strings to values or to a one-line [`UsageError`] naming the flag and the bad value.
+//!
+//! Layout: the parsing helpers and [`UsageError`] are the leaf `parse.rs`; a front end with
+//! flags of its own has its own file beside it (`wz.rs` for the Warzone master server) with
+//! the same three functions, `flags` (name, hint, help text), `declare` (adds them to the
+//! `Options`) and `settings_from` (builds its settings struct, a field of [`Config`]), each
+//! called once here from `options` and `config_from`. A flag file imports `parse` and never
+//! this file.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::ops::RangeInclusive;
-use std::str::FromStr;
 use std::time::Duration;
 
-use getopts::{Fail, Matches, Options};
+use getopts::{Matches, Options};
 
+mod parse;
 mod wz;
-pub use wz::{WzLogin, WzSettings, DEFAULT_WZ_PORT};
+
+pub use parse::UsageError;
+pub use wz::{WzSettings, DEFAULT_WZ_PORT};
+
+use parse::{
+    number, parse_number, parsed, seconds, secs, syntax_error, MAX_TIMEOUT_SECS, MILLIS,
+    MIN_TIMEOUT_SECS, PORT, WHOLE,
+};
 
 /// The most room summaries one LIST reply can carry in a 1472-byte UDP datagram.
 pub const MAX_LIST_ROOMS: usize = 112;
@@ -27,13 +40,6 @@ pub const MAX_PLAYERS: u8 = 64;
 
 /// Rooms allowed when instance ports are chosen by the OS and no `--max-rooms` is given.
 pub const EPHEMERAL_DEFAULT_MAX_ROOMS: usize = 64;
-
-/// The longest timeout accepted for `--idle-timeout`, `--seat-timeout` and `--reap-grace`
-/// (one day): longer values are almost certainly typos and would only pin resources.
-const MAX_TIMEOUT_SECS: f64 = 86_400.0;
-
-/// The shortest non-zero timeout accepted (one millisecond), below the timer resolution.
-const MIN_TIMEOUT_SECS: f64 = 0.001;
 
 /// The longest `--countdown`: the UDP instance announces it in a one-byte field.
 const MAX_COUNTDOWN_SECS: f64 = 255.0;
@@ -51,27 +57,6 @@ pub enum Command {
     /// Print this version line (`lobbyd <version>`) to stdout and exit successfully.
     Version(String),
 }
-
-/// A rejected command line: one line naming the flag and the offending value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UsageError {
-    /// The one-line reason, e.g. `--port: "abc" is not a port number (0-65535)`.
-    pub reason: String,
-}
-
-impl UsageError {
-    fn new(reason: String) -> UsageError {
-        UsageError { reason }
-    }
-}
-
-impl fmt::Display for UsageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.reason)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 /// The UDP ports game instances bind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -489,118 +474,10 @@ fn options(d: &Config) -> Options {
     options
 }
 
-/// Formats a duration as plain seconds, the unit the flags take.
-fn secs(duration: Duration) -> String {
-    format!("{}", duration.as_secs_f64())
-}
-
 /// Formats spawn points the way `--spawns` takes them.
 fn spawn_list(spawns: &[(f32, f32)]) -> String {
     let pairs: Vec<String> = spawns.iter().map(|(x, y)| format!("{x},{y}")).collect();
     pairs.join(";")
-}
-
-/// Turns a getopts syntax failure into our one-line wording.
-fn syntax_error(fail: Fail) -> UsageError {
-    let flag = |name: &str| {
-        if name.chars().count() == 1 {
-            format!("-{name}")
-        } else {
-            format!("--{name}")
-        }
-    };
-    UsageError::new(match fail {
-        Fail::ArgumentMissing(name) => format!("{} needs a value", flag(&name)),
-        Fail::UnrecognizedOption(name) => format!("unknown flag {}", flag(&name)),
-        Fail::OptionMissing(name) => format!("{} is required", flag(&name)),
-        Fail::OptionDuplicated(name) => format!("{} given more than once", flag(&name)),
-        Fail::UnexpectedArgument(name) => format!("{} does not take a value", flag(&name)),
-    })
-}
-
-/// A number a flag can take. An upper bound equal to `UNBOUNDED` is left out of error
-/// messages ("1 or more") rather than quoting a meaningless `18446744073709551615`.
-trait Number: FromStr + PartialOrd + fmt::Display + Copy {
-    /// `None` for types whose whole range is meaningful to quote (ports, seat counts).
-    const UNBOUNDED: Option<Self>;
-}
-
-macro_rules! impl_number {
-    ($unbounded:expr; $($t:ty),*) => {
-        $(impl Number for $t {
-            const UNBOUNDED: Option<Self> = $unbounded;
-        })*
-    };
-}
-
-impl_number!(None; u8, u16);
-impl_number!(Some(Self::MAX); u32, usize, f64);
-
-const PORT: &str = "a port number";
-const WHOLE: &str = "a whole number";
-const SECONDS: &str = "a number of seconds";
-const MILLIS: &str = "a number of milliseconds";
-
-/// Parses `text` as a number within `range`, else names the flag, the value and what
-/// was expected. `text` is quoted with `{:?}` so control characters cannot split the line.
-fn parse_number<T: Number>(
-    flag: &str,
-    text: &str,
-    kind: &str,
-    range: &RangeInclusive<T>,
-) -> Result<T, UsageError> {
-    match text.parse::<T>() {
-        Ok(n) if range.contains(&n) => Ok(n),
-        _ => {
-            let bounds = if T::UNBOUNDED == Some(*range.end()) {
-                format!("{} or more", range.start())
-            } else {
-                format!("{}-{}", range.start(), range.end())
-            };
-            Err(UsageError::new(format!(
-                "--{flag}: {text:?} is not {kind} ({bounds})"
-            )))
-        }
-    }
-}
-
-/// The value of numeric flag `flag`, or `default` if it was not given.
-fn number<T: Number>(
-    m: &Matches,
-    flag: &str,
-    kind: &str,
-    range: RangeInclusive<T>,
-    default: T,
-) -> Result<T, UsageError> {
-    match m.opt_str(flag) {
-        Some(text) => parse_number(flag, &text, kind, &range),
-        None => Ok(default),
-    }
-}
-
-/// The value of a seconds flag (decimals allowed), or `default` if it was not given.
-fn seconds(
-    m: &Matches,
-    flag: &str,
-    range: RangeInclusive<f64>,
-    default: Duration,
-) -> Result<Duration, UsageError> {
-    let secs = m
-        .opt_str(flag)
-        .map(|text| parse_number(flag, &text, SECONDS, &range))
-        .transpose()?;
-    // The range check already rejected NaN, infinities and negatives; `abs` folds -0.
-    Ok(secs.map_or(default, |secs| Duration::from_secs_f64(secs.abs())))
-}
-
-/// The value of a flag that parses with `FromStr` and needs no range, or `None`.
-fn parsed<T: FromStr>(m: &Matches, flag: &str, kind: &str) -> Result<Option<T>, UsageError> {
-    m.opt_str(flag)
-        .map(|text| {
-            text.parse::<T>()
-                .map_err(|_| UsageError::new(format!("--{flag}: {text:?} is not {kind}")))
-        })
-        .transpose()
 }
 
 /// Builds and cross-checks the configuration from parsed flags.
@@ -780,314 +657,4 @@ fn parse_log_level(text: &str) -> Result<String, UsageError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    pub(super) fn run(args: &[&str]) -> Result<Config, UsageError> {
-        match parse_args(args.iter().map(|a| a.to_string()))? {
-            Command::Run(config) => Ok(*config),
-            other => panic!("expected Run, got {other:?}"),
-        }
-    }
-
-    /// `run` on a space-separated command line, for values without spaces.
-    fn run_line(line: &str) -> Result<Config, UsageError> {
-        run(&line.split_whitespace().collect::<Vec<_>>())
-    }
-
-    pub(super) fn reason(args: &[&str]) -> String {
-        match run(args) {
-            Ok(config) => panic!("expected an error for {args:?}, got {config:?}"),
-            Err(err) => err.to_string(),
-        }
-    }
-
-    #[test]
-    fn defaults() {
-        let c = run(&[]).unwrap();
-        assert_eq!(c, Config::default());
-        assert_eq!(c.bind, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        assert_eq!((c.udp_port, c.tcp_port), (Some(4242), Some(4242)));
-        assert_eq!(
-            c.instance_ports,
-            InstancePorts::Range { lo: 4300, hi: 4399 }
-        );
-        assert_eq!(c.max_rooms, 100);
-        assert_eq!((c.max_players, c.min_players), (4, 2));
-        assert_eq!(c.countdown, Duration::from_secs(5));
-        assert_eq!(c.countdown_tick, Duration::from_millis(100));
-        assert!(!c.auto_start);
-        assert_eq!(c.idle_timeout, Duration::from_secs(30));
-        assert_eq!(c.seat_timeout, Duration::from_secs(10));
-        assert_eq!(c.reap_grace, Duration::from_secs(2));
-        assert_eq!((c.udp_rate, c.udp_reply_bytes), (50, 64_000));
-        assert_eq!(c.rate_table_size, 65_536);
-        assert_eq!(c.max_list_rooms, 112);
-        assert_eq!(c.public_host, None);
-        assert_eq!(
-            c.spawns,
-            vec![
-                (100.0, 100.0),
-                (100.0, 200.0),
-                (100.0, 300.0),
-                (100.0, 400.0)
-            ]
-        );
-        assert_eq!((c.max_violations, c.conn_rate), (5, 5));
-        assert_eq!((c.max_conns, c.max_conns_per_ip), (10_000, 64));
-        assert_eq!(c.log, None);
-    }
-
-    #[test]
-    fn help_and_version() {
-        let help = parse_args(["--help".to_string()]).unwrap();
-        let Command::Help(text) = help else {
-            panic!("expected Help, got {help:?}");
-        };
-        assert!(text.contains("--instance-ports LO-HI"));
-        assert!(text.contains("(default 4300-4399)"));
-        assert_eq!(parse_args(["-h".to_string()]).unwrap(), Command::Help(text));
-        let expected = Command::Version(format!("lobbyd {}", env!("CARGO_PKG_VERSION")));
-        assert_eq!(parse_args(["-V".to_string()]).unwrap(), expected);
-        assert_eq!(parse_args(["--version".to_string()]).unwrap(), expected);
-        // Help wins over a bad value, not over an unknown flag.
-        assert!(matches!(
-            parse_args(["--port".into(), "x".into(), "-h".into()]),
-            Ok(Command::Help(_))
-        ));
-        assert!(parse_args(["--nope".into(), "-h".into()]).is_err());
-    }
-
-    #[test]
-    fn bind() {
-        assert_eq!(
-            run(&["--bind", "127.0.0.1"]).unwrap().bind,
-            IpAddr::from([127, 0, 0, 1])
-        );
-        let v6: IpAddr = "::1".parse().unwrap();
-        assert_eq!(run(&["--bind", "::1"]).unwrap().bind, v6);
-        assert_eq!(run(&["--bind", "[::1]"]).unwrap().bind, v6);
-        assert_eq!(
-            reason(&["--bind", "localhost"]),
-            "--bind: \"localhost\" is not an IP address"
-        );
-    }
-
-    #[test]
-    fn ports() {
-        let c = run(&["--port", "5000"]).unwrap();
-        assert_eq!((c.udp_port, c.tcp_port), (Some(5000), Some(5000)));
-        let c = run(&["--port", "5000", "--udp-port", "0"]).unwrap();
-        assert_eq!((c.udp_port, c.tcp_port), (None, Some(5000)));
-        let c = run(&["--tcp-port=0", "--udp-port", "6000"]).unwrap();
-        assert_eq!((c.udp_port, c.tcp_port), (Some(6000), None));
-        let c = run(&["--port", "0"]).unwrap();
-        assert_eq!((c.udp_port, c.tcp_port), (Some(0), Some(0)));
-        assert_eq!(
-            reason(&["--port", "abc"]),
-            "--port: \"abc\" is not a port number (0-65535)"
-        );
-        assert_eq!(
-            reason(&["--udp-port", "65536"]),
-            "--udp-port: \"65536\" is not a port number (0-65535)"
-        );
-        assert!(reason(&["--tcp-port", "-1"]).starts_with("--tcp-port: \"-1\""));
-    }
-
-    #[test]
-    fn instance_ports() {
-        let c = run(&["--instance-ports", "5000-5009"]).unwrap();
-        assert_eq!(
-            c.instance_ports,
-            InstancePorts::Range { lo: 5000, hi: 5009 }
-        );
-        assert_eq!(c.max_rooms, 10);
-        let c = run(&["--instance-ports", "7000"]).unwrap();
-        assert_eq!(
-            c.instance_ports,
-            InstancePorts::Range { lo: 7000, hi: 7000 }
-        );
-        assert_eq!(c.max_rooms, 1);
-        let c = run(&["--instance-ports", "1-65535"]).unwrap();
-        assert_eq!(c.max_rooms, 65_535);
-        let c = run(&["--instance-ports", "0"]).unwrap();
-        assert_eq!(c.instance_ports, InstancePorts::Ephemeral);
-        assert_eq!(c.max_rooms, 64);
-        for bad in [
-            "10-5", "0-0", "0-10", "a-b", "5-", "-5", "1-2-3", "70000", "",
-        ] {
-            let got = reason(&["--instance-ports", bad]);
-            assert!(
-                got.starts_with(&format!("--instance-ports: {bad:?} is not")),
-                "{got}"
-            );
-        }
-    }
-
-    #[test]
-    fn counts() {
-        let spawns = "--spawns 0,0;1,1;2,2;3,3;4,4;5,5;6,6;7,7";
-        let c = run_line(&format!(
-            "--max-rooms 3 --max-players 8 --min-players 1 {spawns}"
-        ));
-        let c = c.unwrap();
-        assert_eq!((c.max_rooms, c.max_players, c.min_players), (3, 8, 1));
-        let c = run(&["--instance-ports", "0", "--max-rooms", "500"]).unwrap();
-        assert_eq!(c.max_rooms, 500);
-        assert_eq!(
-            reason(&["--max-rooms", "0"]),
-            "--max-rooms: \"0\" is not a whole number (1-65535)"
-        );
-        assert_eq!(
-            reason(&["--max-players", "0"]),
-            "--max-players: \"0\" is not a whole number (1-64)"
-        );
-        assert!(reason(&["--max-players", "65"]).starts_with("--max-players: \"65\""));
-        assert_eq!(
-            reason(&["--min-players", "3", "--max-players", "2"]),
-            "--min-players: 3 is more than --max-players (2)"
-        );
-        assert!(reason(&["--min-players", "0"]).starts_with("--min-players: \"0\""));
-        // The default minimum shrinks to fit a smaller room; an explicit one does not.
-        let c = run_line("--max-players 1").unwrap();
-        assert_eq!((c.max_players, c.min_players), (1, 1));
-        assert!(run_line("--max-players 1 --min-players 2").is_err());
-        let c = run(&["--max-list-rooms", "1"]).unwrap();
-        assert_eq!(c.max_list_rooms, 1);
-        assert_eq!(
-            reason(&["--max-list-rooms", "113"]),
-            "--max-list-rooms: \"113\" is not a whole number (1-112)"
-        );
-    }
-
-    #[test]
-    fn durations() {
-        let c = run_line(concat!(
-            "--countdown 0.5 --idle-timeout 0.5 --seat-timeout 2.25 ",
-            "--reap-grace 0 --countdown-tick 250",
-        ))
-        .unwrap();
-        assert_eq!(c.countdown, Duration::from_millis(500));
-        assert_eq!(c.countdown_whole_secs(), 1);
-        assert_eq!(c.idle_timeout, Duration::from_millis(500));
-        assert_eq!(c.seat_timeout, Duration::from_millis(2250));
-        assert_eq!(c.reap_grace, Duration::ZERO);
-        assert_eq!(c.countdown_tick, Duration::from_millis(250));
-        let c = run(&["--countdown", "255"]).unwrap();
-        assert_eq!(c.countdown_whole_secs(), 255);
-        assert_eq!(
-            run(&["--countdown", "0"]).unwrap().countdown_whole_secs(),
-            0
-        );
-        assert_eq!(
-            reason(&["--countdown", "256"]),
-            "--countdown: \"256\" is not a number of seconds (0-255)"
-        );
-        assert!(reason(&["--idle-timeout", "0"]).starts_with("--idle-timeout: \"0\""));
-        assert!(reason(&["--seat-timeout", "0"]).starts_with("--seat-timeout: \"0\""));
-        for bad in ["-1", "NaN", "inf", "1s", ""] {
-            assert!(
-                reason(&["--reap-grace", bad]).starts_with("--reap-grace: "),
-                "{bad}"
-            );
-        }
-        assert!(reason(&["--countdown-tick", "0"]).starts_with("--countdown-tick: \"0\""));
-        assert!(reason(&["--countdown-tick", "10001"]).starts_with("--countdown-tick:"));
-        assert!(run(&["--auto-start"]).unwrap().auto_start);
-    }
-
-    #[test]
-    fn rates_and_limits() {
-        let c = run_line(concat!(
-            "--udp-rate 7 --udp-reply-bytes 0 --rate-table-size 9 --max-violations 3 ",
-            "--conn-rate 60 --max-conns 100 --max-conns-per-ip 2",
-        ))
-        .unwrap();
-        assert_eq!(
-            (c.udp_rate, c.udp_reply_bytes, c.rate_table_size),
-            (7, 0, 9)
-        );
-        assert_eq!((c.max_violations, c.conn_rate), (3, 60));
-        assert_eq!((c.max_conns, c.max_conns_per_ip), (100, 2));
-        assert_eq!(
-            reason(&["--udp-rate", "0"]),
-            "--udp-rate: \"0\" is not a whole number (1-2147483647)"
-        );
-        assert_eq!(
-            reason(&["--rate-table-size", "0"]),
-            "--rate-table-size: \"0\" is not a whole number (1 or more)"
-        );
-        for flag in [
-            "--max-violations",
-            "--conn-rate",
-            "--max-conns",
-            "--max-conns-per-ip",
-        ] {
-            assert!(
-                reason(&[flag, "0"]).starts_with(&format!("{flag}: \"0\"")),
-                "{flag}"
-            );
-            assert!(
-                reason(&[flag, "x"]).starts_with(&format!("{flag}: \"x\"")),
-                "{flag}"
-            );
-        }
-    }
-
-    #[test]
-    fn public_host() {
-        let c = run(&["--public-host", "203.0.113.7"]).unwrap();
-        assert_eq!(c.public_host, Some(Ipv4Addr::new(203, 0, 113, 7)));
-        assert_eq!(
-            reason(&["--public-host", "::1"]),
-            "--public-host: \"::1\" is not an IPv4 address"
-        );
-        assert!(reason(&["--public-host", "0.0.0.0"]).starts_with("--public-host: \"0.0.0.0\""));
-    }
-
-    #[test]
-    fn spawns() {
-        let c = run(&["--max-players", "2", "--spawns", "1.5,2; -3,4e1"]).unwrap();
-        assert_eq!(c.spawns, vec![(1.5, 2.0), (-3.0, 40.0)]);
-        assert_eq!(
-            reason(&["--spawns", "1,2;3,4"]),
-            "--spawns: 2 spawn points for --max-players 4; give at least one x,y pair per player"
-        );
-        for bad in ["1,2;3", "1,2;", "a,b", "1,inf", ""] {
-            let got = reason(&["--max-players", "1", "--spawns", bad]);
-            assert!(
-                got.starts_with(&format!("--spawns: {bad:?} is not")),
-                "{got}"
-            );
-        }
-    }
-
-    #[test]
-    fn log_level() {
-        assert_eq!(
-            run(&["--log", "DEBUG"]).unwrap().log.as_deref(),
-            Some("debug")
-        );
-        assert_eq!(run(&["--log", "off"]).unwrap().log.as_deref(), Some("off"));
-        assert!(reason(&["--log", "loud"]).starts_with("--log: \"loud\" is not a log level"));
-    }
-
-    #[test]
-    fn syntax_errors() {
-        assert_eq!(reason(&["--frobnicate"]), "unknown flag --frobnicate");
-        assert_eq!(reason(&["-x"]), "unknown flag -x");
-        assert_eq!(reason(&["--port"]), "--port needs a value");
-        assert_eq!(
-            reason(&["--port", "1", "--port", "2"]),
-            "--port given more than once"
-        );
-        assert_eq!(
-            reason(&["--auto-start=yes"]),
-            "--auto-start does not take a value"
-        );
-        assert_eq!(reason(&["serve"]), "unexpected argument \"serve\"");
-        assert_eq!(reason(&["--", "--port"]), "unexpected argument \"--port\"");
-        // Control characters are escaped, so the reason stays on one line.
-        assert!(!reason(&["--port", "1\n2"]).contains('\n'));
-    }
-}
+mod tests;

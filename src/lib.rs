@@ -13,18 +13,24 @@
 //! - [`net`]: the driver, the only module that imports `mio`: one `Poll`, tokens, the
 //!   instance-socket slab, the TCP lobby's listener and connection slab (`net::tcp`, with
 //!   zero-copy framing in `net::tcp_frames`), buffers, readiness; no protocol logic of its own.
-//!   The Warzone master server's sockets (listener, connections, probes, password worker)
-//!   are in `net::wz*`.
+//!   The Warzone master server's sockets (listener, connections, probes) are in `net::wz*`;
+//!   `net::login` checks passwords on the accounts' worker for any core that asks.
 //! - [`time`]: pure time building blocks; [`time::TimerWheel`] is the fixed-tick hashed
 //!   timer wheel whose next deadline becomes the driver's poll timeout. No clock reads:
 //!   `now` is always passed in.
 //! - [`ratelimit`]: integer token buckets and [`ratelimit::PerIpLimiter`], a bounded
 //!   per-source-IP table (request and reply-byte buckets) against floods and reflection.
 //! - [`wz`]: the Warzone 2100 master server core ([`wz::WzLobby`]): game table,
-//!   legacy and v4 host/browser connections, reachability probes, name and version policy,
-//!   login sessions. Sans-IO:
-//!   the driver feeds it bytes and probe results and performs its outputs. Also the v4
-//!   accounts (SQLite, argon2id), the password-verification worker and login sessions.
+//!   legacy and v4 host/browser connections, reachability probes, name and version policy.
+//!   Sans-IO: the driver feeds it bytes, probe results and password verdicts and performs
+//!   its outputs. Its files are a ladder without circles: `lobby` (the façade) over the
+//!   `legacy`/`v4` state machines, over `admission`, `shared` (the state they work on),
+//!   `games`, and the vocabulary in `types`.
+//! - [`accounts`]: users, the SQLite store (argon2id hashes), the password-verification
+//!   worker thread, login sessions, and the [`accounts::LoginPolicy`] and
+//!   [`accounts::VerifyResult`] every front end with logins shares. May import nothing of
+//!   the crate but its own files: the cores, the driver's login bridge (`net::login`) and
+//!   `cli_user` stand on it.
 //! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as
 //!   JSON) and their request parsing, without the sockets.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell.
@@ -35,6 +41,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod accounts;
 pub mod cli_user;
 pub mod config;
 pub mod load;

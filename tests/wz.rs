@@ -633,8 +633,8 @@ fn malformed_legacy_input_is_closed_and_counted() {
 // v4 protocol
 // ---------------------------------------------------------------------------------------
 
+use lobbyd::accounts::store::AccountStore;
 use lobbyd::wire::wz_v4::{parse_document, Encoding, Node, Value};
-use lobbyd::wz::accounts::AccountStore;
 use serde_json::{json, Value as Json};
 
 /// A fresh account database path, removed when dropped.
@@ -906,7 +906,7 @@ fn v4_json_with_login_required() {
     let db_path = db.0.clone();
     let server = start_wz(move |w| {
         w.db = db_path;
-        w.login = lobbyd::config::WzLogin::Required;
+        w.login = lobbyd::accounts::LoginPolicy::Required;
         w.check_reachable = false;
     });
     let lobby = wz_addr(&server);
@@ -956,7 +956,7 @@ fn v4_json_with_login_required() {
 
 #[test]
 fn v4_unreachable_game_refused() {
-    let server = start_wz(|w| w.login = lobbyd::config::WzLogin::Off);
+    let server = start_wz(|w| w.login = lobbyd::accounts::LoginPolicy::Off);
     let lobby = wz_addr(&server);
     // A port that was just free: nothing listens on it.
     let closed = TcpListener::bind("127.0.0.1:0")
@@ -988,7 +988,7 @@ fn v4_unreachable_game_refused() {
 
 #[test]
 fn v4_malformed_frames_get_error_status_and_are_counted() {
-    let server = start_wz(|w| w.login = lobbyd::config::WzLogin::Off);
+    let server = start_wz(|w| w.login = lobbyd::accounts::LoginPolicy::Off);
     let lobby = wz_addr(&server);
     let mut client = V4::connect(lobby);
 
@@ -1244,7 +1244,7 @@ fn shutdown_closes_master_server_connections() {
 fn send_queues_survive_partial_writes_and_are_bounded() {
     let server = start_wz(|w| {
         w.check_reachable = false;
-        w.login = lobbyd::config::WzLogin::Off;
+        w.login = lobbyd::accounts::LoginPolicy::Off;
     });
     let lobby = wz_addr(&server);
     let mut hosts = Vec::new();

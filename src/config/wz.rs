@@ -3,15 +3,19 @@
 //!
 //! Same contract as the parent module: strings in, a validated [`WzSettings`] or a one-line
 //! [`UsageError`] out. Files named by flags (MOTD, banned words, account database) are only
-//! recorded here; the server reads them at start and on SIGHUP.
+//! recorded here; the server reads them at start and on SIGHUP. It imports the parsing leaf
+//! (`super::parse`), never its parent; the parent calls `flags`/`declare`/`settings_from`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use getopts::{Matches, Options};
 
-use super::{number, parse_number, seconds, secs, UsageError, PORT, WHOLE};
-use crate::cli_user::DEFAULT_DB;
+use super::parse::{
+    login_policy, number, parse_number, seconds, secs, UsageError, LOGIN_POLICIES,
+    MAX_TIMEOUT_SECS, MIN_TIMEOUT_SECS, PORT, WHOLE,
+};
+use crate::accounts::{LoginPolicy, DEFAULT_DB};
 use crate::wire::wz::MAX_MOTD;
 
 /// The port every Warzone 2100 client has built in.
@@ -20,17 +24,6 @@ pub const DEFAULT_WZ_PORT: u16 = 9990;
 /// The longest probe timeout: 2.3.x/3.x hosts read the `addg` status with a 2.5 s timeout,
 /// and the core answers at most 2.3 s after the GAMESTRUCT (see `wz::ADDG_REPLY_BUDGET`).
 const MAX_PROBE_TIMEOUT_SECS: f64 = 2.2;
-
-/// Who must log in on the v4 protocol (`--wz-login`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WzLogin {
-    /// Every call but `login` is refused with -405 until the connection logged in.
-    Required,
-    /// `login` works; other calls do not need it (`addPlayer` still checks sessions).
-    Optional,
-    /// `login` is an unknown method and `addPlayer` checks no session.
-    Off,
-}
 
 /// The Warzone 2100 master server's settings. `Default` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +60,7 @@ pub struct WzSettings {
     /// bursts of two thirds of it).
     pub registrations_per_minute: u32,
     /// The v4 login policy (`--wz-login`, default optional).
-    pub login: WzLogin,
+    pub login: LoginPolicy,
     /// The account database (`--db`, default `lobbyd.sqlite`, as `lobbyd user`).
     pub db: PathBuf,
 }
@@ -88,7 +81,7 @@ impl Default for WzSettings {
             max_conns: 4096,
             max_conns_per_ip: 16,
             registrations_per_minute: 30,
-            login: WzLogin::Optional,
+            login: LoginPolicy::Optional,
             db: PathBuf::from(DEFAULT_DB),
         }
     }
@@ -189,8 +182,8 @@ pub(super) fn flags(d: &WzSettings) -> Vec<(&'static str, &'static str, String)>
         ),
         (
             "wz-login",
-            "required|optional|off",
-            "Warzone v4 login policy (default optional).".into(),
+            LOGIN_POLICIES,
+            format!("Warzone v4 login policy (default {}).", d.login.as_str()),
         ),
         (
             "db",
@@ -241,17 +234,7 @@ pub(super) fn settings_from(m: &Matches, d: WzSettings) -> Result<WzSettings, Us
             )))
         }
     };
-    let login = match m.opt_str("wz-login").as_deref() {
-        None => d.login,
-        Some("required") => WzLogin::Required,
-        Some("optional") => WzLogin::Optional,
-        Some("off") => WzLogin::Off,
-        Some(other) => {
-            return Err(UsageError::new(format!(
-                "--wz-login: {other:?} is not required, optional or off"
-            )))
-        }
-    };
+    let login = login_policy(m, "wz-login", d.login)?;
     let min_version = match m.opt_str("wz-min-version") {
         Some(text) => Some(parse_version(&text)?),
         None => d.min_version,
@@ -272,13 +255,13 @@ pub(super) fn settings_from(m: &Matches, d: WzSettings) -> Result<WzSettings, Us
         probe_timeout: seconds(
             m,
             "wz-probe-timeout",
-            super::MIN_TIMEOUT_SECS..=MAX_PROBE_TIMEOUT_SECS,
+            MIN_TIMEOUT_SECS..=MAX_PROBE_TIMEOUT_SECS,
             d.probe_timeout,
         )?,
         silence_timeout: seconds(
             m,
             "wz-silence-timeout",
-            super::MIN_TIMEOUT_SECS..=super::MAX_TIMEOUT_SECS,
+            MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS,
             d.silence_timeout,
         )?,
         min_version,
@@ -338,7 +321,7 @@ mod tests {
         assert_eq!(w, WzSettings::default());
         assert_eq!(w.port, Some(9990));
         assert!(w.check_reachable);
-        assert_eq!(w.login, WzLogin::Optional);
+        assert_eq!(w.login, LoginPolicy::Optional);
         assert_eq!(w.db, PathBuf::from("lobbyd.sqlite"));
         assert_eq!(w.probe_timeout, Duration::from_secs(2));
         assert_eq!(w.silence_timeout, Duration::from_secs(90));
@@ -392,7 +375,7 @@ mod tests {
         assert_eq!((w.max_games_per_ip, w.max_games), (2, 10));
         assert_eq!((w.max_conns, w.max_conns_per_ip), (100, 3));
         assert_eq!(w.registrations_per_minute, 600);
-        assert_eq!(w.login, WzLogin::Required);
+        assert_eq!(w.login, LoginPolicy::Required);
         assert_eq!(w.db, PathBuf::from("/tmp/x.sqlite"));
         let w = run(&["--wz-port", "9999", "--wz-min-version", "2.98"])
             .unwrap()
@@ -402,7 +385,7 @@ mod tests {
             .unwrap()
             .wz;
         assert_eq!(w.motd_file, Some(PathBuf::from("motd.txt")));
-        assert_eq!(w.login, WzLogin::Off);
+        assert_eq!(w.login, LoginPolicy::Off);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod http;
 pub mod instance;
+pub mod login;
 pub mod rtype;
 pub mod server;
 pub mod stats;
@@ -21,7 +22,6 @@ pub mod udp;
 pub mod wake;
 pub mod warn;
 pub mod wz;
-pub mod wz_login;
 pub mod wz_probe;
 
 use std::io;

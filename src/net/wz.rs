@@ -1,6 +1,6 @@
 //! The Warzone 2100 master server's sockets: the `--wz-port` listener and its TCP
 //! connections, reachability probes ([`super::wz_probe`]) and v4 password checks
-//! ([`super::wz_login`]), all around the sans-IO [`WzLobby`] core.
+//! ([`super::login`]), all around the sans-IO [`WzLobby`] core.
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`) and runs on the
 //! shared stream transport ([`super::stream`]). No protocol logic here: bytes read go to
@@ -25,19 +25,20 @@ use mio::net::TcpListener;
 use mio::{Interest, Registry, Waker};
 use slab::Slab;
 
-use crate::config::{WzLogin, WzSettings};
+use crate::accounts::{LoginPolicy, VerifyResult};
+use crate::config::WzSettings;
 use crate::wire::wz::MAX_MOTD;
 use crate::wire::wz_v4::MAX_FRAME;
 use crate::wz::policy::parse_banned_words;
-use crate::wz::{LoginPolicy, WzConfig, WzLobby, WzOutput};
+use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 
 use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
 
+use super::login::Logins;
 use super::server::FrontEnd;
 use super::stream::{AcceptGate, Flushed, Linger, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
-use super::wz_login::Logins;
 use super::wz_probe::Probes;
 
 /// Most bytes buffered from one connection: one whole v4 frame (the legacy core never
@@ -196,11 +197,7 @@ pub fn core_config(settings: &WzSettings) -> io::Result<WzConfig> {
         registrations_per_minute: u64::from(settings.registrations_per_minute),
         // Two thirds of a minute's worth may come back to back (30/min: bursts of 20).
         registration_burst: (u64::from(settings.registrations_per_minute) * 2 / 3).max(1),
-        login: match settings.login {
-            WzLogin::Required => LoginPolicy::Required,
-            WzLogin::Optional => LoginPolicy::Optional,
-            WzLogin::Off => LoginPolicy::Off,
-        },
+        login: settings.login,
         ..defaults
     })
 }
@@ -218,7 +215,7 @@ impl WzDriver {
         let logins = match config.login {
             LoginPolicy::Off => None,
             LoginPolicy::Required | LoginPolicy::Optional => Some(
-                Logins::new(settings.db.clone(), waker)
+                Logins::new("wz v4", settings.db.clone(), waker)
                     .map_err(|e| io::Error::other(format!("{}: {e}", settings.db.display())))?,
             ),
         };
@@ -322,7 +319,7 @@ impl WzDriver {
                 paused: false,
             });
             self.stats.accepted += 1;
-            self.core.handle_open(now, key, peer);
+            self.core.handle_open(now, ConnId(key), peer);
         }
     }
 
@@ -378,7 +375,7 @@ impl WzDriver {
             let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return;
             };
-            let used = self.core.handle_bytes(now, key, &conn.inbuf);
+            let used = self.core.handle_bytes(now, ConnId(key), &conn.inbuf);
             conn.inbuf.drain(..used.min(conn.inbuf.len()));
             self.carry_out(registry, now);
             if used == 0 {
@@ -390,7 +387,7 @@ impl WzDriver {
     /// The peer finished sending: the core forgets the connection (its game leaves the
     /// list at once); what is queued is still flushed, then the socket closes.
     fn peer_closed(&mut self, registry: &Registry, now: Instant, key: usize) {
-        self.core.handle_closed(now, key);
+        self.core.handle_closed(now, ConnId(key));
         if let Some(conn) = self.conns.get_mut(key) {
             conn.inbuf.clear();
         }
@@ -432,8 +429,8 @@ impl WzDriver {
     fn carry_out(&mut self, registry: &Registry, now: Instant) {
         while let Some(output) = self.core.poll_output() {
             match output {
-                WzOutput::Send { conn, bytes } => self.queue(registry, now, conn, &bytes),
-                WzOutput::Close { conn } => self.close_after_flush(registry, now, conn),
+                WzOutput::Send { conn, bytes } => self.queue(registry, now, conn.0, &bytes),
+                WzOutput::Close { conn } => self.close_after_flush(registry, now, conn.0),
                 WzOutput::Probe {
                     probe,
                     addr,
@@ -454,14 +451,14 @@ impl WzDriver {
                     ..
                 } => {
                     let decided = match self.logins.as_mut() {
-                        Some(logins) => logins.verify(job, &username, password),
-                        None => Some(crate::wz::VerifyResult::Busy),
+                        Some(logins) => logins.verify(job.0, &username, password),
+                        None => Some(VerifyResult::Busy),
                     };
                     if let Some(result) = decided {
                         self.core.handle_verify_result(now, job, result);
                     }
                 }
-                WzOutput::Resume { conn } => self.resumed.push(conn),
+                WzOutput::Resume { conn } => self.resumed.push(conn.0),
             }
         }
     }
@@ -514,7 +511,7 @@ impl WzDriver {
             return;
         }
         self.closing.push(key);
-        self.core.handle_closed(now, key);
+        self.core.handle_closed(now, ConnId(key));
     }
 }
 
@@ -552,7 +549,7 @@ impl FrontEnd for WzDriver {
         });
         if let Some(logins) = self.logins.as_mut() {
             while let Some((job, result)) = logins.next_result() {
-                self.core.handle_verify_result(now, job, result);
+                self.core.handle_verify_result(now, JobId(job), result);
             }
         }
         self.core.handle_timeout(now);

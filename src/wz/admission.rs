@@ -5,7 +5,8 @@
 //!
 //! Implements docs/protocols/wz-lobby.md "Registration" step 1 and 2 (the refusal table and
 //! its texts). The legacy protocol sends the code and text as a status; v4 sends the text
-//! with status -403. Nothing here does I/O or panics.
+//! with status -403. Nothing here does I/O or panics; it reads [`Shared`] and charges only
+//! the registration rate limiter.
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
@@ -13,9 +14,9 @@ use std::time::Instant;
 use crate::wire::wz::{GameStruct, GAMESTRUCT_LEN};
 
 use super::games::AddError;
-use super::lobby::Shared;
 use super::policy::version_allowed;
-use super::stats::{Refusal, Removal, WzStats};
+use super::shared::Shared;
+use super::stats::Refusal;
 
 /// `sizeof(desc)` in the C client: the `dwSize` a listed game gets when the host sent 0.
 pub(crate) const DESC_SIZE: i32 = 72;
@@ -29,83 +30,115 @@ pub(crate) const STATUS_NOT_ACCEPTABLE: u32 = 406;
 /// Legacy status: the game port is unreachable.
 pub(crate) const STATUS_UNREACHABLE: u32 = 408;
 
-/// Why a game is not admitted: the counter, the legacy status code, the text for the host.
-pub(crate) type Verdict = (Refusal, u32, String);
+/// Why a game is not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Verdict {
+    /// The counter it is counted under.
+    pub(crate) reason: Refusal,
+    /// The legacy status code the host gets.
+    pub(crate) status: u32,
+    /// The text for the host (the legacy status's MOTD, the v4 result).
+    pub(crate) text: String,
+}
 
-impl Shared {
-    /// The policy verdict on a (rewritten) GAMESTRUCT: version and name.
-    pub(crate) fn policy_refusal(&self, view: &GameStruct<&[u8]>) -> Option<Verdict> {
-        if !version_allowed(
-            self.config.min_version,
-            view.game_version_major(),
-            view.game_version_minor(),
-        ) {
-            let motd = format!(
-                "Your Warzone 2100 version ({}) is too old for this lobby; the game is NOT \
-                 hosted. Please upgrade.",
-                String::from_utf8_lossy(view.version_string())
-            );
-            return Some((Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd));
+impl Verdict {
+    /// A refusal counted as `reason`, with the legacy `status` and the host's `text`.
+    pub(crate) fn new(reason: Refusal, status: u32, text: impl Into<String>) -> Verdict {
+        Verdict {
+            reason,
+            status,
+            text: text.into(),
         }
-        if self.policy.is_banned(view.name()) {
-            let motd = "Game name not acceptable. The game is NOT hosted, change the name of \
-                        your game."
-                .to_owned();
-            return Some((Refusal::BannedName, STATUS_NOT_ACCEPTABLE, motd));
-        }
-        None
     }
+}
 
-    /// Every check a new game from `ip` passes before it enters the table, in the documented
-    /// order; the registration rate is charged only when everything else passed.
-    pub(crate) fn admission(
-        &mut self,
-        now: Instant,
-        ip: IpAddr,
-        over_limit: bool,
-        view: &GameStruct<&[u8]>,
-    ) -> Option<Verdict> {
-        if over_limit {
-            let motd = format!(
-                "Too many connections from your address {ip}; the game is NOT hosted. Close \
-                 other Warzone 2100 sessions and try again."
-            );
-            return Some((Refusal::ConnsPerIp, STATUS_NOT_ACCEPTABLE, motd));
-        }
-        if let Some(verdict) = self.policy_refusal(view) {
-            return Some(verdict);
-        }
-        if let Err(error) = self.table.check_room(ip) {
-            return Some(self.room_refusal(error, ip));
-        }
-        if !self.limiter.allow_request(now, ip) {
-            let motd = format!(
-                "Too many games registered from your address {ip} in a short time; the game is \
-                 NOT hosted. Wait a minute and try again."
-            );
-            return Some((Refusal::RateLimited, STATUS_NOT_ACCEPTABLE, motd));
-        }
-        None
+/// The policy verdict on a (rewritten) GAMESTRUCT: version and name.
+pub(crate) fn policy_refusal(sh: &Shared, view: &GameStruct<&[u8]>) -> Option<Verdict> {
+    if !version_allowed(
+        sh.config.min_version,
+        view.game_version_major(),
+        view.game_version_minor(),
+    ) {
+        let motd = format!(
+            "Your Warzone 2100 version ({}) is too old for this lobby; the game is NOT \
+             hosted. Please upgrade.",
+            String::from_utf8_lossy(view.version_string())
+        );
+        return Some(Verdict::new(
+            Refusal::MinVersion,
+            STATUS_FORBIDDEN_VERSION,
+            motd,
+        ));
     }
+    if sh.policy.is_banned(view.name()) {
+        let motd = "Game name not acceptable. The game is NOT hosted, change the name of \
+                    your game.";
+        return Some(Verdict::new(
+            Refusal::BannedName,
+            STATUS_NOT_ACCEPTABLE,
+            motd,
+        ));
+    }
+    None
+}
 
-    /// The refusal for a full table or a full address.
-    pub(crate) fn room_refusal(&self, error: AddError, ip: IpAddr) -> Verdict {
-        match error {
-            AddError::TooManyFromAddress => (
-                Refusal::GamesPerIp,
-                STATUS_NOT_ACCEPTABLE,
-                format!(
-                    "Too many games hosted from your address {ip} (at most {}); the game is \
-                     NOT hosted.",
-                    self.config.max_games_per_ip
-                ),
+/// Every check a new game from `ip` passes before it enters the table, in the documented
+/// order; the registration rate is charged only when everything else passed.
+pub(crate) fn admit(
+    sh: &mut Shared,
+    now: Instant,
+    ip: IpAddr,
+    over_limit: bool,
+    view: &GameStruct<&[u8]>,
+) -> Option<Verdict> {
+    if over_limit {
+        let motd = format!(
+            "Too many connections from your address {ip}; the game is NOT hosted. Close \
+             other Warzone 2100 sessions and try again."
+        );
+        return Some(Verdict::new(
+            Refusal::ConnsPerIp,
+            STATUS_NOT_ACCEPTABLE,
+            motd,
+        ));
+    }
+    if let Some(verdict) = policy_refusal(sh, view) {
+        return Some(verdict);
+    }
+    if let Err(error) = sh.table.check_room(ip) {
+        return Some(room_refusal(sh, error, ip));
+    }
+    if !sh.limiter.allow_request(now, ip) {
+        let motd = format!(
+            "Too many games registered from your address {ip} in a short time; the game is \
+             NOT hosted. Wait a minute and try again."
+        );
+        return Some(Verdict::new(
+            Refusal::RateLimited,
+            STATUS_NOT_ACCEPTABLE,
+            motd,
+        ));
+    }
+    None
+}
+
+/// The refusal for a full table or a full address.
+pub(crate) fn room_refusal(sh: &Shared, error: AddError, ip: IpAddr) -> Verdict {
+    match error {
+        AddError::TooManyFromAddress => Verdict::new(
+            Refusal::GamesPerIp,
+            STATUS_NOT_ACCEPTABLE,
+            format!(
+                "Too many games hosted from your address {ip} (at most {}); the game is \
+                 NOT hosted.",
+                sh.config.max_games_per_ip
             ),
-            AddError::Full | AddError::IdInUse => (
-                Refusal::LobbyFull,
-                STATUS_NOT_ACCEPTABLE,
-                "The lobby is full; the game is NOT hosted. Try again later.".to_owned(),
-            ),
-        }
+        ),
+        AddError::Full | AddError::IdInUse => Verdict::new(
+            Refusal::LobbyFull,
+            STATUS_NOT_ACCEPTABLE,
+            "The lobby is full; the game is NOT hosted. Try again later.",
+        ),
     }
 }
 
@@ -116,26 +149,6 @@ pub(crate) fn unreachable_text(target: SocketAddr) -> String {
          make sure TCP port {} is forwarded to your computer and allowed through your firewall.",
         target.port()
     )
-}
-
-impl Shared {
-    /// Take a game out of the table (the list) and count why.
-    pub(crate) fn remove_game(&mut self, st: &mut WzStats, game_id: u32, removal: Removal) {
-        if self.table.remove(game_id).is_some() {
-            st.removed(removal);
-        }
-    }
-
-    /// Restart a connection's silence deadline.
-    pub(crate) fn schedule_silence(
-        &mut self,
-        timer: &mut Option<crate::time::TimerKey>,
-        conn: super::ConnId,
-        now: Instant,
-    ) {
-        let deadline = now + self.config.silence_timeout;
-        self.schedule(timer, conn, deadline);
-    }
 }
 
 /// The one copy of a peer's GAMESTRUCT the lobby keeps, if `raw` is a valid one.

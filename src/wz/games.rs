@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use crate::wire::wz::{GameStruct, GAMESTRUCT_LEN};
 
-use super::lobby::ConnId;
+use super::types::ConnId;
 
 /// Largest game id handed out: ids stay positive for clients that store them signed.
 const MAX_GAME_ID: u32 = 0x7FFF_FFFF;
@@ -234,7 +234,7 @@ mod tests {
     fn game(id: u32, ip: IpAddr, now: Instant) -> Game {
         Game {
             id,
-            owner: Owner::Legacy(id as usize),
+            owner: Owner::Legacy(ConnId(id as usize)),
             peer: ip,
             game_port: 2100,
             listed: true,

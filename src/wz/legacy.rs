@@ -25,13 +25,13 @@ use crate::wire::wz::{
 };
 
 use super::admission::{
-    copy_struct, rewrite, unreachable_text, STATUS_FORBIDDEN_VERSION, STATUS_OK, STATUS_UNREACHABLE,
+    admit, copy_struct, policy_refusal, rewrite, room_refusal, unreachable_text, Verdict,
+    STATUS_FORBIDDEN_VERSION, STATUS_OK, STATUS_UNREACHABLE,
 };
 use super::games::{Game, Owner};
-use super::lobby::{
-    ConnId, ProbeId, ProbeResult, Shared, ADDG_REPLY_BUDGET, DEFAULT_GAME_PORT, PROBE_GRACE,
-};
+use super::shared::{Held, Shared};
 use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal, WzStats};
+use super::types::{ConnId, ProbeId, ProbeResult, DEFAULT_GAME_PORT};
 
 /// Where a legacy connection is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,18 +110,8 @@ impl LegacyConn {
 
     /// The connection turned out to speak v4: drop this state's deadline (nothing else is
     /// held before the first legacy byte).
-    pub(crate) fn abandon(&mut self, sh: &mut Shared) {
-        sh.cancel(&mut self.timer);
-        if let Some(id) = self.reserved.take() {
-            sh.table.release_id(id);
-        }
-        self.state = State::Closing;
-    }
-
-    /// Close for a protocol error found before the legacy parser ran (a v4 handshake with
-    /// the wrong version).
-    pub(crate) fn close_for(&mut self, sh: &mut Shared, st: &mut WzStats, reason: ProtocolError) {
-        self.protocol_error(sh, st, reason);
+    pub(crate) fn abandon(&mut self, sh: &mut Shared, st: &mut WzStats) {
+        sh.forget(st, self.take_held());
     }
 
     /// Consume what can be acted on at the front of `buf`; returns the bytes consumed.
@@ -170,7 +160,8 @@ impl LegacyConn {
             // A 2.2-era host (GAMESTRUCT_VERSION 2): it reads a status after addg.
             let motd = "This version of Warzone 2100 is too old for this lobby; \
                         the game is NOT hosted. Please upgrade.";
-            self.refuse(sh, st, Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd);
+            let verdict = Verdict::new(Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd);
+            self.refuse(sh, st, verdict);
         } else {
             self.protocol_error(sh, st, ProtocolError::BadVersion);
         }
@@ -219,9 +210,11 @@ impl LegacyConn {
             (State::Registered { game_id, .. }, Command::GaId) => {
                 // Idempotent: the host asks again for the id it already has.
                 sh.send(self.id, emit_game_id(game_id).to_vec());
-                self.refresh_silence(sh, now);
+                sh.refresh_silence(&mut self.timer, self.id, now);
             }
-            (State::Registered { .. }, Command::Keep) => self.refresh_silence(sh, now),
+            (State::Registered { .. }, Command::Keep) => {
+                sh.refresh_silence(&mut self.timer, self.id, now)
+            }
             (State::Registered { .. }, Command::Addg) => {
                 self.protocol_error(sh, st, ProtocolError::DuplicateAddg)
             }
@@ -261,9 +254,9 @@ impl LegacyConn {
         let version = view.version();
         let host_port = view.host_port();
 
-        let refusal = sh.admission(now, self.ip, self.over_limit, &view);
-        if let Some((reason, code, motd)) = refusal {
-            self.refuse(sh, st, reason, code, &motd);
+        let refusal = admit(sh, now, self.ip, self.over_limit, &view);
+        if let Some(verdict) = refusal {
+            self.refuse(sh, st, verdict);
             return;
         }
 
@@ -282,16 +275,15 @@ impl LegacyConn {
             gamestruct: stored,
         };
         if let Err(error) = sh.table.add(game) {
-            let (reason, code, motd) = sh.room_refusal(error, self.ip);
-            self.refuse(sh, st, reason, code, &motd);
+            let verdict = room_refusal(sh, error, self.ip);
+            self.refuse(sh, st, verdict);
             return;
         }
         self.reserved = None;
 
         if sh.config.check_reachable {
             let target = SocketAddr::new(self.ip, game_port);
-            let probe = sh.start_probe(self.id, target, version == 4);
-            st.probes_started += 1;
+            let probe = sh.start_probe(st, self.id, &mut self.timer, now, target, version == 4);
             self.state = State::Probing {
                 game_id,
                 probe,
@@ -299,8 +291,6 @@ impl LegacyConn {
                 version,
                 host_port,
             };
-            let wait = (sh.config.probe_timeout + PROBE_GRACE).min(ADDG_REPLY_BUDGET);
-            sh.schedule(&mut self.timer, self.id, now + wait);
         } else {
             self.list_game(sh, st, now, game_id, version, host_port);
         }
@@ -316,17 +306,14 @@ impl LegacyConn {
         version: u32,
         host_port: Option<u16>,
     ) {
-        if let Some(game) = sh.table.get_mut(game_id) {
-            game.listed = true;
-        }
-        st.games_listed += 1;
+        sh.list_game(st, game_id);
         self.state = State::Registered {
             game_id,
             version,
             host_port,
         };
         sh.send_status(self.id, STATUS_OK, &sh.config.motd.clone());
-        self.refresh_silence(sh, now);
+        sh.refresh_silence(&mut self.timer, self.id, now);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -359,14 +346,14 @@ impl LegacyConn {
         rewrite(&mut game.gamestruct, self.ip, game_id, Some(dw_size));
         game.updated_at = now;
         let refusal = match sh.table.get(game_id) {
-            Some(game) => sh.policy_refusal(&GameStruct::new_unchecked(&game.gamestruct[..])),
+            Some(game) => policy_refusal(sh, &GameStruct::new_unchecked(&game.gamestruct[..])),
             None => None,
         };
-        if let Some((reason, code, motd)) = refusal {
-            st.refuse(reason);
+        if let Some(verdict) = refusal {
+            st.refuse(verdict.reason);
             // A 3.x host reads nothing after an update: only a 4.x host gets the reason.
             if version == 4 {
-                sh.send_status(self.id, code, &motd);
+                sh.send_status(self.id, verdict.status, &verdict.text);
             }
             self.shut(sh, st, Removal::Refused);
             return;
@@ -375,7 +362,7 @@ impl LegacyConn {
         if version == 4 {
             sh.send_status(self.id, STATUS_OK, &sh.config.motd.clone());
         }
-        self.refresh_silence(sh, now);
+        sh.refresh_silence(&mut self.timer, self.id, now);
     }
 
     /// The driver's verdict on this connection's probe (already removed from the probe map).
@@ -413,7 +400,8 @@ impl LegacyConn {
                     "Game unreachable: {target} answered for another game (id {got}, this game \
                      is {game_id}). The game is NOT hosted."
                 );
-                self.refuse(sh, st, Refusal::WrongGameId, STATUS_UNREACHABLE, &motd);
+                let verdict = Verdict::new(Refusal::WrongGameId, STATUS_UNREACHABLE, motd);
+                self.refuse(sh, st, verdict);
                 return;
             }
         };
@@ -435,7 +423,8 @@ impl LegacyConn {
         if let State::Probing { target, .. } = self.state {
             if matches!(outcome, ProbeOutcome::Refused | ProbeOutcome::TimedOut) {
                 let motd = unreachable_text(target);
-                self.refuse(sh, st, Refusal::Unreachable, STATUS_UNREACHABLE, &motd);
+                let verdict = Verdict::new(Refusal::Unreachable, STATUS_UNREACHABLE, motd);
+                self.refuse(sh, st, verdict);
             }
         }
     }
@@ -467,58 +456,48 @@ impl LegacyConn {
         if self.partial && self.state != State::Closing {
             st.protocol_error(ProtocolError::Truncated);
         }
-        self.release(sh, st, Removal::Closed);
+        sh.forget(st, self.take_held());
     }
 
-    fn refresh_silence(&mut self, sh: &mut Shared, now: Instant) {
-        sh.schedule_silence(&mut self.timer, self.id, now);
-    }
-
-    /// Status with the reason, then close.
-    fn refuse(
-        &mut self,
-        sh: &mut Shared,
-        st: &mut WzStats,
-        reason: Refusal,
-        code: u32,
-        motd: &str,
-    ) {
-        st.refuse(reason);
-        sh.send_status(self.id, code, motd);
+    /// Count the refusal, send its status, then close.
+    fn refuse(&mut self, sh: &mut Shared, st: &mut WzStats, verdict: Verdict) {
+        st.refuse(verdict.reason);
+        sh.send_status(self.id, verdict.status, &verdict.text);
         self.shut(sh, st, Removal::Refused);
     }
 
-    fn protocol_error(&mut self, sh: &mut Shared, st: &mut WzStats, reason: ProtocolError) {
-        st.protocol_error(reason);
-        self.shut(sh, st, Removal::ProtocolError);
+    /// Count the error and close (see [`Shared::protocol_error`]); also for an error found
+    /// before the legacy parser ran (a v4 handshake with the wrong version).
+    pub(crate) fn protocol_error(
+        &mut self,
+        sh: &mut Shared,
+        st: &mut WzStats,
+        reason: ProtocolError,
+    ) {
+        sh.protocol_error(st, self.id, self.take_held(), reason);
     }
 
-    /// Drop everything this connection holds and ask the driver to close it.
+    /// Drop everything this connection holds and ask the driver to close it, once.
     fn shut(&mut self, sh: &mut Shared, st: &mut WzStats, removal: Removal) {
-        if self.state == State::Closing {
-            return;
-        }
-        self.release(sh, st, removal);
-        sh.close(self.id);
+        sh.shut(st, self.id, self.take_held(), removal);
     }
 
-    /// Give back the reserved id, the game, the probe and the timer; state becomes Closing.
-    fn release(&mut self, sh: &mut Shared, st: &mut WzStats, removal: Removal) {
-        sh.cancel(&mut self.timer);
-        if let Some(id) = self.reserved.take() {
-            sh.table.release_id(id);
-        }
-        let game_id = match self.state {
-            State::Probing { game_id, probe, .. } => {
-                sh.probes.remove(&probe);
-                Some(game_id)
-            }
-            State::Registered { game_id, .. } => Some(game_id),
-            _ => None,
+    /// Take out what this connection holds in [`Shared`] (the deadline, a reserved id, the
+    /// game and its probe) for [`Shared::release`]; the state becomes Closing. `None` if it
+    /// already was.
+    fn take_held(&mut self) -> Option<Held> {
+        let (game, probe) = match std::mem::replace(&mut self.state, State::Closing) {
+            State::Closing => return None,
+            State::Probing { game_id, probe, .. } => (Some(game_id), Some(probe)),
+            State::Registered { game_id, .. } => (Some(game_id), None),
+            State::Fresh | State::AwaitingStruct => (None, None),
         };
-        if let Some(game_id) = game_id {
-            sh.remove_game(st, game_id, removal);
-        }
-        self.state = State::Closing;
+        Some(Held {
+            timer: self.timer.take(),
+            reserved_id: self.reserved.take(),
+            game,
+            probe,
+            verification: None,
+        })
     }
 }

@@ -29,14 +29,13 @@ use crate::wire::wz_v4::{
     SESSION_INVALID,
 };
 
-use super::accounts::{valid_name, UserId};
-use super::admission::{rewrite, unreachable_text, DESC_SIZE};
+use crate::accounts::{valid_name, LoginPolicy, UserId, VerifyResult};
+
+use super::admission::{admit, rewrite, room_refusal, unreachable_text, Verdict, DESC_SIZE};
 use super::games::{Game, GameView, Owner};
-use super::lobby::{
-    ConnId, LoginPolicy, ProbeId, ProbeResult, Shared, VerifyResult, ADDG_REPLY_BUDGET,
-    DEFAULT_GAME_PORT, PROBE_GRACE,
-};
+use super::shared::{Held, Shared};
 use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal, V4Method, WzStats};
+use super::types::{ConnId, JobId, ProbeId, ProbeResult, DEFAULT_GAME_PORT};
 
 /// The answer to a wrong login. The seed answers it with -405, like "log in first"; the
 /// result text tells them apart.
@@ -52,7 +51,7 @@ const FRAMES_PER_CALL: usize = 8;
 enum Pending {
     /// A password verification on the worker.
     Login {
-        job: u64,
+        job: JobId,
         id: RequestId,
         encoding: Encoding,
         username: String,
@@ -103,7 +102,7 @@ impl V4Conn {
             over_limit,
             closing: false,
         };
-        conn.refresh_silence(sh, now);
+        sh.refresh_silence(&mut conn.timer, id, now);
         conn
     }
 
@@ -130,10 +129,13 @@ impl V4Conn {
             let rest = buf.get(used..).unwrap_or(&[]);
             match next_frame(rest, MAX_FRAME) {
                 Next::NeedMore => break,
-                Next::TooLarge(_) => self.close_for(sh, st, ProtocolError::FrameTooLarge),
+                Next::TooLarge(_) => {
+                    let held = self.take_held();
+                    sh.protocol_error(st, self.id, held, ProtocolError::FrameTooLarge);
+                }
                 Next::Frame { body, consumed } => {
                     used += consumed;
-                    self.refresh_silence(sh, now);
+                    sh.refresh_silence(&mut self.timer, self.id, now);
                     self.on_frame(sh, st, now, body);
                 }
             }
@@ -245,7 +247,7 @@ impl V4Conn {
         };
         let mut stored = Box::new(gamestruct_of(params, game_port));
         rewrite(&mut stored, self.ip, game_id, None);
-        let verdict = sh.admission(now, self.ip, self.over_limit, &view_of(&stored));
+        let verdict = admit(sh, now, self.ip, self.over_limit, &view_of(&stored));
         let game = Game {
             id: game_id,
             owner: Owner::V4(self.id),
@@ -261,9 +263,9 @@ impl V4Conn {
             None => sh
                 .table
                 .add(game)
-                .map_err(|error| sh.room_refusal(error, self.ip)),
+                .map_err(|error| room_refusal(sh, error, self.ip)),
         };
-        if let Err((reason, _, text)) = added {
+        if let Err(Verdict { reason, text, .. }) = added {
             sh.table.release_id(game_id);
             st.refuse(reason);
             self.respond_text(sh, st, enc, NOT_ACCEPTABLE, &text, id);
@@ -273,8 +275,7 @@ impl V4Conn {
         if sh.config.check_reachable {
             let target = SocketAddr::new(self.ip, game_port);
             // v4-protocol hosts are not 4.x games: they get the plain connect test only.
-            let probe = sh.start_probe(self.id, target, false);
-            st.probes_started += 1;
+            let probe = sh.start_probe(st, self.id, &mut self.timer, now, target, false);
             self.pending = Some(Pending::Probe {
                 probe,
                 game_id,
@@ -282,8 +283,6 @@ impl V4Conn {
                 id,
                 encoding: enc,
             });
-            let wait = (sh.config.probe_timeout + PROBE_GRACE).min(ADDG_REPLY_BUDGET);
-            sh.schedule(&mut self.timer, self.id, now + wait);
         } else {
             self.list_game(sh, st, enc, game_id, id);
         }
@@ -298,10 +297,7 @@ impl V4Conn {
         game_id: u32,
         id: RequestId,
     ) {
-        if let Some(game) = sh.table.get_mut(game_id) {
-            game.listed = true;
-        }
-        st.games_listed += 1;
+        sh.list_game(st, game_id);
         let result = Value::Object(vec![
             (Cow::Borrowed("gameId"), Value::Int(i64::from(game_id))),
             (Cow::Borrowed("motd"), Value::String(sh.config.motd.clone())),
@@ -347,7 +343,7 @@ impl V4Conn {
         sh: &mut Shared,
         st: &mut WzStats,
         now: Instant,
-        job: u64,
+        job: JobId,
         result: VerifyResult,
     ) {
         let Some(Pending::Login {
@@ -446,7 +442,7 @@ impl V4Conn {
             let text = unreachable_text(target);
             self.respond_text(sh, st, encoding, NOT_ACCEPTABLE, &text, id);
         }
-        self.refresh_silence(sh, now);
+        sh.refresh_silence(&mut self.timer, self.id, now);
         sh.resume(self.id);
     }
 
@@ -474,47 +470,33 @@ impl V4Conn {
         if self.game.is_none() {
             st.protocol_error(idle);
         }
-        self.shut(sh, st, removal);
+        sh.shut(st, self.id, self.take_held(), removal);
     }
 
     /// The connection is gone: forget its game at once.
     pub(crate) fn on_closed(&mut self, sh: &mut Shared, st: &mut WzStats) {
-        self.release(sh, st, Removal::Closed);
+        sh.forget(st, self.take_held());
     }
 
-    fn close_for(&mut self, sh: &mut Shared, st: &mut WzStats, reason: ProtocolError) {
-        st.protocol_error(reason);
-        self.shut(sh, st, Removal::ProtocolError);
-    }
-
-    fn shut(&mut self, sh: &mut Shared, st: &mut WzStats, removal: Removal) {
-        if self.closing {
-            return;
+    /// Take out what this connection holds in [`Shared`] (the deadline, the game, a probe
+    /// or verification in flight) for [`Shared::release`]; it is closing from now on.
+    /// `None` if it already was.
+    fn take_held(&mut self) -> Option<Held> {
+        if std::mem::replace(&mut self.closing, true) {
+            return None;
         }
-        self.release(sh, st, removal);
-        sh.close(self.id);
-    }
-
-    /// Give back the game, the probe, the verification and the timer.
-    fn release(&mut self, sh: &mut Shared, st: &mut WzStats, removal: Removal) {
-        sh.cancel(&mut self.timer);
-        match self.pending.take() {
-            Some(Pending::Probe { probe, .. }) => {
-                sh.probes.remove(&probe);
-            }
-            Some(Pending::Login { job, .. }) => {
-                sh.verifications.remove(&job);
-            }
-            None => {}
-        }
-        if let Some(game_id) = self.game.take() {
-            sh.remove_game(st, game_id, removal);
-        }
-        self.closing = true;
-    }
-
-    fn refresh_silence(&mut self, sh: &mut Shared, now: Instant) {
-        sh.schedule_silence(&mut self.timer, self.id, now);
+        let (probe, verification) = match self.pending.take() {
+            Some(Pending::Probe { probe, .. }) => (Some(probe), None),
+            Some(Pending::Login { job, .. }) => (None, Some(job)),
+            None => (None, None),
+        };
+        Some(Held {
+            timer: self.timer.take(),
+            reserved_id: None,
+            game: self.game.take(),
+            probe,
+            verification,
+        })
     }
 
     fn respond_text(

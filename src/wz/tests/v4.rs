@@ -1,4 +1,4 @@
-//! Scenario tests of the v4 connection kind in [`super::WzLobby`], sans-IO: handshake and
+//! Scenario tests of the v4 connection kind in [`crate::wz::WzLobby`], sans-IO: handshake and
 //! frames split anywhere, login verdicts keeping responses in order, sessions expiring,
 //! probes deciding `addGame`, and one game table shared with legacy hosts and browsers.
 //! Requests are JSON text so responses can be read with serde_json.
@@ -9,12 +9,12 @@ use std::time::Duration;
 use quickcheck::QuickCheck;
 use serde_json::{json, Value as Json};
 
-use super::accounts::UserId;
-use super::stats::{ProtocolError, Removal};
-use super::tests::{addg, host_struct, motd_config, Sim, HOST_V4};
-use super::{ConnId, LoginPolicy, ProbeResult, VerifyResult, WzConfig, WzOutput};
+use super::{addg, host_struct, motd_config, Sim, HOST_V4};
+use crate::accounts::{LoginPolicy, UserId, VerifyResult};
 use crate::wire::wz::{parse_status, read_list_4x};
 use crate::wire::wz_v4::MAX_FRAME;
+use crate::wz::stats::{ProtocolError, Removal};
+use crate::wz::{ConnId, JobId, ProbeResult, WzConfig, WzOutput};
 
 const PLAYER: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 const HANDSHAKE: &[u8] = b"version\0\0\0\0\x04";
@@ -26,7 +26,7 @@ fn frame(text: &str) -> Vec<u8> {
 }
 
 /// Every response frame sent to `conn` in `outputs`, parsed.
-fn responses(outputs: &[WzOutput], conn: ConnId) -> Vec<Json> {
+fn responses(outputs: &[WzOutput], conn: usize) -> Vec<Json> {
     let bytes = Sim::sent(outputs, conn);
     let mut rest = &bytes[..];
     let mut out = Vec::new();
@@ -39,7 +39,7 @@ fn responses(outputs: &[WzOutput], conn: ConnId) -> Vec<Json> {
     out
 }
 
-fn verify(outputs: &[WzOutput]) -> Option<(u64, String, String)> {
+fn verify(outputs: &[WzOutput]) -> Option<(JobId, String, String)> {
     outputs.iter().find_map(|o| match o {
         WzOutput::Verify {
             job,
@@ -51,10 +51,10 @@ fn verify(outputs: &[WzOutput]) -> Option<(u64, String, String)> {
     })
 }
 
-fn resumed(outputs: &[WzOutput], conn: ConnId) -> bool {
+fn resumed(outputs: &[WzOutput], conn: usize) -> bool {
     outputs
         .iter()
-        .any(|o| matches!(o, WzOutput::Resume { conn: c } if *c == conn))
+        .any(|o| matches!(o, WzOutput::Resume { conn: c } if *c == ConnId(conn)))
 }
 
 /// A simulation whose connections may hold one v4 frame unconsumed.
@@ -73,7 +73,7 @@ fn config(login: LoginPolicy, check_reachable: bool) -> WzConfig {
 }
 
 /// Opens a v4 connection and returns the one response to `request`.
-fn call(sim: &mut Sim, conn: ConnId, request: &str) -> Json {
+fn call(sim: &mut Sim, conn: usize, request: &str) -> Json {
     sim.send(conn, &frame(request));
     let out = sim.out();
     let mut all = responses(&out, conn);
@@ -81,14 +81,14 @@ fn call(sim: &mut Sim, conn: ConnId, request: &str) -> Json {
     all.remove(0)
 }
 
-fn open_v4(sim: &mut Sim, conn: ConnId, ip: IpAddr) {
+fn open_v4(sim: &mut Sim, conn: usize, ip: IpAddr) {
     sim.open(conn, ip);
     sim.send(conn, HANDSHAKE);
     assert!(sim.out().is_empty(), "the handshake gets no reply");
 }
 
 /// Logs `conn` in as `user` through the Verify round trip; returns the session id.
-fn login(sim: &mut Sim, conn: ConnId, user: i64) -> String {
+fn login(sim: &mut Sim, conn: usize, user: i64) -> String {
     sim.send(
         conn,
         &frame(r#"{"method": "login", "params": {"username": "u", "password": "p"}, "id": 1}"#),
@@ -135,7 +135,7 @@ fn pipelined_requests_are_answered_a_few_per_call() {
     open_v4(&mut sim, 1, HOST_V4);
     let one = frame(r#"{"method": "list", "id": 1}"#);
     let many: Vec<u8> = one.iter().copied().cycle().take(one.len() * 20).collect();
-    let used = sim.lobby.handle_bytes(sim.now, 1, &many);
+    let used = sim.lobby.handle_bytes(sim.now, ConnId(1), &many);
     assert_eq!(used, one.len() * 8, "eight frames per call");
     assert_eq!(responses(&sim.out(), 1).len(), 8);
     // The simulated driver calls again while bytes are consumed, as the real one does.
@@ -407,10 +407,10 @@ fn arbitrary_frames_never_panic() {
                             .handle_probe_result(sim.now, probe, ProbeResult::Refused)
                     }
                     WzOutput::Close { conn } => {
-                        sim.close(conn);
-                        open_v4(&mut sim, conn, HOST_V4);
+                        sim.close(conn.0);
+                        open_v4(&mut sim, conn.0, HOST_V4);
                     }
-                    WzOutput::Resume { conn } => sim.send(conn, b""),
+                    WzOutput::Resume { conn } => sim.send(conn.0, b""),
                     WzOutput::Send { .. } => {}
                 }
             }

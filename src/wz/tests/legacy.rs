@@ -1,193 +1,21 @@
-//! Scenario tests for [`super::WzLobby`]: byte scripts exactly as real 2.3.7, 3.x and 4.x
-//! hosts and browsers send them (notes sections 1.6 and 4), read back with the wire
-//! module's client-side readers, plus properties over arbitrary scripts.
+//! Scenario tests of the legacy connection kind in [`crate::wz::WzLobby`]: byte scripts
+//! exactly as real 2.3.7, 3.x and 4.x hosts and browsers send them (notes sections 1.6 and
+//! 4), read back with the wire module's client-side readers, plus properties over arbitrary
+//! scripts.
 
-use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 
-use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal};
-use super::{ConnId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput};
+use super::{addg, host_struct, motd_config, Sim, HOST_V4};
 use crate::wire::wz::{
-    c_string, parse_game_id, parse_status, read_list_237, read_list_3x, read_list_4x, ClientList,
-    GameStructRepr, GAMESTRUCT_LEN,
+    parse_status, read_list_237, read_list_3x, read_list_4x, ClientList, GameStructRepr,
 };
+use crate::wz::stats::{ProbeOutcome, ProtocolError, Refusal, Removal};
+use crate::wz::{ProbeId, ProbeResult, WzConfig, WzOutput};
 
-pub(super) const HOST_V4: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const HOST_V6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
-
-pub(super) fn addr(ip: IpAddr) -> SocketAddr {
-    SocketAddr::new(ip, 40000)
-}
-
-/// A GAMESTRUCT as the given client generation's host fills it (notes 1.3 and 4).
-pub(super) fn host_struct(
-    generation: &str,
-    name: &str,
-    game_id: u32,
-    host_port: u16,
-) -> [u8; GAMESTRUCT_LEN] {
-    let (version, major, minor, vstring) = match generation {
-        "2.3.7" => (3, 2, 98, "2.3.7"),
-        "3.x" => (3, 0x1000, 0, "3.2.3"),
-        _ => (4, 0x4000, 0x4f, "4.3.3"),
-    };
-    let mut repr = GameStructRepr::zeroed(version);
-    repr.name = c_string(name.as_bytes());
-    repr.dw_size = 72;
-    repr.max_players = 4;
-    repr.current_players = 1;
-    repr.extra = c_string(b"Extra");
-    repr.host_port = if version == 4 { host_port } else { 0 };
-    repr.map_name = c_string(b"Rush");
-    repr.host_name = c_string(b"player");
-    repr.version_string = c_string(vstring.as_bytes());
-    repr.game_version_major = major;
-    repr.game_version_minor = minor;
-    repr.game_id = game_id;
-    // A host that leaves garbage after the terminator: the lobby must not relay it.
-    repr.mod_list[200] = b'x';
-    repr.to_bytes()
-}
-
-pub(super) fn addg(gs: &[u8; GAMESTRUCT_LEN]) -> Vec<u8> {
-    let mut bytes = b"addg\0".to_vec();
-    bytes.extend_from_slice(gs);
-    bytes
-}
-
-/// A driver stand-in: per-connection read buffers, a virtual clock.
-pub(super) struct Sim {
-    pub(super) lobby: WzLobby,
-    pub(super) now: Instant,
-    bufs: HashMap<ConnId, Vec<u8>>,
-    /// What the core may leave unconsumed: less than one GAMESTRUCT for legacy
-    /// connections; v4 tests raise it to one frame.
-    pub(super) max_left: usize,
-}
-
-impl Sim {
-    pub(super) fn new(config: WzConfig) -> Sim {
-        let now = Instant::now();
-        Sim {
-            lobby: WzLobby::new(config, now),
-            now,
-            bufs: HashMap::new(),
-            max_left: GAMESTRUCT_LEN,
-        }
-    }
-
-    pub(super) fn open(&mut self, conn: ConnId, ip: IpAddr) {
-        self.lobby.handle_open(self.now, conn, addr(ip));
-        self.bufs.insert(conn, Vec::new());
-    }
-
-    pub(super) fn send(&mut self, conn: ConnId, bytes: &[u8]) {
-        let buf = self.bufs.entry(conn).or_default();
-        buf.extend_from_slice(bytes);
-        // As the driver does: call again while the core consumes.
-        loop {
-            let used = self.lobby.handle_bytes(self.now, conn, buf);
-            assert!(used <= buf.len());
-            buf.drain(..used);
-            if used == 0 || buf.is_empty() {
-                break;
-            }
-        }
-        assert!(buf.len() < self.max_left, "core left {} bytes", buf.len());
-    }
-
-    pub(super) fn close(&mut self, conn: ConnId) {
-        self.lobby.handle_closed(self.now, conn);
-        self.bufs.remove(&conn);
-    }
-
-    pub(super) fn advance(&mut self, by: Duration) {
-        self.now += by;
-        self.lobby.handle_timeout(self.now);
-    }
-
-    pub(super) fn out(&mut self) -> Vec<WzOutput> {
-        std::iter::from_fn(|| self.lobby.poll_output()).collect()
-    }
-
-    /// Everything sent to `conn` in `outputs`, concatenated.
-    pub(super) fn sent(outputs: &[WzOutput], conn: ConnId) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        for output in outputs {
-            if let WzOutput::Send { conn: c, bytes: b } = output {
-                if *c == conn {
-                    bytes.extend_from_slice(b);
-                }
-            }
-        }
-        bytes
-    }
-
-    pub(super) fn closed(outputs: &[WzOutput], conn: ConnId) -> bool {
-        outputs
-            .iter()
-            .any(|o| matches!(o, WzOutput::Close { conn: c } if *c == conn))
-    }
-
-    pub(super) fn probe(outputs: &[WzOutput]) -> Option<(ProbeId, SocketAddr, bool)> {
-        outputs.iter().find_map(|o| match o {
-            WzOutput::Probe {
-                probe,
-                addr,
-                send_wzlr,
-            } => Some((*probe, *addr, *send_wzlr)),
-            _ => None,
-        })
-    }
-
-    fn gaid(&mut self, conn: ConnId) -> u32 {
-        self.send(conn, b"gaId\0");
-        let out = self.out();
-        assert!(!Sim::closed(&out, conn));
-        parse_game_id(&Sim::sent(&out, conn)).unwrap()
-    }
-
-    /// Register a game on an open connection, answering the probe with `result`; returns
-    /// the status the host read.
-    fn register(
-        &mut self,
-        conn: ConnId,
-        gs: &[u8; GAMESTRUCT_LEN],
-        result: ProbeResult,
-    ) -> (u32, Vec<u8>, bool) {
-        self.send(conn, &addg(gs));
-        let mut out = self.out();
-        if let Some((probe, _, _)) = Sim::probe(&out) {
-            assert!(Sim::sent(&out, conn).is_empty(), "status before the probe");
-            self.now += Duration::from_millis(5);
-            self.lobby.handle_probe_result(self.now, probe, result);
-            out = self.out();
-        }
-        let sent = Sim::sent(&out, conn);
-        let (code, motd, used) = parse_status(&sent).unwrap();
-        assert_eq!(used, sent.len());
-        (code, motd.to_vec(), Sim::closed(&out, conn))
-    }
-
-    pub(super) fn list(&mut self, conn: ConnId) -> Vec<u8> {
-        self.open(conn, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 9)));
-        self.send(conn, b"list\0");
-        let out = self.out();
-        assert!(Sim::closed(&out, conn));
-        self.close(conn);
-        Sim::sent(&out, conn)
-    }
-}
-
-pub(super) fn motd_config() -> WzConfig {
-    WzConfig {
-        motd: "hello".to_owned(),
-        ..WzConfig::default()
-    }
-}
 
 fn host_of(game: &GameStructRepr) -> &[u8] {
     let end = game.host.iter().position(|&b| b == 0).unwrap_or(40);
@@ -726,7 +554,7 @@ fn run_script(steps: Vec<Step>) -> bool {
         for output in sim.out() {
             match output {
                 WzOutput::Probe { probe, .. } => probes.push(probe),
-                WzOutput::Close { conn } => sim.close(conn),
+                WzOutput::Close { conn } => sim.close(conn.0),
                 WzOutput::Send { .. } | WzOutput::Verify { .. } | WzOutput::Resume { .. } => {}
             }
         }
@@ -738,7 +566,7 @@ fn run_script(steps: Vec<Step>) -> bool {
             return false;
         }
     }
-    let open: Vec<ConnId> = sim.bufs.keys().copied().collect();
+    let open: Vec<usize> = sim.bufs.keys().copied().collect();
     for conn in open {
         sim.close(conn);
     }
