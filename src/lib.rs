@@ -34,6 +34,7 @@
 //!   version, or a one-line usage error); the rest of the server trusts it as is.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cli_user;
 pub mod config;
