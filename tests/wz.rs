@@ -632,7 +632,7 @@ fn malformed_legacy_input_is_closed_and_counted() {
 // v4 protocol
 // ---------------------------------------------------------------------------------------
 
-use lobbyd::wire::wz_v4::{parse_document, Encoding, Node, Value};
+use lobbyd::wire::wz::v4::{parse_document, Encoding, Node, Value};
 use lobbyd::wz::accounts::AccountStore;
 use serde_json::{json, Value as Json};
 

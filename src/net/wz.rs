@@ -24,8 +24,8 @@ use mio::{Interest, Registry, Waker};
 use slab::Slab;
 
 use crate::config::{WzLogin, WzSettings};
+use crate::wire::wz::v4::MAX_FRAME;
 use crate::wire::wz::MAX_MOTD;
-use crate::wire::wz_v4::MAX_FRAME;
 use crate::wz::policy::parse_banned_words;
 use crate::wz::{LoginPolicy, WzConfig, WzLobby, WzOutput, WzStats};
 

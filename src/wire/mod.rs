@@ -17,4 +17,3 @@ pub mod instance;
 pub mod tcp_lobby;
 pub mod udp_lobby;
 pub mod wz;
-pub mod wz_v4;

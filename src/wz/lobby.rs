@@ -9,7 +9,7 @@
 //! What it must not do: own a socket, read a clock, keep a peer's bytes beyond one
 //! GAMESTRUCT per game (the read buffers are the driver's; this core only says how many bytes
 //! it consumed), or panic on anything a peer sends. A connection's first bytes pick its
-//! kind (`wire::wz_v4::detect`): `version\0` + u32 4 is v4 ([`super::v4`]), anything else
+//! kind (`wire::wz::v4::detect`): `version\0` + u32 4 is v4 ([`super::v4`]), anything else
 //! legacy ([`super::legacy`]); both share [`Shared`] and the game table
 //! ([`super::games`]). Password checks leave the core as [`WzOutput::Verify`] and come back
 //! through [`WzLobby::handle_verify_result`], so the driver can run them off the loop.
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::time::{TimerKey, TimerWheel};
 use crate::wire::wz::push_status;
-use crate::wire::wz_v4::{detect, Detect, HANDSHAKE_LEN};
+use crate::wire::wz::v4::{detect, Detect, HANDSHAKE_LEN};
 
 use super::accounts::{Sessions, UserId, MAX_SESSIONS, SESSION_TTL};
 use super::games::{GameTable, GameView};

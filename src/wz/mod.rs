@@ -2,7 +2,7 @@
 //! games here.
 //!
 //! Contract: docs/protocols/wz-lobby.md ("Legacy protocol", "Behaviour") and
-//! docs/protocols/wz-v4.md; wire code in [`crate::wire::wz`] and [`crate::wire::wz_v4`].
+//! docs/protocols/wz-v4.md; wire code in [`crate::wire::wz`] and [`crate::wire::wz::v4`].
 //! Sans-IO like the rest of lobbyd's cores: no sockets, no clock reads.
 //!
 //! - [`lobby`] holds [`WzLobby`], the core the driver feeds (`handle_*`) and drains

@@ -13,8 +13,8 @@ use super::accounts::UserId;
 use super::stats::{ProtocolError, Removal};
 use super::tests::{addg, host_struct, motd_config, Sim, HOST_V4};
 use super::{ConnId, LoginPolicy, ProbeResult, VerifyResult, WzConfig, WzOutput};
+use crate::wire::wz::v4::MAX_FRAME;
 use crate::wire::wz::{parse_status, read_list_4x};
-use crate::wire::wz_v4::MAX_FRAME;
 
 const PLAYER: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 const HANDSHAKE: &[u8] = b"version\0\0\0\0\x04";

@@ -52,7 +52,7 @@ pub const MAX_NAME_BYTES: usize = NAME_LEN - 1;
 /// longer declared length as [`Next::Oversized`].
 pub const MAX_CLIENT_PAYLOAD: usize = 32;
 
-/// Length of one PlayerInfo record in GAME_START: number u8, hash u64, name[32].
+/// Length of one PlayerInfo record in GAME_START: number u8, hash u64, `name[32]`.
 pub const PLAYER_INFO_LEN: usize = 41;
 
 /// Length of one spawn position in GAME_START: x f32, y f32.
