@@ -26,7 +26,7 @@
 
 use core::fmt;
 
-use super::Field;
+use crate::wire::Field;
 
 mod client;
 mod name;
