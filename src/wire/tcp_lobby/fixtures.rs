@@ -4,13 +4,14 @@
 //!
 //! Compiled for tests only; nothing here is part of the wire format.
 
+use core::fmt;
 use core::net::Ipv4Addr;
 
 use quickcheck::{Arbitrary, Gen};
 
 use super::{
-    name_field, ClientRepr, ErrorCode, Frame, GameStart, PlayerInfo, ServerRepr, Slot, HEADER_LEN,
-    MAX_ERROR_TEXT,
+    name_field, next_frame_max, ClientRepr, Error, ErrorCode, Frame, GameStart, Next, PlayerInfo,
+    ServerRepr, Slot, HEADER_LEN, MAX_CLIENT_PAYLOAD, MAX_ERROR_TEXT, MAX_SERVER_PAYLOAD,
 };
 
 // ---- Golden vectors: one per message, from the RFC diagrams (section 5). ----
@@ -115,22 +116,6 @@ pub(super) fn golden_slots() -> [Slot; 2] {
     [(alice(), (100.0, 200.0)), (bob(), (100.0, 300.0))]
 }
 
-/// The sizes next to a fixed payload size `len`: one byte more and, if there is one, one less.
-pub(super) fn wrong_sizes(len: usize) -> Vec<usize> {
-    let mut sizes = vec![len + 1];
-    if len > 0 {
-        sizes.push(len - 1);
-    }
-    sizes
-}
-
-/// A complete frame of type `ty` whose `size`-byte payload is all zeros.
-pub(super) fn zero_frame(ty: u8, size: usize) -> Vec<u8> {
-    let mut bytes = vec![ty, size as u8, 0];
-    bytes.resize(HEADER_LEN + size, 0);
-    bytes
-}
-
 pub(super) fn checked(bytes: &[u8]) -> Frame<&[u8]> {
     Frame::new_checked(bytes).expect("golden frame is complete")
 }
@@ -188,6 +173,109 @@ pub(super) fn server_goldens<'a>(
             },
         ),
     ]
+}
+
+// ---- Checks each direction runs over its own goldens ----
+
+/// What the shared checks need of one direction's representation.
+pub(super) trait Message<'a>: Copy + fmt::Debug + PartialEq {
+    /// The payload cap of the frame reader for this direction.
+    const MAX_PAYLOAD: usize;
+    /// The direction's `parse`.
+    fn parse(frame: &Frame<&'a [u8]>) -> Result<Self, Error>;
+    /// The direction's `buffer_len`.
+    fn buffer_len(&self) -> usize;
+    /// The direction's `emit`.
+    fn emit(&self, buf: &mut [u8]) -> usize;
+}
+
+impl<'a> Message<'a> for ClientRepr<'a> {
+    const MAX_PAYLOAD: usize = MAX_CLIENT_PAYLOAD;
+    fn parse(frame: &Frame<&'a [u8]>) -> Result<Self, Error> {
+        ClientRepr::parse(frame)
+    }
+    fn buffer_len(&self) -> usize {
+        ClientRepr::buffer_len(self)
+    }
+    fn emit(&self, buf: &mut [u8]) -> usize {
+        ClientRepr::emit(self, buf)
+    }
+}
+
+impl<'a> Message<'a> for ServerRepr<'a> {
+    const MAX_PAYLOAD: usize = MAX_SERVER_PAYLOAD;
+    fn parse(frame: &Frame<&'a [u8]>) -> Result<Self, Error> {
+        ServerRepr::parse(frame)
+    }
+    fn buffer_len(&self) -> usize {
+        ServerRepr::buffer_len(self)
+    }
+    fn emit(&self, buf: &mut [u8]) -> usize {
+        ServerRepr::emit(self, buf)
+    }
+}
+
+/// smoltcp's `construct`: emitting into a buffer pre-filled with `0xa5` writes exactly the
+/// golden frame (so a forgotten field shows), returns its length, agrees with `buffer_len`,
+/// and leaves every byte after the frame alone.
+pub(super) fn check_construct<'a, M: Message<'a>>(goldens: &[(&[u8], M)]) {
+    for (golden, repr) in goldens {
+        let mut buf = vec![0xa5u8; golden.len() + 16];
+        assert_eq!(repr.buffer_len(), golden.len(), "{repr:?}");
+        assert_eq!(repr.emit(&mut buf), golden.len());
+        assert_eq!(&buf[..golden.len()], *golden, "{repr:?}");
+        assert!(buf[golden.len()..].iter().all(|&b| b == 0xa5), "{repr:?}");
+    }
+}
+
+/// Each golden frame parses to its representation with `M`, and `Other`, the parser of the
+/// opposite direction, refuses it as [`Error::WrongDirection`].
+pub(super) fn check_parse<'a, M: Message<'a>, Other: Message<'a>>(goldens: &[(&'a [u8], M)]) {
+    for (golden, repr) in goldens {
+        assert_eq!(M::parse(&checked(golden)), Ok(*repr));
+        assert_eq!(
+            Other::parse(&checked(golden)).map(|_| ()),
+            Err(Error::WrongDirection)
+        );
+    }
+}
+
+/// Emitting then reading back with this direction's frame reader gives the same frame.
+pub(super) fn check_emit<'a, M: Message<'a>>(goldens: &[(&[u8], M)]) {
+    for (golden, repr) in goldens {
+        let mut buf = vec![0u8; repr.buffer_len()];
+        let len = repr.emit(&mut buf);
+        match next_frame_max(&buf, M::MAX_PAYLOAD) {
+            Next::Frame { frame, consumed } => {
+                assert_eq!(consumed, len);
+                assert_eq!(frame.into_inner(), *golden);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// Every `(type, payload size)` of `fixed`, sent with one byte too many and, where there is
+/// one, one byte too few, is [`Error::BadPayloadSize`] to `parse`.
+pub(super) fn check_bad_payload_sizes(
+    fixed: &[(u8, usize)],
+    parse: impl Fn(&Frame<&[u8]>) -> Result<(), Error>,
+) {
+    for &(ty, len) in fixed {
+        let mut sizes = vec![len + 1];
+        if len > 0 {
+            sizes.push(len - 1);
+        }
+        for size in sizes {
+            let mut bytes = vec![ty, size as u8, 0];
+            bytes.resize(HEADER_LEN + size, 0);
+            assert_eq!(
+                parse(&checked(&bytes)),
+                Err(Error::BadPayloadSize),
+                "type {ty:#x} size {size}"
+            );
+        }
+    }
 }
 
 // ---- quickcheck ----
