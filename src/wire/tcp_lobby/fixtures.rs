@@ -1,6 +1,7 @@
 //! Test fixtures shared by the tests of every file of the TCP lobby wire module: one golden
 //! frame per message, straight from the RFC's section 5 diagrams and examples, the
-//! representations they decode to, and quickcheck generators of arbitrary messages.
+//! representations they decode to, the construct/parse/emit checks both directions run over
+//! their own goldens, and quickcheck generators of arbitrary messages.
 //!
 //! Compiled for tests only; nothing here is part of the wire format.
 
