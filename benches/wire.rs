@@ -15,8 +15,8 @@ use lobbyd::wire::tcp_lobby::{self, name_field, GameStart, PlayerInfo, Slot};
 use lobbyd::wire::udp_lobby::{
     emit_room_list, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState,
 };
+use lobbyd::wire::wz::v4::{self as wz_v4, Encoding, Response, Value};
 use lobbyd::wire::wz::{next_item, GameStruct, GameStructRepr, ListReplyWriter, GAMESTRUCT_LEN};
-use lobbyd::wire::wz_v4::{self, Encoding, Response, Value};
 
 fn records(n: u32) -> impl Iterator<Item = RoomRecord> + Clone {
     (1..=n).map(|i| RoomRecord {

@@ -2,9 +2,13 @@
 //!
 //! # Layout
 //!
-//! - [`wire`]: one module per protocol. Zero-copy views over `&[u8]` with checked
-//!   constructors (after `new_checked` no accessor panics) plus plain `Repr` types with
-//!   `parse`/`emit`, in the style of smoltcp's `wire`. No I/O, no allocation on parse.
+//! - [`wire`]: one module per protocol, no I/O, every parser total. Two families: the
+//!   fixed-layout messages (`frame`, `udp_lobby`, `instance`, the `tcp_lobby/` folder,
+//!   `wz::gamestruct`) are zero-copy views with checked constructors (after `new_checked` no
+//!   accessor panics) plus plain `Repr` types with `parse`/`buffer_len`/`emit` that never
+//!   allocate, in the style of smoltcp's `wire`; the stream and document protocols
+//!   (`wz::legacy`, the `wz/v4/` folder with its BSON and JSON decoders) are total decoders
+//!   with stated bounds on what a peer can make them wait for or allocate.
 //! - [`lobby`]: the lobby itself, a sans-IO state machine: rooms, seats, owners, countdowns,
 //!   game-instance membership, and the TCP lobby's parties (`lobby::party`: admission,
 //!   ready-check, countdown, GAME_START hand-over by player hash). It takes decoded requests
@@ -40,6 +44,7 @@
 //!   version, or a one-line usage error); the rest of the server trusts it as is.
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod accounts;
 pub mod cli_user;

@@ -634,7 +634,7 @@ fn malformed_legacy_input_is_closed_and_counted() {
 // ---------------------------------------------------------------------------------------
 
 use lobbyd::accounts::store::AccountStore;
-use lobbyd::wire::wz_v4::{parse_document, Encoding, Node, Value};
+use lobbyd::wire::wz::v4::{parse_document, Encoding, Node, Value};
 use serde_json::{json, Value as Json};
 
 /// A fresh account database path, removed when dropped.

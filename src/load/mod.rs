@@ -174,7 +174,23 @@ impl Options {
 /// `quiet`); the run stops by itself after `duration` or `max_requests`.
 pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Result<Summary> {
     match options.mode {
-        Mode::UdpList | Mode::UdpCreateJoin | Mode::Echo => udp_rr::run(options, progress),
+        Mode::UdpList => udp_rr::run_exchange(
+            options,
+            options.target.to_string(),
+            udp_modes::ListRooms::setup(options)?,
+            progress,
+        ),
+        Mode::UdpCreateJoin => udp_rr::run_exchange(
+            options,
+            options.target.to_string(),
+            udp_modes::CreateJoin::new(options),
+            progress,
+        ),
+        Mode::Echo => {
+            let echo = udp_modes::Echo::start(options)?;
+            let target = format!("echo server {}", echo.addr());
+            udp_rr::run_exchange(options, target, echo, progress)
+        }
         Mode::Relay => relay::run(options, progress),
         Mode::TcpJoin => run_tcp(
             options,

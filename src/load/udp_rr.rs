@@ -16,8 +16,7 @@ use mio::{Interest, Poll, Registry, Token};
 
 use super::runner::{drive, Pacer, Workload};
 use super::stats::{Stats, Summary};
-use super::udp_modes::{CreateJoin, Echo, ListRooms};
-use super::{Mode, Options};
+use super::Options;
 
 /// Requests in flight per client at most (open loop); a send into an occupied slot counts
 /// the old request as a timeout.
@@ -243,21 +242,9 @@ impl<E: Exchange> Workload for Engine<E> {
     }
 }
 
-/// Runs `udp-list`, `udp-create-join` or `echo`.
-pub fn run(options: &Options, progress: &mut dyn Write) -> io::Result<Summary> {
-    let target = options.target.to_string();
-    match options.mode {
-        Mode::UdpList => run_exchange(options, target, ListRooms::setup(options)?, progress),
-        Mode::UdpCreateJoin => run_exchange(options, target, CreateJoin::new(options), progress),
-        _ => {
-            let echo = Echo::start(options)?;
-            let target = format!("echo server {}", echo.addr());
-            run_exchange(options, target, echo, progress)
-        }
-    }
-}
-
-fn run_exchange<E: Exchange>(
+/// Runs one request/reply mode: `exchange` says what each client sends and how replies are
+/// judged, `target` is what the progress line and summary call the server.
+pub fn run_exchange<E: Exchange>(
     options: &Options,
     target: String,
     exchange: E,

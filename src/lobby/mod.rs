@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::time::wheel::TimerWheel;
+use crate::wire::udp_lobby::room_list_len;
 
 pub use party::{
     CloseCause, ConnClose, ConnId, Party, PartyConfig, PartyStats, TcpError, TcpMessage,
@@ -33,11 +34,6 @@ pub use stats::{InstanceIgnore, JoinFailure, LobbyStats};
 
 use room::{Countdown, SeatRefusal};
 use room_map::RoomTable;
-
-/// Bytes of a ROOM_LIST datagram with `n` records: header 8 + count 2 + 13 n + CRC 4.
-pub const fn room_list_len(n: usize) -> usize {
-    8 + 2 + 13 * n + 4
-}
 
 /// Bytes of ROOM_CREATED and JOIN_SUCCESS (6-byte payload).
 const ROOM_PORT_REPLY_LEN: usize = 8 + 6 + 4;

@@ -27,8 +27,8 @@ use slab::Slab;
 
 use crate::accounts::{LoginPolicy, VerifyResult};
 use crate::config::WzSettings;
+use crate::wire::wz::v4::MAX_FRAME;
 use crate::wire::wz::MAX_MOTD;
-use crate::wire::wz_v4::MAX_FRAME;
 use crate::wz::policy::parse_banned_words;
 use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 

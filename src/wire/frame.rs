@@ -19,12 +19,8 @@
 //! This module knows nothing about message types or payload contents, and it never allocates.
 
 use core::fmt;
-use core::ops::Range;
-
-type Field = Range<usize>;
-
 mod field {
-    use super::Field;
+    use crate::wire::Field;
 
     pub const PACKET_TYPE: usize = 0;
     pub const MESSAGE_TYPE: usize = 1;

@@ -35,10 +35,8 @@ use super::udp_lobby::RoomState;
 
 pub use super::frame::Error;
 
-type Field = core::ops::Range<usize>;
-
 mod field {
-    use super::Field;
+    use crate::wire::Field;
 
     /// HELLO's optional token.
     pub const TOKEN: Field = 0..8;

@@ -27,10 +27,8 @@ use super::frame::{self, emit_frame, open, read_u16, read_u32, PacketType, MIN_L
 
 pub use super::frame::Error;
 
-type Field = core::ops::Range<usize>;
-
 mod field {
-    use super::Field;
+    use crate::wire::Field;
 
     /// JOIN_ROOM payload.
     pub const JOIN_ROOM_ID: Field = 0..4;

@@ -9,7 +9,7 @@
 //! What it must not do: own a socket, read a clock, keep a peer's bytes beyond one
 //! GAMESTRUCT per game (the read buffers are the driver's; this core only says how many bytes
 //! it consumed), or panic on anything a peer sends. A connection's first bytes pick its
-//! kind (`wire::wz_v4::detect`): `version\0` + u32 4 is v4 ([`super::v4`]), anything else
+//! kind (`wire::wz::v4::detect`): `version\0` + u32 4 is v4 ([`super::v4`]), anything else
 //! legacy ([`super::legacy`]); both work on the one `Shared` state (`super::shared`) and
 //! its game table ([`super::games`]). This file only routes: it owns the connections and
 //! hands each event to the right state machine. Password checks leave the core as
@@ -21,7 +21,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use crate::accounts::VerifyResult;
-use crate::wire::wz_v4::{detect, Detect, HANDSHAKE_LEN};
+use crate::wire::wz::v4::{detect, Detect, HANDSHAKE_LEN};
 
 use super::games::GameView;
 use super::legacy::LegacyConn;

@@ -4,8 +4,8 @@
 //! every other lobbyd counter set. Each reason enum has `ALL` and a stable snake_case
 //! `as_str` used as the metric label. Nothing here allocates or panics.
 
+use crate::wire::wz::v4::{self as wz_v4, DecodeError, Method};
 use crate::wire::wz::Command;
-use crate::wire::wz_v4::{self, DecodeError, Method};
 
 /// Why a host was refused after `addg` (or on an update): the status it got says why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

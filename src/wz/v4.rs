@@ -22,12 +22,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
 use crate::time::TimerKey;
-use crate::wire::wz::{c_string, GameStruct, GameStructRepr, GAMESTRUCT_LEN};
-use crate::wire::wz_v4::{
+use crate::wire::wz::v4::{
     decode, next_frame, AddGame, AddPlayer, Encoding, Next, Params, Request, RequestId, Response,
     Value, LOGIN_REQUIRED, MAX_FRAME, METHOD_NOT_FOUND, NOT_ACCEPTABLE, NO_GAME, OK,
     SESSION_INVALID,
 };
+use crate::wire::wz::{c_string, GameStruct, GameStructRepr, GAMESTRUCT_LEN};
 
 use crate::accounts::{valid_name, LoginPolicy, UserId, VerifyResult};
 

@@ -11,17 +11,15 @@
 //! terminate; [`GameStruct::sanitize_strings`] forces the last byte of every string field to NUL
 //! before the lobby stores or relays a struct). This module never allocates.
 
-use core::ops::Range;
+use crate::wire::Field;
 
 use super::Error;
 
 /// Size in bytes of every GAMESTRUCT, whatever its version.
 pub const GAMESTRUCT_LEN: usize = 814;
 
-type Field = Range<usize>;
-
 mod field {
-    use super::Field;
+    use crate::wire::Field;
 
     pub const VERSION: Field = 0..4;
     pub const NAME: Field = 4..68;

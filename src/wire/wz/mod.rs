@@ -1,8 +1,9 @@
-//! The legacy Warzone 2100 master-server ("lobby") wire protocol, as real 2.3.x, 3.x and 4.x
-//! clients speak it on TCP port 9990.
+//! The Warzone 2100 master-server ("lobby") wire protocols, both spoken on TCP port 9990: the
+//! legacy protocol of real 2.3.x, 3.x and 4.x clients, and the v4 protocol of BSON or JSON
+//! documents.
 //!
-//! Contract (docs/protocols/wz-lobby.md, "Legacy protocol"; the byte-level facts come from
-//! the notes `wz2100-lobby-wire.md`, sections 1.2 to 1.7 and 4):
+//! Legacy (docs/protocols/wz-lobby.md, "Legacy protocol"; the byte-level facts come from the
+//! notes `wz2100-lobby-wire.md`, sections 1.2 to 1.7 and 4):
 //! - [`gamestruct`]: the fixed 814-byte big-endian GAMESTRUCT, as a zero-copy view
 //!   [`GameStruct`] (after [`GameStruct::new_checked`] no accessor panics) and a plain owned
 //!   [`GameStructRepr`] for round trips and fixtures;
@@ -11,13 +12,20 @@
 //!   ([`ListReplyWriter`]), bounded client-side readers for tests, and the `WZLR` reachability
 //!   probe.
 //!
-//! Nothing here does I/O, reads a clock or allocates on the server's parse path; every parser
-//! is total (a value or an [`Error`], never a panic, never a read past the buffer).
+//! The legacy code does no I/O, reads no clock and does not allocate on the server's parse
+//! path; every parser is total (a value or an [`Error`], never a panic, never a read past the
+//! buffer).
+//!
+//! v4 (docs/protocols/wz-v4.md): [`v4`], the handshake, the length-prefixed frames, the BSON
+//! and JSON document decoders and the requests and responses. It has its own error type,
+//! [`v4::DecodeError`], and its own stated bounds: a document tree allocates, but never more
+//! than a small multiple of a frame body the caller has already bounded.
 
 use core::fmt;
 
 pub mod gamestruct;
 pub mod legacy;
+pub mod v4;
 
 pub use gamestruct::{c_string, GameStruct, GameStructRepr, GAMESTRUCT_LEN};
 pub use legacy::{

@@ -11,8 +11,8 @@ use serde_json::{json, Value as Json};
 
 use super::{addg, host_struct, motd_config, Sim, HOST_V4};
 use crate::accounts::{LoginPolicy, UserId, VerifyResult};
+use crate::wire::wz::v4::MAX_FRAME;
 use crate::wire::wz::{parse_status, read_list_4x};
-use crate::wire::wz_v4::MAX_FRAME;
 use crate::wz::stats::{ProtocolError, Removal};
 use crate::wz::{ConnId, JobId, ProbeResult, WzConfig, WzOutput};
 
