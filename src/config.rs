@@ -21,10 +21,12 @@ use std::time::Duration;
 
 use getopts::{Matches, Options};
 
+mod general;
 mod parse;
 mod wz;
 
 pub use parse::UsageError;
+pub use general::{frame_buffer_len, GeneralSettings, DEFAULT_LOBBY_PORT};
 pub use wz::{WzSettings, DEFAULT_WZ_PORT};
 
 use parse::{
@@ -165,6 +167,8 @@ pub struct Config {
     pub log: Option<String>,
     /// The Warzone 2100 master server (`--wz-*`, `--motd*`, `--db`; see [`WzSettings`]).
     pub wz: WzSettings,
+    /// The general lobby (`--lobby-*`; see [`GeneralSettings`]).
+    pub general: GeneralSettings,
 }
 
 impl Default for Config {
@@ -203,6 +207,7 @@ impl Default for Config {
             metrics: None,
             log: None,
             wz: WzSettings::default(),
+            general: GeneralSettings::default(),
         }
     }
 }
@@ -245,7 +250,7 @@ fn version() -> String {
 fn usage(options: &Options) -> String {
     let brief = format!(
         "{}\n\nUsage: lobbyd [OPTIONS]\n\nA game lobby server: R-Type UDP room lobby and game \
-         instances, R-Type TCP lobby, Warzone 2100 master server.",
+         instances, R-Type TCP lobby, Warzone 2100 master server, general lobby.",
         version()
     );
     format!(
@@ -471,6 +476,7 @@ fn options(d: &Config) -> Options {
         }
     }
     wz::declare(&mut options, &d.wz);
+    general::declare(&mut options, &d.general);
     options
 }
 
@@ -525,6 +531,8 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         .transpose()?
         .map_or(d.countdown_tick, |ms| Duration::from_millis(u64::from(ms)));
     let timeouts = MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS;
+    let idle_timeout = seconds(m, "idle-timeout", timeouts.clone(), d.idle_timeout)?;
+    let general = general::settings_from(m, d.general.clone(), idle_timeout)?;
     let spawns = match m.opt_str("spawns") {
         Some(text) => parse_spawns(&text)?,
         None => d.spawns,
@@ -565,7 +573,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         countdown,
         countdown_tick,
         auto_start: m.opt_present("auto-start"),
-        idle_timeout: seconds(m, "idle-timeout", timeouts.clone(), d.idle_timeout)?,
+        idle_timeout,
         seat_timeout: seconds(m, "seat-timeout", timeouts, d.seat_timeout)?,
         reap_grace: seconds(m, "reap-grace", 0.0..=MAX_TIMEOUT_SECS, d.reap_grace)?,
         udp_rate: number(m, "udp-rate", WHOLE, 1..=u32::MAX / 2, d.udp_rate)?,
@@ -599,6 +607,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         metrics,
         log,
         wz,
+        general,
     })
 }
 

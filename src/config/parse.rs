@@ -84,7 +84,7 @@ macro_rules! impl_number {
 }
 
 impl_number!(None; u8, u16);
-impl_number!(Some(Self::MAX); u32, usize, f64);
+impl_number!(Some(Self::MAX); u32, u64, usize, f64);
 
 /// What a port flag takes, as error messages name it.
 pub(super) const PORT: &str = "a port number";

@@ -14,7 +14,9 @@ pub mod http;
 pub mod snapshot;
 
 pub use http::{parse_request, response, HttpError, Route, MAX_REQUEST_LEN};
-pub use snapshot::{Counter, RoomView, Snapshot, WzGameInfo, WzSnapshot};
+pub use snapshot::{
+    Counter, GeneralGameInfo, GeneralSnapshot, RoomView, Snapshot, WzGameInfo, WzSnapshot,
+};
 
 /// Writes every counter and gauge of `snap` in the Prometheus text format.
 pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
@@ -69,6 +71,27 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
             let _ = writeln!(out, "# TYPE lobbyd_{name} gauge\nlobbyd_{name} {value}");
         }
     }
+    if let Some(general) = &snap.general {
+        let away = general.members_away;
+        let _ = writeln!(
+            out,
+            "# TYPE lobbyd_general_members gauge\nlobbyd_general_members{{state=\"present\"}} {}\n\
+             lobbyd_general_members{{state=\"away\"}} {away}",
+            general.members - away
+        );
+        let hosted = general.games.iter().filter(|g| g.owner == 0).count();
+        let _ = writeln!(
+            out,
+            "# TYPE lobbyd_general_games gauge\nlobbyd_general_games{{owner=\"member\"}} {}\n\
+             lobbyd_general_games{{owner=\"server\"}} {hosted}",
+            general.games.len() - hosted
+        );
+        let _ = writeln!(
+            out,
+            "# TYPE lobbyd_general_connections gauge\nlobbyd_general_connections {}",
+            general.connections
+        );
+    }
     let _ = writeln!(
         out,
         "# TYPE lobbyd_uptime_seconds gauge\nlobbyd_uptime_seconds {:.3}",
@@ -79,7 +102,7 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
 /// Writes the Warzone master server's games as a JSON array (peer strings escaped).
 pub fn render_wz_games_json(snap: &Snapshot, out: &mut String) {
     let games = snap.wz.as_ref().map_or(&[][..], |wz| &wz.games[..]);
-    let text = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
+    let text = json_text;
     out.push('[');
     for (i, game) in games.iter().enumerate() {
         if i > 0 {
@@ -103,7 +126,8 @@ pub fn render_wz_games_json(snap: &Snapshot, out: &mut String) {
     out.push_str("]\n");
 }
 
-/// Writes the live rooms as a JSON array.
+/// Writes the live rooms as a JSON array: the R-Type rooms and parties, then the general
+/// lobby's games (kind `"general"`, names escaped).
 pub fn render_rooms_json(snap: &Snapshot, out: &mut String) {
     out.push('[');
     for (i, room) in snap.rooms.iter().enumerate() {
@@ -125,7 +149,30 @@ pub fn render_rooms_json(snap: &Snapshot, out: &mut String) {
             room.max_players
         );
     }
+    let games = snap.general.as_ref().map_or(&[][..], |g| &g.games[..]);
+    for (i, game) in games.iter().enumerate() {
+        if i > 0 || !snap.rooms.is_empty() {
+            out.push(',');
+        }
+        let _ = write!(
+            out,
+            "{{\"id\":{},\"kind\":\"general\",\"name\":{},\"type\":{},\"owner\":{},\
+             \"flags\":{},\"members\":{},\"max_players\":{}}}",
+            game.id,
+            json_text(&game.name),
+            json_text(&game.game_type),
+            game.owner,
+            game.flags,
+            game.players,
+            game.max_players
+        );
+    }
     out.push_str("]\n");
+}
+
+/// A JSON string literal of `text`.
+fn json_text(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
 }
 
 fn state_name(state: RoomState) -> &'static str {
@@ -181,6 +228,7 @@ mod tests {
             rate_table_len: 5,
             uptime: Duration::from_millis(1500),
             wz: None,
+            general: None,
         }
     }
 

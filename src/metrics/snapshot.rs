@@ -67,6 +67,39 @@ pub struct WzSnapshot {
     pub probes: usize,
 }
 
+/// One general lobby game as operators see it (`/rooms`, kind `"general"`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeneralGameInfo {
+    /// The game's id.
+    pub id: i32,
+    /// Its owner's member id (0: hosted by the server).
+    pub owner: i32,
+    /// Its name.
+    pub name: String,
+    /// Its game type.
+    pub game_type: String,
+    /// Its flags (1 locked, 2 closed, 4 in progress, 8 hosted).
+    pub flags: u32,
+    /// Players in it.
+    pub players: usize,
+    /// Its seats.
+    pub max_players: usize,
+}
+
+/// The general lobby's members, games and gauges at one instant (its counters are in
+/// [`Snapshot::counters`]).
+#[derive(Clone, Debug, Default)]
+pub struct GeneralSnapshot {
+    /// Members signed in or away (within their resume grace).
+    pub members: usize,
+    /// Of those, members away.
+    pub members_away: usize,
+    /// Open connections, signed in or not.
+    pub connections: usize,
+    /// Every game.
+    pub games: Vec<GeneralGameInfo>,
+}
+
 /// The server's counters and rooms at one instant.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
@@ -86,6 +119,8 @@ pub struct Snapshot {
     pub uptime: Duration,
     /// The Warzone master server's games, when it runs.
     pub wz: Option<WzSnapshot>,
+    /// The general lobby's members and games, when it runs.
+    pub general: Option<GeneralSnapshot>,
 }
 
 impl Snapshot {

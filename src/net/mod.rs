@@ -8,6 +8,7 @@
 //! the real addresses from it). Control messages reach the loop through a channel plus a
 //! `mio::Waker`, so the loop never blocks on them.
 
+pub mod general;
 pub mod http;
 pub mod instance;
 pub mod login;
@@ -39,6 +40,7 @@ use crate::lobby::{Lobby, LobbyConfig, PartyConfig};
 use crate::metrics::Snapshot;
 use crate::ratelimit::PerIpConfig;
 
+use general::GeneralDriver;
 use instance::{PortPool, PortRange};
 use rtype::RtypeFrontEnd;
 use server::{Control, Server};
@@ -95,10 +97,17 @@ struct Built {
     server: Server,
     waker: Arc<Waker>,
     control: Sender<Control>,
+    addrs: Bound,
+}
+
+/// Where each listener was bound (`None`: disabled).
+#[derive(Clone, Copy, Debug)]
+struct Bound {
     udp_lobby: Option<SocketAddr>,
     tcp_lobby: Option<SocketAddr>,
     metrics: Option<SocketAddr>,
     wz: Option<SocketAddr>,
+    general: Option<SocketAddr>,
 }
 
 /// Names the listener and address in a bind error, so the operator sees which flag to change
@@ -162,6 +171,14 @@ fn build(config: &Config) -> io::Result<Built> {
         }
     };
     let wz = wz_listener.as_ref().map(|(_, bound)| *bound);
+    let general_listener = match config.general.port {
+        Some(port) => Some(listen("general lobby", SocketAddr::new(config.bind, port))?),
+        None => {
+            log::info!("general lobby disabled (--lobby-port 0)");
+            None
+        }
+    };
+    let general = general_listener.as_ref().map(|(_, bound)| *bound);
 
     let registry = server.registry();
     let ports = PortPool::new(port_range(config.instance_ports));
@@ -181,9 +198,20 @@ fn build(config: &Config) -> io::Result<Built> {
         }
         None => None,
     };
+    let general_driver = match general_listener {
+        Some((listener, _)) => {
+            let waker = Arc::clone(&waker);
+            let db = &config.wz.db;
+            Some(GeneralDriver::new(listener, registry, &config.general, db, waker)?)
+        }
+        None => None,
+    };
     server.serve(FrontEndKind::Rtype, Box::new(rtype));
     if let Some(driver) = wz_driver {
         server.serve(FrontEndKind::Wz, Box::new(driver));
+    }
+    if let Some(driver) = general_driver {
+        server.serve(FrontEndKind::General, Box::new(driver));
     }
     if let Some((listener, _)) = metrics_listener {
         server.serve_metrics(listener)?;
@@ -192,10 +220,13 @@ fn build(config: &Config) -> io::Result<Built> {
         server,
         waker,
         control,
-        udp_lobby,
-        tcp_lobby,
-        metrics,
-        wz,
+        addrs: Bound {
+            udp_lobby,
+            tcp_lobby,
+            metrics,
+            wz,
+            general,
+        },
     })
 }
 
@@ -228,10 +259,7 @@ pub fn run(config: &Config) -> io::Result<()> {
 
 /// A server running in its own thread.
 pub struct ServerHandle {
-    udp_lobby: Option<SocketAddr>,
-    tcp_lobby: Option<SocketAddr>,
-    metrics: Option<SocketAddr>,
-    wz: Option<SocketAddr>,
+    addrs: Bound,
     waker: Arc<Waker>,
     control: Sender<Control>,
     thread: Option<JoinHandle<io::Result<()>>>,
@@ -243,19 +271,13 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
         mut server,
         waker,
         control,
-        udp_lobby,
-        tcp_lobby,
-        metrics,
-        wz,
+        addrs,
     } = build(config)?;
     let thread = std::thread::Builder::new()
         .name("lobbyd".into())
         .spawn(move || server.run())?;
     Ok(ServerHandle {
-        udp_lobby,
-        tcp_lobby,
-        metrics,
-        wz,
+        addrs,
         waker,
         control,
         thread: Some(thread),
@@ -265,22 +287,27 @@ pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
 impl ServerHandle {
     /// The UDP room lobby's bound address, if enabled.
     pub fn udp_lobby_addr(&self) -> Option<SocketAddr> {
-        self.udp_lobby
+        self.addrs.udp_lobby
     }
 
     /// The TCP lobby listener's bound address, if enabled.
     pub fn tcp_lobby_addr(&self) -> Option<SocketAddr> {
-        self.tcp_lobby
+        self.addrs.tcp_lobby
     }
 
     /// The metrics endpoint's bound address, if enabled.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        self.metrics
+        self.addrs.metrics
     }
 
     /// The Warzone master server's bound address, if enabled.
     pub fn wz_addr(&self) -> Option<SocketAddr> {
-        self.wz
+        self.addrs.wz
+    }
+
+    /// The general lobby's bound address, if enabled.
+    pub fn general_addr(&self) -> Option<SocketAddr> {
+        self.addrs.general
     }
 
     /// The counters and rooms, as the loop sees them between two events.

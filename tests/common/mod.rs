@@ -5,18 +5,21 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use lobbyd::config::{Config, InstancePorts, WzSettings};
+use lobbyd::config::{Config, GeneralSettings, InstancePorts, WzSettings};
 use lobbyd::metrics::Snapshot;
 use lobbyd::net::{self, ServerHandle};
 
 /// Flags that make the `lobbyd` binary serve on loopback with OS-chosen UDP/TCP lobby and
-/// instance ports (the Warzone port is the caller's: `--wz-port 0` disables it).
-pub const LOOPBACK_ARGS: [&str; 6] = [
+/// instance ports, without the general lobby (its default port would collide between tests;
+/// the Warzone port is the caller's: `--wz-port 0` disables it).
+pub const LOOPBACK_ARGS: [&str; 8] = [
     "--bind",
     "127.0.0.1",
     "--port",
     "0",
     "--instance-ports",
+    "0",
+    "--lobby-port",
     "0",
 ];
 
@@ -35,6 +38,10 @@ pub fn test_config() -> Config {
         wz: WzSettings {
             port: None,
             ..WzSettings::default()
+        },
+        general: GeneralSettings {
+            port: None,
+            ..GeneralSettings::default()
         },
         ..Config::default()
     }

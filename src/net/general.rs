@@ -1,0 +1,681 @@
+//! The general lobby's sockets: the `--lobby-port` listener and its TCP connections, around
+//! the sans-IO [`GeneralLobby`] core (docs/protocols/general-lobby.md, "Transport").
+//!
+//! It plugs into the loop through the [`FrontEnd`] seam (`net::server`), runs on the shared
+//! stream transport ([`super::stream`]) and checks passwords through the login bridge
+//! ([`super::login`]). No protocol logic here: bytes read are cut into frames
+//! (`wire::general::next_frame`, zero-copy when a read holds whole frames; only a frame split
+//! across reads is kept, in a buffer of at most one frame), each frame goes to the core, and
+//! the core's outputs are carried out: its frames are copied from the core's arena into the
+//! connection's capped send queue, and every connection written to during one readiness
+//! event is flushed once at its end (a chat to 1,000 members costs 1,000 queue appends and,
+//! per member, one `write` per event, not one per frame).
+//!
+//! The cost of a flood lands on the flooder: at most [`FRAMES_PER_EVENT`] frames of one
+//! connection are handled per readiness event (the rest wait, the others are served), the
+//! core answers frames over its per-connection rate with ERROR 10, and a member whose send
+//! queue passes [`SEND_QUEUE_CAP`] is dropped as a slow reader without slowing anyone else.
+//! Over `--lobby-max-conns-per-ip` or `--lobby-conn-rate` a newcomer is refused at accept; at
+//! `--lobby-max-conns` accepting pauses and resumes below 90 %.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::io::{self, Read};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::event::Event;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Registry, Waker};
+use slab::Slab;
+
+use crate::accounts::{LoginPolicy, VerifyResult};
+use crate::config::GeneralSettings;
+use crate::general::{
+    ConnId, GeneralConfig, GeneralLobby, GeneralOutput, JobId, TokenSource,
+};
+use crate::metrics::{GeneralGameInfo, GeneralSnapshot, Snapshot};
+use crate::ratelimit::{PerIpConfig, PerIpLimiter};
+use crate::wire::general::{next_frame, Next, HEADER_LEN};
+
+use super::login::Logins;
+use super::server::FrontEnd;
+use super::stream::{
+    canonical_ip, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
+};
+use super::token::Target;
+use super::warn::WarnBudget;
+
+/// Most bytes queued for one connection; past it the member is not reading and is dropped.
+/// A full sync (every member and game) of a large lobby is written as it is queued (see
+/// [`FLUSH_EARLY`]), so only a peer that does not read reaches it.
+pub const SEND_QUEUE_CAP: usize = 1024 * 1024;
+/// A connection with this many bytes queued is written at once rather than at the end of
+/// the readiness event.
+const FLUSH_EARLY: usize = 32 * 1024;
+/// How long a connection the core closed may take to read what is queued for it.
+pub const LINGER: Duration = Duration::from_secs(2);
+/// Frames of one connection handled per readiness event before serving the others.
+pub const FRAMES_PER_EVENT: usize = 64;
+/// Bytes read per `read` call (one buffer shared by every connection).
+const READ_CHUNK: usize = 16 * 1024;
+/// Reads from one connection per readiness event.
+const READ_BUDGET: usize = 8;
+
+/// The driver's own counters (the core's are `general::GeneralStats`).
+#[derive(Clone, Debug, Default)]
+pub struct GeneralDriverStats {
+    /// Connections accepted and handed to the core.
+    pub accepted: u64,
+    /// Connections refused at accept: over `--lobby-conn-rate` for their address.
+    pub rate_limited: u64,
+    /// Connections refused at accept: their address has `--lobby-max-conns-per-ip` open.
+    pub per_ip_limited: u64,
+    /// Times accepting paused at `--lobby-max-conns` (or after an accept error).
+    pub accept_pauses: u64,
+    /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`].
+    pub slow_readers: u64,
+    /// Connections closed with bytes still queued after [`LINGER`].
+    pub linger_timeouts: u64,
+    /// Connections that ended with a read or write error.
+    pub io_errors: u64,
+    /// Bytes read.
+    pub bytes_in: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+    /// Frames handed to the core.
+    pub frames_in: u64,
+}
+
+impl GeneralDriverStats {
+    /// Calls `f(name, label, value)` for every counter.
+    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        f("general_accepted_total", "", self.accepted);
+        f("general_refused_total", "conn_rate", self.rate_limited);
+        f(
+            "general_refused_total",
+            "max_conns_per_ip",
+            self.per_ip_limited,
+        );
+        f("general_accept_pauses_total", "", self.accept_pauses);
+        f("general_dropped_total", "slow_reader", self.slow_readers);
+        f("general_dropped_total", "linger_timeout", self.linger_timeouts);
+        f("general_dropped_total", "io_error", self.io_errors);
+        f("general_bytes_in_total", "", self.bytes_in);
+        f("general_bytes_out_total", "", self.bytes_out);
+        f("general_frames_in_total", "", self.frames_in);
+    }
+}
+
+/// One general lobby connection.
+#[derive(Debug)]
+struct Conn {
+    stream: Stream,
+    ip: IpAddr,
+    /// The start of a frame split across reads (at most one frame).
+    partial: Vec<u8>,
+    /// Whole frames wait in `partial` beyond this event's budget.
+    backlogged: bool,
+}
+
+/// The general lobby's listener, connections and logins.
+pub struct GeneralDriver {
+    listener: TcpListener,
+    conns: Slab<Conn>,
+    core: GeneralLobby,
+    logins: Option<Logins>,
+    per_ip: PerIpCounts,
+    rate: PerIpLimiter,
+    gate: AcceptGate,
+    max_conns_per_ip: usize,
+    /// `HEADER_LEN + --lobby-max-frame`: the most a connection buffers.
+    frame_cap: usize,
+    /// Connections written to during this readiness event, flushed at its end.
+    dirty: Vec<usize>,
+    /// Connections with whole frames left over after their budget, served after the batch.
+    backlog: Vec<usize>,
+    /// Connections to remove after the event batch.
+    closing: Vec<usize>,
+    lingering: Linger,
+    next_serial: u32,
+    read_buf: Box<[u8; READ_CHUNK]>,
+    stats: GeneralDriverStats,
+    warnings: WarnBudget,
+}
+
+/// Resume tokens from the OS CSPRNG. Should the OS refuse (it does not on Linux once
+/// booted), a keyed hash of a counter stands in, keyed by the standard library's per-process
+/// random keys, so tokens stay unguessable from outside; the failure is logged once.
+fn os_tokens() -> TokenSource {
+    let keys = RandomState::new();
+    let mut counter: u64 = 0;
+    let mut warned = false;
+    Box::new(move || {
+        let mut token = [0u8; 16];
+        if let Err(e) = getrandom::fill(&mut token) {
+            if !std::mem::replace(&mut warned, true) {
+                log::error!("general lobby: the OS random generator failed ({e}); using a keyed hash");
+            }
+            for half in token.chunks_mut(8) {
+                counter = counter.wrapping_add(1);
+                half.copy_from_slice(&keys.hash_one(counter).to_le_bytes());
+            }
+        }
+        token
+    })
+}
+
+impl GeneralDriver {
+    /// Serves the general lobby on a bound `listener`; `db` is the account database and
+    /// `waker` wakes the loop when a password check finishes.
+    pub fn new(
+        mut listener: TcpListener,
+        registry: &Registry,
+        settings: &GeneralSettings,
+        db: &std::path::Path,
+        waker: Arc<Waker>,
+    ) -> io::Result<GeneralDriver> {
+        let config: GeneralConfig = settings.core.clone();
+        let logins = match config.login {
+            LoginPolicy::Off => None,
+            LoginPolicy::Required | LoginPolicy::Optional => Some(
+                Logins::new("general lobby", db.to_path_buf(), waker)
+                    .map_err(|e| io::Error::other(format!("{}: {e}", db.display())))?,
+            ),
+        };
+        registry.register(
+            &mut listener,
+            Target::GeneralListener.token(),
+            Interest::READABLE,
+        )?;
+        let now = Instant::now();
+        let rate = u64::from(settings.conn_rate);
+        Ok(GeneralDriver {
+            listener,
+            conns: Slab::new(),
+            frame_cap: HEADER_LEN + config.max_frame,
+            core: GeneralLobby::new(config, now, os_tokens()),
+            logins,
+            per_ip: PerIpCounts::default(),
+            rate: PerIpLimiter::new(PerIpConfig {
+                rate,
+                per: Duration::from_secs(60),
+                burst: rate,
+                byte_rate: 0,
+                byte_burst: 0,
+                max_entries: 65_536,
+            }),
+            gate: AcceptGate::new(settings.max_conns),
+            max_conns_per_ip: settings.max_conns_per_ip,
+            dirty: Vec::new(),
+            backlog: Vec::new(),
+            closing: Vec::new(),
+            lingering: Linger::new(LINGER),
+            next_serial: 0,
+            read_buf: Box::new([0; READ_CHUNK]),
+            stats: GeneralDriverStats::default(),
+            warnings: WarnBudget::new(now, 60, 20),
+        })
+    }
+
+    fn accept(&mut self, registry: &Registry, now: Instant) {
+        loop {
+            if self.gate.is_full(self.conns.len()) {
+                self.pause_accepting();
+                return;
+            }
+            let (stream, peer) = match self.listener.accept() {
+                Ok(accepted) => accepted,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of descriptors, say: retry after the next event batch rather than
+                    // wait for a new connection (the listener is edge-triggered).
+                    self.warnings
+                        .warn(now, format_args!("general lobby accept failed: {e}"));
+                    self.pause_accepting();
+                    return;
+                }
+            };
+            self.admit(registry, now, stream, peer);
+        }
+    }
+
+    fn admit(&mut self, registry: &Registry, now: Instant, mut stream: TcpStream, peer: SocketAddr) {
+        let ip = canonical_ip(peer.ip());
+        // Dropping the stream closes it at once, without a word.
+        if !self.rate.allow_request(now, ip) {
+            self.stats.rate_limited += 1;
+            log::debug!("general lobby: {peer} over --lobby-conn-rate, closed");
+            return;
+        }
+        if self.per_ip.get(ip) >= self.max_conns_per_ip {
+            self.stats.per_ip_limited += 1;
+            log::debug!("general lobby: {peer} over --lobby-max-conns-per-ip, closed");
+            return;
+        }
+        if let Err(e) = stream.set_nodelay(true) {
+            log::debug!("general lobby: nodelay on {peer}: {e}");
+        }
+        let entry = self.conns.vacant_entry();
+        let key = entry.key();
+        let token = Target::GeneralConn(key).token();
+        if let Err(e) = registry.register(&mut stream, token, Interest::READABLE) {
+            log::debug!("general lobby: register {peer}: {e}");
+            return;
+        }
+        self.next_serial = self.next_serial.wrapping_add(1);
+        entry.insert(Conn {
+            stream: Stream::new(stream, self.next_serial),
+            ip,
+            partial: Vec::new(),
+            backlogged: false,
+        });
+        self.per_ip.add(ip);
+        self.stats.accepted += 1;
+        self.core.handle_open(now, ConnId(key), peer);
+        self.carry_out(registry, now);
+    }
+
+    fn pause_accepting(&mut self) {
+        if self.gate.pause() {
+            self.stats.accept_pauses += 1;
+        }
+    }
+
+    /// Reads what `key` sent and hands its frames to the core, within the budgets.
+    fn read(&mut self, registry: &Registry, now: Instant, key: usize) {
+        let mut budget = FRAMES_PER_EVENT;
+        // Frames left over from the last event come first.
+        if !self.serve_partial(registry, now, key, &mut budget) {
+            return;
+        }
+        for _ in 0..READ_BUDGET {
+            if budget == 0 {
+                // Over this event's frame budget: leave the rest in the socket until the
+                // backlog is served; TCP flow control then slows the flooder, nobody else.
+                self.park(key);
+                return;
+            }
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
+                return;
+            };
+            let n = match conn.stream.socket.read(&mut self.read_buf[..]) {
+                Ok(0) => {
+                    self.close(now, key, false);
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log::debug!("general lobby: read {key}: {e}");
+                    self.stats.io_errors += 1;
+                    self.close(now, key, false);
+                    return;
+                }
+            };
+            self.stats.bytes_in += n as u64;
+            if !self.take_bytes(registry, now, key, n, &mut budget) {
+                return;
+            }
+        }
+        // Read budget spent with data possibly left: come back without waiting for an edge.
+        if let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) {
+            let _ = conn.stream.rearm(registry, Target::GeneralConn(key).token());
+        }
+    }
+
+    /// Hands the first `n` bytes of the read buffer to the core: whole frames straight from
+    /// the buffer, a split frame through the connection's `partial`. False when the
+    /// connection stopped reading (closed, or the frame budget ran out).
+    fn take_bytes(
+        &mut self,
+        registry: &Registry,
+        now: Instant,
+        key: usize,
+        n: usize,
+        budget: &mut usize,
+    ) -> bool {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return false;
+        };
+        if !conn.partial.is_empty() {
+            // The bytes continue a split frame. `partial` holds at most one read and one
+            // frame: a connection over its budget is not read again until it is served.
+            conn.partial.extend_from_slice(&self.read_buf[..n]);
+            return self.serve_partial(registry, now, key, budget);
+        }
+        let mut at = 0;
+        while at < n {
+            if *budget == 0 {
+                if let Some(conn) = self.conns.get_mut(key) {
+                    conn.partial.extend_from_slice(&self.read_buf[at..n]);
+                }
+                self.park(key);
+                return false;
+            }
+            match next_frame(&self.read_buf[at..n], self.frame_cap - HEADER_LEN) {
+                Next::NeedMore => {
+                    if let Some(conn) = self.conns.get_mut(key) {
+                        conn.partial.extend_from_slice(&self.read_buf[at..n]);
+                    }
+                    return true;
+                }
+                Next::Oversized { code, .. } => {
+                    self.core.handle_oversized(now, ConnId(key), code);
+                    self.carry_out(registry, now);
+                    return false;
+                }
+                Next::Frame { frame, consumed } => {
+                    *budget -= 1;
+                    self.stats.frames_in += 1;
+                    self.core.handle_frame(now, ConnId(key), &frame);
+                    at += consumed;
+                    self.carry_out(registry, now);
+                    if !self.conns.get(key).is_some_and(|c| c.stream.is_open()) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Serves whole frames waiting in `key`'s `partial`, within `budget`; false when the
+    /// connection stopped reading.
+    fn serve_partial(
+        &mut self,
+        registry: &Registry,
+        now: Instant,
+        key: usize,
+        budget: &mut usize,
+    ) -> bool {
+        loop {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
+                return false;
+            };
+            if conn.partial.is_empty() {
+                conn.backlogged = false;
+                return true;
+            }
+            if *budget == 0 {
+                self.park(key);
+                return false;
+            }
+            let used = match next_frame(&conn.partial, self.frame_cap - HEADER_LEN) {
+                Next::NeedMore => {
+                    conn.backlogged = false;
+                    return true;
+                }
+                Next::Oversized { code, .. } => {
+                    conn.partial = Vec::new();
+                    self.core.handle_oversized(now, ConnId(key), code);
+                    self.carry_out(registry, now);
+                    return false;
+                }
+                Next::Frame { frame, consumed } => {
+                    *budget -= 1;
+                    self.stats.frames_in += 1;
+                    self.core.handle_frame(now, ConnId(key), &frame);
+                    consumed
+                }
+            };
+            if let Some(conn) = self.conns.get_mut(key) {
+                conn.partial.drain(..used);
+                if conn.partial.is_empty() {
+                    // A split frame's buffer is not kept once served.
+                    conn.partial = Vec::new();
+                }
+            }
+            self.carry_out(registry, now);
+        }
+    }
+
+    /// Marks `key` as having whole frames left for after this batch.
+    fn park(&mut self, key: usize) {
+        if let Some(conn) = self.conns.get_mut(key) {
+            if !conn.backlogged {
+                conn.backlogged = true;
+                self.backlog.push(key);
+            }
+        }
+    }
+
+    /// Carries out the core's outputs: frames into send queues (written at once past
+    /// [`FLUSH_EARLY`]), closes, password checks.
+    fn carry_out(&mut self, registry: &Registry, now: Instant) {
+        while let Some(output) = self.core.poll_output() {
+            match output {
+                GeneralOutput::Send { conn, frames } => {
+                    let key = conn.0;
+                    let Some(c) = self.conns.get_mut(key) else {
+                        continue;
+                    };
+                    let was_idle = c.stream.pending() == 0;
+                    if !c.stream.queue(self.core.frame(frames), SEND_QUEUE_CAP) {
+                        if c.stream.phase() != Phase::Closed {
+                            self.stats.slow_readers += 1;
+                            self.warnings.warn(
+                                now,
+                                format_args!("general lobby: dropping a member that does not read"),
+                            );
+                            self.close(now, key, true);
+                        }
+                        continue;
+                    }
+                    if c.stream.pending() >= FLUSH_EARLY {
+                        self.flush(registry, now, key);
+                    } else if was_idle {
+                        self.dirty.push(key);
+                    }
+                }
+                GeneralOutput::Close { conn } => {
+                    let key = conn.0;
+                    if let Some(c) = self.conns.get_mut(key) {
+                        if c.stream.start_draining() {
+                            self.lingering.start(now, key, c.stream.serial());
+                            self.dirty.push(key);
+                        }
+                    }
+                }
+                GeneralOutput::Verify {
+                    job,
+                    username,
+                    password,
+                } => {
+                    let decided = match self.logins.as_mut() {
+                        Some(logins) => logins.verify(job.0, &username, password.into()),
+                        None => Some(VerifyResult::Busy),
+                    };
+                    if let Some(result) = decided {
+                        self.core.handle_verify_result(now, job, result);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes every connection written to since the last flush.
+    fn flush_dirty(&mut self, registry: &Registry, now: Instant) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &key in &dirty {
+            self.flush(registry, now, key);
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+    }
+
+    fn flush(&mut self, registry: &Registry, now: Instant, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        let token = Target::GeneralConn(key).token();
+        match conn.stream.flush(registry, token, &mut self.stats.bytes_out) {
+            Ok(Flushed::Open) => {}
+            Ok(Flushed::Drained) => self.close(now, key, false),
+            Err(e) => {
+                if conn.stream.phase() == Phase::Open {
+                    log::debug!("general lobby: write {key}: {e}");
+                    self.stats.io_errors += 1;
+                }
+                self.close(now, key, false);
+            }
+        }
+    }
+
+    /// Closes `key` now; the core forgets it (`tell_core` false when it already did: a
+    /// drained close it asked for is reported too, harmlessly) and the slab entry goes after
+    /// the event batch.
+    fn close(&mut self, now: Instant, key: usize, tell_core: bool) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        let was_open = conn.stream.is_open();
+        if !conn.stream.mark_closed() {
+            return;
+        }
+        self.closing.push(key);
+        if tell_core || was_open {
+            self.core.handle_closed(now, ConnId(key));
+        }
+    }
+
+    /// Serves connections whose frames waited past their budget, one budget each.
+    fn serve_backlog(&mut self, registry: &Registry, now: Instant) {
+        let backlog = std::mem::take(&mut self.backlog);
+        for key in backlog {
+            if let Some(conn) = self.conns.get_mut(key) {
+                conn.backlogged = false;
+            }
+            // A fresh read also picks up what the socket holds beyond the buffer.
+            self.read(registry, now, key);
+        }
+    }
+
+    /// Games and gauges for the operators' pages.
+    fn games_snapshot(&self) -> GeneralSnapshot {
+        GeneralSnapshot {
+            members: self.core.member_count(),
+            members_away: self.core.away_count(),
+            connections: self.conns.len(),
+            games: self
+                .core
+                .games()
+                .map(|game| GeneralGameInfo {
+                    id: game.id.0,
+                    owner: game.owner.0,
+                    name: game.name.to_owned(),
+                    game_type: game.game_type.to_owned(),
+                    flags: game.flags,
+                    players: game.players,
+                    max_players: game.max_players,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl FrontEnd for GeneralDriver {
+    fn ready(&mut self, registry: &Registry, target: Target, event: &Event) {
+        let now = Instant::now();
+        match target {
+            Target::GeneralListener => self.accept(registry, now),
+            Target::GeneralConn(key) => {
+                if event.is_writable() {
+                    self.flush(registry, now, key);
+                }
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    self.read(registry, now, key);
+                }
+            }
+            _ => {}
+        }
+        self.flush_dirty(registry, now);
+    }
+
+    fn after_events(&mut self, registry: &Registry) {
+        let now = Instant::now();
+        if let Some(logins) = self.logins.as_mut() {
+            while let Some((job, result)) = logins.next_result() {
+                self.core.handle_verify_result(now, JobId(job), result);
+                self.carry_out(registry, now);
+            }
+        }
+        self.core.handle_timeout(now);
+        self.carry_out(registry, now);
+        self.serve_backlog(registry, now);
+        self.flush_dirty(registry, now);
+        while let Some((key, serial)) = self.lingering.expired(now) {
+            let still_there = self
+                .conns
+                .get(key)
+                .is_some_and(|c| c.stream.serial() == serial && c.stream.phase() == Phase::Draining);
+            if still_there {
+                self.stats.linger_timeouts += 1;
+                self.close(now, key, false);
+            }
+        }
+        for key in self.closing.drain(..) {
+            if let Some(conn) = self.conns.try_remove(key) {
+                self.per_ip.remove(conn.ip);
+                conn.stream.release(registry);
+            }
+        }
+        if self.gate.try_resume(self.conns.len()) {
+            self.accept(registry, now);
+            self.flush_dirty(registry, now);
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        // Frames waiting past their budget are served after the next (immediate) poll.
+        let backlog = (!self.backlog.is_empty()).then(Instant::now);
+        [
+            self.core.poll_timeout(),
+            self.lingering.next_deadline(),
+            backlog,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn snapshot(&self, snap: &mut Snapshot) {
+        snap.add_counters(|f| self.core.stats.visit(f));
+        snap.add_counters(|f| self.stats.visit(f));
+        snap.general = Some(self.games_snapshot());
+    }
+
+    fn shutdown(&mut self, registry: &Registry) {
+        let now = Instant::now();
+        self.pause_accepting();
+        // ERROR(0, 0, "server shutting down") to every connection, then close after flush.
+        self.core.handle_shutdown(now);
+        self.carry_out(registry, now);
+        self.flush_dirty(registry, now);
+    }
+
+    fn flush_shutdown(&mut self, registry: &Registry) -> bool {
+        let now = Instant::now();
+        let waiting: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.stream.phase() != Phase::Closed && c.stream.pending() > 0)
+            .map(|(key, _)| key)
+            .collect();
+        for &key in &waiting {
+            self.flush(registry, now, key);
+        }
+        self.conns
+            .iter()
+            .any(|(_, c)| c.stream.phase() != Phase::Closed && c.stream.pending() > 0)
+    }
+
+    fn close_all(&mut self, registry: &Registry) {
+        for conn in self.conns.drain() {
+            conn.stream.release(registry);
+        }
+    }
+}
