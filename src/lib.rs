@@ -25,6 +25,11 @@
 //!   login sessions. Sans-IO:
 //!   the driver feeds it bytes and probe results and performs its outputs. Also the v4
 //!   accounts (SQLite, argon2id), the password-verification worker and login sessions.
+//! - [`general`]: the general lobby core ([`general::GeneralLobby`], the C# game lobby
+//!   article): members, chat in three scopes, games with owners and join approval, relay to
+//!   the owner or the players, game data, resume after a drop, server-hosted games
+//!   (tic-tac-toe). Sans-IO: the driver feeds it frames cut by [`wire::general`] and carries
+//!   out its outputs, each frame encoded once into a reused arena.
 //! - [`metrics`]: the operators' HTTP pages (`/metrics` in Prometheus text, `/rooms` as
 //!   JSON) and their request parsing, without the sockets.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell.
@@ -37,6 +42,7 @@
 
 pub mod cli_user;
 pub mod config;
+pub mod general;
 pub mod load;
 pub mod lobby;
 pub mod metrics;

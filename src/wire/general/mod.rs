@@ -294,11 +294,10 @@ impl Error {
             Error::BadValue => "bad_value",
         }
     }
-}
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = match self {
+    /// A short English sentence for the ERROR 2 text the server sends back.
+    pub const fn text(self) -> &'static str {
+        match self {
             Error::Truncated => "frame truncated",
             Error::UnknownCode => "unknown message code",
             Error::WrongDirection => "message code not allowed in this direction",
@@ -309,8 +308,13 @@ impl fmt::Display for Error {
             Error::BadSize => "parameter of the wrong size",
             Error::NotUtf8 => "string parameter is not valid UTF-8",
             Error::BadValue => "parameter value out of range",
-        };
-        f.write_str(text)
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.text())
     }
 }
 
