@@ -25,8 +25,8 @@ mod general;
 mod parse;
 mod wz;
 
-pub use parse::UsageError;
 pub use general::{frame_buffer_len, GeneralSettings, DEFAULT_LOBBY_PORT};
+pub use parse::UsageError;
 pub use wz::{WzSettings, DEFAULT_WZ_PORT};
 
 use parse::{

@@ -243,7 +243,13 @@ pub(super) fn settings_from(
             c.ask_timeout,
         )?,
         auto_approve: m.opt_present("lobby-auto-approve") || c.auto_approve,
-        game_data: number(m, "lobby-game-data", WHOLE, 0..=16 * 1024 * 1024, c.game_data)?,
+        game_data: number(
+            m,
+            "lobby-game-data",
+            WHOLE,
+            0..=16 * 1024 * 1024,
+            c.game_data,
+        )?,
         chat_rate,
         chat_burst: chat_rate.saturating_mul(2),
         resume_grace: seconds(

@@ -32,18 +32,14 @@ use slab::Slab;
 
 use crate::accounts::{LoginPolicy, VerifyResult};
 use crate::config::GeneralSettings;
-use crate::general::{
-    ConnId, GeneralConfig, GeneralLobby, GeneralOutput, JobId, TokenSource,
-};
+use crate::general::{ConnId, GeneralConfig, GeneralLobby, GeneralOutput, JobId, TokenSource};
 use crate::metrics::{GeneralGameInfo, GeneralSnapshot, Snapshot};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN};
 
 use super::login::Logins;
 use super::server::FrontEnd;
-use super::stream::{
-    canonical_ip, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
-};
+use super::stream::{canonical_ip, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
 
@@ -100,7 +96,11 @@ impl GeneralDriverStats {
         );
         f("general_accept_pauses_total", "", self.accept_pauses);
         f("general_dropped_total", "slow_reader", self.slow_readers);
-        f("general_dropped_total", "linger_timeout", self.linger_timeouts);
+        f(
+            "general_dropped_total",
+            "linger_timeout",
+            self.linger_timeouts,
+        );
         f("general_dropped_total", "io_error", self.io_errors);
         f("general_bytes_in_total", "", self.bytes_in);
         f("general_bytes_out_total", "", self.bytes_out);
@@ -155,7 +155,9 @@ fn os_tokens() -> TokenSource {
         let mut token = [0u8; 16];
         if let Err(e) = getrandom::fill(&mut token) {
             if !std::mem::replace(&mut warned, true) {
-                log::error!("general lobby: the OS random generator failed ({e}); using a keyed hash");
+                log::error!(
+                    "general lobby: the OS random generator failed ({e}); using a keyed hash"
+                );
             }
             for half in token.chunks_mut(8) {
                 counter = counter.wrapping_add(1);
@@ -242,7 +244,13 @@ impl GeneralDriver {
         }
     }
 
-    fn admit(&mut self, registry: &Registry, now: Instant, mut stream: TcpStream, peer: SocketAddr) {
+    fn admit(
+        &mut self,
+        registry: &Registry,
+        now: Instant,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+    ) {
         let ip = canonical_ip(peer.ip());
         // Dropping the stream closes it at once, without a word.
         if !self.rate.allow_request(now, ip) {
@@ -323,7 +331,9 @@ impl GeneralDriver {
         }
         // Read budget spent with data possibly left: come back without waiting for an edge.
         if let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) {
-            let _ = conn.stream.rearm(registry, Target::GeneralConn(key).token());
+            let _ = conn
+                .stream
+                .rearm(registry, Target::GeneralConn(key).token());
         }
     }
 
@@ -512,7 +522,10 @@ impl GeneralDriver {
             return;
         };
         let token = Target::GeneralConn(key).token();
-        match conn.stream.flush(registry, token, &mut self.stats.bytes_out) {
+        match conn
+            .stream
+            .flush(registry, token, &mut self.stats.bytes_out)
+        {
             Ok(Flushed::Open) => {}
             Ok(Flushed::Drained) => self.close(now, key, false),
             Err(e) => {
@@ -558,7 +571,7 @@ impl GeneralDriver {
     fn games_snapshot(&self) -> GeneralSnapshot {
         GeneralSnapshot {
             members: self.core.member_count(),
-            members_away: self.core.away_count(),
+            members_away: self.core.member_count() - self.core.present_count(),
             connections: self.conns.len(),
             games: self
                 .core
@@ -570,7 +583,7 @@ impl GeneralDriver {
                     game_type: game.game_type.to_owned(),
                     flags: game.flags,
                     players: game.players,
-                    max_players: game.max_players,
+                    max_players: game.max_players as usize,
                 })
                 .collect(),
         }
@@ -597,21 +610,18 @@ impl FrontEnd for GeneralDriver {
 
     fn after_events(&mut self, registry: &Registry) {
         let now = Instant::now();
-        if let Some(logins) = self.logins.as_mut() {
-            while let Some((job, result)) = logins.next_result() {
-                self.core.handle_verify_result(now, JobId(job), result);
-                self.carry_out(registry, now);
-            }
+        while let Some((job, result)) = self.logins.as_mut().and_then(Logins::next_result) {
+            self.core.handle_verify_result(now, JobId(job), result);
+            self.carry_out(registry, now);
         }
         self.core.handle_timeout(now);
         self.carry_out(registry, now);
         self.serve_backlog(registry, now);
         self.flush_dirty(registry, now);
         while let Some((key, serial)) = self.lingering.expired(now) {
-            let still_there = self
-                .conns
-                .get(key)
-                .is_some_and(|c| c.stream.serial() == serial && c.stream.phase() == Phase::Draining);
+            let still_there = self.conns.get(key).is_some_and(|c| {
+                c.stream.serial() == serial && c.stream.phase() == Phase::Draining
+            });
             if still_there {
                 self.stats.linger_timeouts += 1;
                 self.close(now, key, false);
@@ -643,7 +653,8 @@ impl FrontEnd for GeneralDriver {
     }
 
     fn snapshot(&self, snap: &mut Snapshot) {
-        snap.add_counters(|f| self.core.stats.visit(f));
+        let core = self.core.stats();
+        snap.add_counters(|f| core.visit(f));
         snap.add_counters(|f| self.stats.visit(f));
         snap.general = Some(self.games_snapshot());
     }

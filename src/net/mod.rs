@@ -202,7 +202,13 @@ fn build(config: &Config) -> io::Result<Built> {
         Some((listener, _)) => {
             let waker = Arc::clone(&waker);
             let db = &config.wz.db;
-            Some(GeneralDriver::new(listener, registry, &config.general, db, waker)?)
+            Some(GeneralDriver::new(
+                listener,
+                registry,
+                &config.general,
+                db,
+                waker,
+            )?)
         }
         None => None,
     };

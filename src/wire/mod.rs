@@ -49,6 +49,7 @@
 pub type Field = core::ops::Range<usize>;
 
 pub mod frame;
+pub mod general;
 pub mod instance;
 pub mod tcp_lobby;
 pub mod udp_lobby;

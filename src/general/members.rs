@@ -1,0 +1,735 @@
+//! Connections and members of the general lobby (docs/protocols/general-lobby.md, "Sign-in",
+//! "Resume", "Members"): HELLO and CHALLENGE, SIGN_IN with its name rules, duplicate names,
+//! tries and account checks, resume tokens, the away flag and its grace, SET_MEMBER, the
+//! sign-in deadline and the idle check.
+//!
+//! A connection holds no member (no seat, no name) until WELCOME; the connections still
+//! signing in are kept in opening order so the driver can evict the oldest at its cap. Only
+//! complete, valid frames count as activity.
+//!
+//! This module must not touch games: what follows a WELCOME or a departure in the games (the
+//! sync's GAME_INFOs, seats given up) is done by the façade, `super::lobby`, with the outcome
+//! returned here. It must not read a clock or draw randomness of its own (tokens come from the
+//! injected [`TokenSource`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::accounts::{self, LoginPolicy, VerifyResult};
+use crate::ratelimit::TokenBucket;
+use crate::time::TimerKey;
+use crate::wire::general::{
+    code, ErrorCode, ServerRepr, MEMBER_AWAY, MEMBER_CLIENT_FLAGS, PROTOCOL_VERSION, TOKEN_LEN,
+};
+
+use super::output::{Ctx, Outbox};
+use super::types::{
+    CloseReason, ConnId, JobId, LeaveReason, MemberId, MemberView, Refusal, Timer, TokenSource,
+};
+
+/// Longest username or display name, in characters (Unicode scalar values).
+pub const MAX_NAME_CHARS: usize = 24;
+
+/// How many times the core draws a resume token that is not already live before it gives up
+/// on one sign-in ("try again").
+const TOKEN_DRAWS: usize = 8;
+
+/// The CHALLENGE text sent on accept.
+pub const CHALLENGE_TEXT: &str = "sign in";
+
+/// A name is 1 to [`MAX_NAME_CHARS`] characters without control characters (usernames and
+/// display names alike).
+pub fn valid_name(name: &str) -> bool {
+    let chars = name.chars().count();
+    (1..=MAX_NAME_CHARS).contains(&chars) && !name.chars().any(char::is_control)
+}
+
+const NAME_INVALID: Refusal = Refusal::new(
+    ErrorCode::NameInvalid,
+    "names are 1 to 24 characters without control characters",
+);
+const NAME_TAKEN: Refusal = Refusal::new(ErrorCode::NameInvalid, "name taken");
+const WRONG_PASSWORD: Refusal = Refusal::new(ErrorCode::WrongPassword, "wrong name or password");
+const PASSWORD_REQUIRED: Refusal = Refusal::new(ErrorCode::WrongPassword, "password required");
+const BAD_TOKEN: Refusal = Refusal::new(
+    ErrorCode::WrongPassword,
+    "resume token unknown, used or expired",
+);
+const TRY_AGAIN: &str = "try again";
+const LOBBY_FULL: Refusal = Refusal::new(ErrorCode::LimitReached, "lobby full");
+const SIGNING_IN: Refusal = Refusal::new(ErrorCode::NotSignedIn, "sign-in in progress");
+
+/// Where a connection is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for a SIGN_IN.
+    Challenge,
+    /// Its SIGN_IN's password is being checked.
+    Verifying(JobId),
+    /// Signed in.
+    Member(MemberId),
+    /// The core closed it; its frames are ignored until the driver reports the close.
+    Closing,
+}
+
+#[derive(Debug)]
+struct Conn {
+    /// Opening order, also telling a reused `ConnId` apart on the timer wheel.
+    serial: u64,
+    peer: SocketAddr,
+    phase: Phase,
+    tries: u32,
+    last_active: Instant,
+    timer: Option<TimerKey>,
+    frames: TokenBucket,
+}
+
+/// A member of the lobby.
+#[derive(Debug)]
+pub(crate) struct Member {
+    pub(crate) username: Box<str>,
+    pub(crate) display_name: Box<str>,
+    pub(crate) flags: u32,
+    conn: Option<ConnId>,
+    /// The chat rate of `super::chat`.
+    pub(crate) chat: TokenBucket,
+    token: [u8; TOKEN_LEN],
+    grace: Option<TimerKey>,
+}
+
+/// What a frame's sender is, as far as the dispatcher is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sender {
+    /// Unknown or closing connection, or rate-limited (answered already): drop the frame.
+    Drop,
+    /// Not signed in yet.
+    Guest,
+    /// Signed in as this member.
+    Member(MemberId),
+}
+
+/// A WELCOME the façade must follow with the sync.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Welcomed {
+    /// The connection the sync goes to.
+    pub(crate) conn: ConnId,
+    /// The member.
+    pub(crate) member: MemberId,
+    /// True for a resume (the member existed already).
+    pub(crate) resumed: bool,
+    /// True when the others' view of the member changed (a new member, or one back from
+    /// away), so its MEMBER_INFO goes to them.
+    pub(crate) announce: bool,
+}
+
+/// The connections and members of the lobby.
+pub(crate) struct Members {
+    conns: HashMap<ConnId, Conn>,
+    /// Connections not signed in, by opening order.
+    guests: BTreeMap<u64, ConnId>,
+    next_serial: u64,
+    by_id: BTreeMap<MemberId, Member>,
+    by_name: HashMap<Box<str>, MemberId>,
+    by_token: HashMap<[u8; TOKEN_LEN], MemberId>,
+    verifications: HashMap<JobId, (ConnId, Box<str>)>,
+    next_job: u64,
+    next_member: i32,
+    tokens: TokenSource,
+    shutting_down: bool,
+}
+
+impl Members {
+    pub(crate) fn new(tokens: TokenSource) -> Members {
+        Members {
+            conns: HashMap::new(),
+            guests: BTreeMap::new(),
+            next_serial: 0,
+            by_id: BTreeMap::new(),
+            by_name: HashMap::new(),
+            by_token: HashMap::new(),
+            verifications: HashMap::new(),
+            next_job: 1,
+            next_member: 1,
+            tokens,
+            shutting_down: false,
+        }
+    }
+
+    /// A new connection: HELLO and CHALLENGE(0), and its sign-in deadline.
+    pub(crate) fn open(&mut self, cx: &mut Ctx<'_>, conn: ConnId, peer: SocketAddr) {
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        let deadline = cx.now + cx.config.sign_in_timeout;
+        let timer = Some(cx.timers.insert(deadline, Timer::Conn(conn, serial)));
+        let frames = TokenBucket::new(
+            cx.now,
+            cx.config.frame_rate,
+            Duration::from_secs(1),
+            cx.config.frame_burst,
+        );
+        self.conns.insert(
+            conn,
+            Conn {
+                serial,
+                peer,
+                phase: Phase::Challenge,
+                tries: 0,
+                last_active: cx.now,
+                timer,
+                frames,
+            },
+        );
+        self.guests.insert(serial, conn);
+        cx.stats.connections_opened += 1;
+        let mark = cx.out.mark();
+        cx.out.encode(&ServerRepr::Hello {
+            server_name: &cx.config.server_name,
+            version: PROTOCOL_VERSION,
+        });
+        cx.out.encode(&ServerRepr::Challenge {
+            text: CHALLENGE_TEXT,
+            failed: false,
+        });
+        let frames = cx.out.since(mark);
+        cx.out.send(conn, frames);
+    }
+
+    /// Takes a frame from `conn` through its frame rate; over it the frame is answered ERROR
+    /// 10 and dropped.
+    pub(crate) fn admit(&mut self, cx: &mut Ctx<'_>, conn: ConnId, request: u32) -> Sender {
+        let Some(state) = self.conns.get_mut(&conn) else {
+            return Sender::Drop;
+        };
+        if state.phase == Phase::Closing {
+            return Sender::Drop;
+        }
+        if !state.frames.try_take(cx.now, 1) {
+            cx.refuse(
+                conn,
+                request,
+                Refusal::new(ErrorCode::RateLimited, "too many frames"),
+            );
+            return Sender::Drop;
+        }
+        match state.phase {
+            Phase::Member(member) => Sender::Member(member),
+            _ => Sender::Guest,
+        }
+    }
+
+    /// A complete, valid frame arrived: the idle clock restarts.
+    pub(crate) fn touch(&mut self, conn: ConnId, now: Instant) {
+        if let Some(state) = self.conns.get_mut(&conn) {
+            state.last_active = now;
+        }
+    }
+
+    /// SIGN_IN from a connection not signed in. Refusals are answered here (CHALLENGE(1),
+    /// and a close once the tries are spent); a WELCOME is returned for the façade to send with
+    /// the sync.
+    pub(crate) fn sign_in(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        username: &str,
+        password: &str,
+        resume: Option<&[u8; TOKEN_LEN]>,
+    ) -> Option<Welcomed> {
+        match self.conns.get(&conn).map(|state| state.phase) {
+            Some(Phase::Challenge) => {}
+            Some(Phase::Verifying(_)) => {
+                cx.refuse(conn, code::SIGN_IN, SIGNING_IN);
+                return None;
+            }
+            _ => return None,
+        }
+        if !valid_name(username) {
+            return self.refuse(cx, conn, NAME_INVALID);
+        }
+        if let Some(token) = resume {
+            return self.resume(cx, conn, username, token);
+        }
+        if self.by_name.contains_key(username) {
+            return self.refuse(cx, conn, NAME_TAKEN);
+        }
+        let check = match cx.config.login {
+            LoginPolicy::Off => false,
+            LoginPolicy::Optional => !password.is_empty(),
+            LoginPolicy::Required if password.is_empty() => {
+                return self.refuse(cx, conn, PASSWORD_REQUIRED)
+            }
+            LoginPolicy::Required => true,
+        };
+        if !check {
+            return self.welcome_new(cx, conn, username);
+        }
+        // A name the accounts cannot hold (over 64 bytes) has no password to check.
+        if !accounts::valid_name(username) {
+            return self.refuse(cx, conn, WRONG_PASSWORD);
+        }
+        let job = JobId(self.next_job);
+        self.next_job += 1;
+        self.verifications.insert(job, (conn, username.into()));
+        if let Some(state) = self.conns.get_mut(&conn) {
+            state.phase = Phase::Verifying(job);
+        }
+        cx.out.verify(job, username, password);
+        None
+    }
+
+    /// The driver's verdict on a password check.
+    pub(crate) fn verified(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        job: JobId,
+        result: VerifyResult,
+    ) -> Option<Welcomed> {
+        let waiting = self.verifications.remove(&job).filter(|(conn, _)| {
+            self.conns.get(conn).map(|state| state.phase) == Some(Phase::Verifying(job))
+        });
+        let Some((conn, username)) = waiting else {
+            cx.stats.stale_verify_results += 1;
+            return None;
+        };
+        if let Some(state) = self.conns.get_mut(&conn) {
+            state.phase = Phase::Challenge;
+        }
+        match result {
+            // Another connection may have taken the name while the password was checked.
+            VerifyResult::Valid(_) if self.by_name.contains_key(&username) => {
+                self.refuse(cx, conn, NAME_TAKEN)
+            }
+            VerifyResult::Valid(_) => self.welcome_new(cx, conn, &username),
+            VerifyResult::Invalid => self.refuse(cx, conn, WRONG_PASSWORD),
+            VerifyResult::Busy => {
+                cx.stats.verify_busy += 1;
+                cx.out.reply(
+                    conn,
+                    &ServerRepr::Challenge {
+                        text: TRY_AGAIN,
+                        failed: true,
+                    },
+                );
+                None
+            }
+        }
+    }
+
+    /// A refused SIGN_IN: CHALLENGE(1, reason), one try spent, closed when none are left.
+    fn refuse(&mut self, cx: &mut Ctx<'_>, conn: ConnId, refusal: Refusal) -> Option<Welcomed> {
+        cx.stats.refuse(refusal.code);
+        cx.out.reply(
+            conn,
+            &ServerRepr::Challenge {
+                text: refusal.text,
+                failed: true,
+            },
+        );
+        let spent = self.conns.get_mut(&conn).is_some_and(|state| {
+            state.tries += 1;
+            state.tries >= cx.config.sign_in_tries
+        });
+        if spent {
+            self.close(cx, conn, CloseReason::TriesExhausted);
+        }
+        None
+    }
+
+    /// A token not live yet, or `None` after [`TOKEN_DRAWS`] collisions (a broken source).
+    fn fresh_token(&mut self) -> Option<[u8; TOKEN_LEN]> {
+        (0..TOKEN_DRAWS)
+            .map(|_| (self.tokens)())
+            .find(|token| !self.by_token.contains_key(token))
+    }
+
+    fn welcome_new(&mut self, cx: &mut Ctx<'_>, conn: ConnId, username: &str) -> Option<Welcomed> {
+        let id = MemberId(self.next_member);
+        let next = self.next_member.checked_add(1);
+        if self.by_id.len() >= cx.config.max_members || next.is_none() {
+            cx.refuse(conn, code::SIGN_IN, LOBBY_FULL);
+            self.close(cx, conn, CloseReason::LobbyFull);
+            return None;
+        }
+        let Some(token) = self.fresh_token() else {
+            return self.try_again(cx, conn);
+        };
+        self.next_member = next.unwrap_or(i32::MAX);
+        let chat = TokenBucket::new(
+            cx.now,
+            cx.config.chat_rate,
+            Duration::from_secs(1),
+            cx.config.chat_burst,
+        );
+        self.by_id.insert(
+            id,
+            Member {
+                username: username.into(),
+                display_name: username.into(),
+                flags: 0,
+                conn: Some(conn),
+                chat,
+                token,
+                grace: None,
+            },
+        );
+        self.by_name.insert(username.into(), id);
+        self.by_token.insert(token, id);
+        self.seat(cx, conn, id);
+        cx.stats.sign_ins += 1;
+        Some(Welcomed {
+            conn,
+            member: id,
+            resumed: false,
+            announce: true,
+        })
+    }
+
+    fn try_again(&mut self, cx: &mut Ctx<'_>, conn: ConnId) -> Option<Welcomed> {
+        cx.out.reply(
+            conn,
+            &ServerRepr::Challenge {
+                text: TRY_AGAIN,
+                failed: true,
+            },
+        );
+        None
+    }
+
+    /// SIGN_IN with a resume token: the same member back, on this connection.
+    fn resume(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        username: &str,
+        token: &[u8; TOKEN_LEN],
+    ) -> Option<Welcomed> {
+        let id = self
+            .by_token
+            .get(token)
+            .copied()
+            .filter(|id| self.by_id.get(id).is_some_and(|m| &*m.username == username));
+        let Some(id) = id else {
+            return self.refuse(cx, conn, BAD_TOKEN);
+        };
+        let Some(fresh) = self.fresh_token() else {
+            return self.try_again(cx, conn);
+        };
+        // Single use: the old token dies now, whatever happens next.
+        self.by_token.remove(token);
+        self.by_token.insert(fresh, id);
+        let member = self.by_id.get_mut(&id)?;
+        member.token = fresh;
+        let old = member.conn.take();
+        if let Some(key) = member.grace.take() {
+            cx.timers.cancel(key);
+        }
+        let was_away = member.flags & MEMBER_AWAY != 0;
+        member.flags &= !MEMBER_AWAY;
+        member.conn = Some(conn);
+        if let Some(old) = old {
+            // A half-dead connection the server had not noticed yet: the new one wins.
+            cx.notice(old, "session resumed on another connection");
+            cx.out.close(old);
+            cx.stats.close(CloseReason::Replaced);
+            if let Some(state) = self.conns.get_mut(&old) {
+                state.phase = Phase::Closing;
+                if let Some(key) = state.timer.take() {
+                    cx.timers.cancel(key);
+                }
+            }
+        }
+        self.seat(cx, conn, id);
+        cx.stats.resumes += 1;
+        Some(Welcomed {
+            conn,
+            member: id,
+            resumed: true,
+            announce: was_away,
+        })
+    }
+
+    /// Makes `conn` the connection of `member`: routes, phase, idle clock.
+    fn seat(&mut self, cx: &mut Ctx<'_>, conn: ConnId, member: MemberId) {
+        cx.out.attach(member, conn);
+        let Some(state) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        state.phase = Phase::Member(member);
+        self.guests.remove(&state.serial);
+        if let Some(key) = state.timer.take() {
+            cx.timers.cancel(key);
+        }
+        let idle_at = state.last_active + cx.config.idle_timeout;
+        state.timer = Some(cx.timers.insert(idle_at, Timer::Conn(conn, state.serial)));
+    }
+
+    /// Encodes WELCOME, the member's own MEMBER_INFO, then every other member's in id order
+    /// (the first part of the sync; the façade adds the games and SYNC_DONE).
+    pub(crate) fn encode_welcome(&self, out: &mut Outbox, member: MemberId) {
+        let Some(me) = self.by_id.get(&member) else {
+            return;
+        };
+        out.encode(&ServerRepr::Welcome {
+            member: member.0,
+            token: &me.token,
+        });
+        out.encode(&info(member, me));
+        for (&id, other) in self.by_id.iter().filter(|(&id, _)| id != member) {
+            out.encode(&info(id, other));
+        }
+    }
+
+    /// Sends `member`'s MEMBER_INFO to every other present member.
+    pub(crate) fn announce(&self, out: &mut Outbox, member: MemberId) {
+        if let Some(m) = self.by_id.get(&member) {
+            let frame = out.encode(&info(member, m));
+            out.broadcast_except(Some(member), frame);
+        }
+    }
+
+    /// SET_MEMBER: the low 16 flag bits and the display name; nothing is sent when nothing
+    /// changes.
+    pub(crate) fn set_member(
+        &mut self,
+        out: &mut Outbox,
+        member: MemberId,
+        flags: u32,
+        display_name: &str,
+    ) -> Result<(), Refusal> {
+        if !valid_name(display_name) {
+            return Err(NAME_INVALID);
+        }
+        let Some(m) = self.by_id.get_mut(&member) else {
+            return Ok(());
+        };
+        let flags = (flags & MEMBER_CLIENT_FLAGS) | (m.flags & !MEMBER_CLIENT_FLAGS);
+        if flags == m.flags && &*m.display_name == display_name {
+            return Ok(());
+        }
+        m.flags = flags;
+        if &*m.display_name != display_name {
+            m.display_name = display_name.into();
+        }
+        let frame = out.encode(&info(member, m));
+        out.broadcast(frame);
+        Ok(())
+    }
+
+    /// The core closes `conn`: Close after what is queued, frames ignored from now on, its
+    /// member (if any) away. Returns a member that must leave at once (no resume grace).
+    pub(crate) fn close(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        reason: CloseReason,
+    ) -> Option<MemberId> {
+        let state = self.conns.get_mut(&conn)?;
+        if state.phase == Phase::Closing {
+            return None;
+        }
+        let phase = std::mem::replace(&mut state.phase, Phase::Closing);
+        self.guests.remove(&state.serial);
+        if let Some(key) = state.timer.take() {
+            cx.timers.cancel(key);
+        }
+        cx.out.close(conn);
+        cx.stats.close(reason);
+        self.forget_phase(cx, phase)
+    }
+
+    /// The driver reports `conn` closed. Returns a member that must leave at once.
+    pub(crate) fn closed(&mut self, cx: &mut Ctx<'_>, conn: ConnId) -> Option<MemberId> {
+        let state = self.conns.remove(&conn)?;
+        self.guests.remove(&state.serial);
+        if let Some(key) = state.timer {
+            cx.timers.cancel(key);
+        }
+        self.forget_phase(cx, state.phase)
+    }
+
+    fn forget_phase(&mut self, cx: &mut Ctx<'_>, phase: Phase) -> Option<MemberId> {
+        match phase {
+            Phase::Member(member) => self.go_away(cx, member),
+            Phase::Verifying(job) => {
+                self.verifications.remove(&job);
+                None
+            }
+            Phase::Challenge | Phase::Closing => None,
+        }
+    }
+
+    /// `member` lost its connection: away for the resume grace (MEMBER_INFO with the away flag
+    /// to the others), or gone at once without a grace.
+    fn go_away(&mut self, cx: &mut Ctx<'_>, member: MemberId) -> Option<MemberId> {
+        cx.out.detach(member);
+        let m = self.by_id.get_mut(&member)?;
+        m.conn = None;
+        if self.shutting_down {
+            return None;
+        }
+        if cx.config.resume_grace.is_zero() {
+            return Some(member);
+        }
+        m.flags |= MEMBER_AWAY;
+        let deadline = cx.now + cx.config.resume_grace;
+        m.grace = Some(cx.timers.insert(deadline, Timer::Grace(member)));
+        let frame = cx.out.encode(&info(member, m));
+        cx.out.broadcast(frame);
+        None
+    }
+
+    /// An away member's grace timer fired: true if it must leave now.
+    pub(crate) fn grace_over(&mut self, member: MemberId) -> bool {
+        self.by_id.get_mut(&member).is_some_and(|m| {
+            m.grace = None;
+            m.conn.is_none()
+        })
+    }
+
+    /// `member` leaves the lobby (after the façade gave up its seats): MEMBER_LEFT to all.
+    pub(crate) fn remove(&mut self, cx: &mut Ctx<'_>, member: MemberId, reason: LeaveReason) {
+        let Some(m) = self.by_id.remove(&member) else {
+            return;
+        };
+        self.by_name.remove(&m.username);
+        self.by_token.remove(&m.token);
+        if let Some(key) = m.grace {
+            cx.timers.cancel(key);
+        }
+        cx.out.detach(member);
+        cx.stats.leave(reason);
+        let frame = cx.out.encode(&ServerRepr::MemberLeft { id: member.0 });
+        cx.out.broadcast(frame);
+    }
+
+    /// A connection's deadline fired: the sign-in deadline closes a guest, the idle check
+    /// closes a silent member's connection or looks again later. Returns a member that must
+    /// leave at once.
+    pub(crate) fn conn_timer(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        serial: u64,
+    ) -> Option<MemberId> {
+        let state = self.conns.get_mut(&conn).filter(|s| s.serial == serial)?;
+        state.timer = None;
+        match state.phase {
+            Phase::Challenge | Phase::Verifying(_) => {
+                cx.notice(conn, "sign-in timed out");
+                self.close(cx, conn, CloseReason::SignInTimeout)
+            }
+            Phase::Member(_) => {
+                let idle_at = state.last_active + cx.config.idle_timeout;
+                if cx.now < idle_at {
+                    state.timer = Some(cx.timers.insert(idle_at, Timer::Conn(conn, serial)));
+                    return None;
+                }
+                cx.notice(conn, "idle timeout");
+                self.close(cx, conn, CloseReason::Idle)
+            }
+            Phase::Closing => None,
+        }
+    }
+
+    /// SIGTERM: ERROR(0, 0, "server shutting down") and a close to every connection; nobody
+    /// is announced away afterwards.
+    pub(crate) fn shutdown(&mut self, cx: &mut Ctx<'_>) {
+        self.shutting_down = true;
+        let mut open: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, state)| state.phase != Phase::Closing)
+            .map(|(&conn, _)| conn)
+            .collect();
+        open.sort_unstable();
+        for conn in open {
+            cx.notice(conn, "server shutting down");
+            self.close(cx, conn, CloseReason::Shutdown);
+        }
+    }
+
+    /// True if the connection is known and the core has not closed it.
+    pub(crate) fn is_open(&self, conn: ConnId) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|state| state.phase != Phase::Closing)
+    }
+
+    /// True if a member has this id.
+    pub(crate) fn contains(&self, member: MemberId) -> bool {
+        self.by_id.contains_key(&member)
+    }
+
+    /// True if the member exists and has a connection.
+    pub(crate) fn is_present(&self, member: MemberId) -> bool {
+        self.by_id.get(&member).is_some_and(|m| m.conn.is_some())
+    }
+
+    pub(crate) fn get_mut(&mut self, member: MemberId) -> Option<&mut Member> {
+        self.by_id.get_mut(&member)
+    }
+
+    /// The oldest connection that has not signed in, for the driver's eviction at its cap.
+    pub(crate) fn oldest_guest(&self) -> Option<ConnId> {
+        self.guests.values().next().copied()
+    }
+
+    /// Connections the core tracks (closing ones included until the driver reports them).
+    pub(crate) fn connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// Connections not signed in.
+    pub(crate) fn guests(&self) -> usize {
+        self.guests.len()
+    }
+
+    /// Members, present or away.
+    pub(crate) fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// Password checks in flight.
+    pub(crate) fn verifications(&self) -> usize {
+        self.verifications.len()
+    }
+
+    /// The peer address of a connection.
+    pub(crate) fn peer(&self, conn: ConnId) -> Option<SocketAddr> {
+        self.conns.get(&conn).map(|state| state.peer)
+    }
+
+    /// Every member, in id order, with the number of games it plays in from `games_of`.
+    pub(crate) fn views<'a>(
+        &'a self,
+        games_of: impl Fn(MemberId) -> usize + 'a,
+    ) -> impl Iterator<Item = MemberView<'a>> + 'a {
+        self.by_id.iter().map(move |(&id, m)| MemberView {
+            id,
+            username: &m.username,
+            display_name: &m.display_name,
+            flags: m.flags,
+            games: games_of(id),
+        })
+    }
+}
+
+impl std::fmt::Debug for Members {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Members")
+            .field("conns", &self.conns.len())
+            .field("members", &self.by_id.len())
+            .field("verifications", &self.verifications.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn info(id: MemberId, member: &Member) -> ServerRepr<'_> {
+    ServerRepr::MemberInfo {
+        id: id.0,
+        flags: member.flags,
+        username: &member.username,
+        display_name: &member.display_name,
+    }
+}

@@ -1,0 +1,51 @@
+//! The general lobby (issue 10; the C# game lobby article): members sign in over TCP, see each
+//! other, chat, create games of any type, ask to join and are approved by the owner, then use
+//! the server as a conduit to the owner or to every player; the server can host games itself.
+//!
+//! Contract: docs/protocols/general-lobby.md; wire code in [`crate::wire::general`].
+//! Sans-IO like lobbyd's other cores: no socket, no clock read (`now` is passed in), no disk,
+//! no thread, no randomness of its own (resume tokens come from an injected
+//! [`TokenSource`]); account passwords leave as [`GeneralOutput::Verify`] and come back
+//! through [`GeneralLobby::handle_verify_result`].
+//!
+//! - [`lobby`] holds [`GeneralLobby`], the façade the driver feeds (`handle_*`) and drains
+//!   (`poll_*`);
+//! - [`types`] the vocabulary: ids, [`GeneralConfig`], outcomes, operators' views;
+//! - `output` the output queue and its arena (each frame encoded once), and the routes to
+//!   present members;
+//! - `members` connections, sign-in, resume tokens, the away grace, SET_MEMBER;
+//! - `game` one game and its own rules (seats, flags, ready, data, filters), `asks` the join
+//!   asks waiting for owners, `games` the table: creation, joins, owners, closing, listing,
+//!   hosted-game glue;
+//! - `chat` and `relay` the three chat scopes and the three relay kinds;
+//! - [`hosted`] the server-hosted game trait, [`tictactoe`] its built-in type;
+//! - [`stats`] the counters.
+//!
+//! What it must not do: block, allocate per recipient when fanning out, or keep its peak
+//! memory after a burst (the arena and queue shrink back once drained).
+
+mod asks;
+mod chat;
+mod game;
+mod games;
+pub mod hosted;
+pub mod lobby;
+mod members;
+mod output;
+mod relay;
+pub mod stats;
+pub mod tictactoe;
+pub mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use chat::MAX_CHAT_BYTES;
+pub use lobby::GeneralLobby;
+pub use members::{valid_name, MAX_NAME_CHARS};
+pub use output::{FrameRef, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};
+pub use stats::GeneralStats;
+pub use types::{
+    AskId, CloseReason, ConnId, GameId, GameView, GeneralConfig, HostedKind, HostedSpec, JobId,
+    LeaveReason, MemberId, MemberView, Refusal, TokenSource, SERVER_MEMBER,
+};

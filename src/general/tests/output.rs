@@ -1,0 +1,122 @@
+//! The output contract: a fan-out is one encode, memory held after a spike is given back once
+//! drained, and `handle_timeout` stops at its output budget.
+
+use std::time::Duration;
+
+use super::{config, count_frames, Sim};
+use crate::general::{ConnId, GeneralConfig, ARENA_KEEP, QUEUE_KEEP};
+use crate::wire::general::{ClientRepr, ServerRepr};
+
+#[test]
+fn a_lobby_chat_is_encoded_once() {
+    let mut sim = Sim::new(config());
+    for conn in 1..=50 {
+        sim.member(conn, &format!("m{conn}"));
+    }
+    let before = sim.lobby.stats();
+    sim.send(
+        1,
+        ClientRepr::Chat {
+            game: 0,
+            text: "hello everyone",
+        },
+    );
+    let after = sim.lobby.stats();
+    let line = ServerRepr::ChatFrom {
+        game: 0,
+        member: 1,
+        text: "hello everyone",
+    };
+    assert_eq!(
+        after.bytes_encoded - before.bytes_encoded,
+        line.buffer_len() as u64
+    );
+    assert_eq!(after.sends - before.sends, 50);
+    for conn in 1..=50 {
+        sim.expect(conn, &[line]);
+    }
+}
+
+#[test]
+fn a_spike_of_bytes_is_given_back() {
+    let mut sim = Sim::new(config());
+    let name = "n".repeat(15_000);
+    for conn in 1..=8 {
+        sim.member(conn, &format!("m{conn}"));
+        for _ in 0..4 {
+            sim.send(
+                conn,
+                ClientRepr::CreateGame {
+                    max_players: 2,
+                    game_type: "t",
+                    version: "1",
+                    flags: 0,
+                    name: &name,
+                    password: "",
+                },
+            );
+        }
+    }
+    sim.clear();
+    sim.send(
+        1,
+        ClientRepr::ListGames {
+            game_type: "",
+            flags_clear: 0,
+            min_free: 0,
+        },
+    );
+    assert_eq!(count_frames(&sim.take(1)), 33);
+    let ((_, held), _) = sim.lobby.output_memory();
+    assert!(held > ARENA_KEEP, "the answer took {held} bytes");
+    sim.send(1, ClientRepr::Ping { payload: b"" });
+    let ((used, held), _) = sim.lobby.output_memory();
+    assert!(used < 100);
+    assert!(held <= ARENA_KEEP, "still holding {held} bytes");
+}
+
+#[test]
+fn a_spike_of_outputs_is_given_back() {
+    let mut sim = Sim::new(config());
+    for conn in 0..2_500 {
+        sim.open(conn);
+    }
+    sim.clear();
+    sim.lobby.handle_shutdown(sim.now);
+    assert_eq!(sim.lobby.output_count(), 5_000);
+    sim.drain();
+    let (_, queue) = sim.lobby.output_memory();
+    assert!(queue >= 5_000);
+    sim.close(0);
+    let (_, queue) = sim.lobby.output_memory();
+    assert!(queue <= QUEUE_KEEP, "still holding {queue} records");
+}
+
+#[test]
+fn handle_timeout_stops_at_its_budget() {
+    let mut sim = Sim::new(GeneralConfig {
+        output_budget: 10,
+        ..config()
+    });
+    for conn in 0..30 {
+        sim.open(conn);
+    }
+    sim.clear();
+    sim.now += Duration::from_secs(6);
+    let mut rounds = 0;
+    loop {
+        sim.lobby.handle_timeout(sim.now);
+        // Each sign-in deadline queues two outputs (the notice and the close).
+        let queued = sim.lobby.output_count();
+        assert!(queued <= 11, "{queued} outputs queued at once");
+        sim.drain();
+        rounds += 1;
+        if sim.lobby.poll_timeout().map_or(true, |at| at > sim.now) {
+            break;
+        }
+    }
+    assert_eq!(rounds, 6);
+    assert_eq!(sim.closed.len(), 30);
+    assert!(sim.closed.contains(&ConnId(29)));
+    assert_eq!(sim.lobby.stats().output_budget_stops, 5);
+}
