@@ -188,7 +188,10 @@ pub(super) fn flags(d: &WzSettings) -> Vec<(&'static str, &'static str, String)>
         (
             "db",
             "PATH",
-            format!("Warzone v4 accounts (default {}).", d.db.display()),
+            format!(
+                "Account database of Warzone v4 and general lobby logins (default {}).",
+                d.db.display()
+            ),
         ),
     ]
 }
