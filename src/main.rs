@@ -67,7 +67,9 @@ fn run_server(config: Box<Config>) -> ExitCode {
     match lobbyd::net::run(&config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            log::error!("lobbyd: {e}");
+            // One plain line, whatever the log level: a start-up error (a port in use, a
+            // missing file or directory) must reach the operator as is.
+            eprintln!("lobbyd: {e}");
             ExitCode::from(1)
         }
     }

@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 44] = [
+const FLAGS: [&str; 59] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -86,10 +86,25 @@ const FLAGS: [&str; 44] = [
     "--wz-register-rate N",
     "--wz-login required|optional|off",
     "--db PATH",
+    "--lobby-port PORT",
+    "--lobby-login required|optional|off",
+    "--lobby-max-frame BYTES",
+    "--lobby-sign-in-tries N",
+    "--lobby-max-games-per-member N",
+    "--lobby-ask-timeout SECS",
+    "--lobby-auto-approve",
+    "--lobby-game-data BYTES",
+    "--lobby-chat-rate N",
+    "--lobby-resume-grace SECS",
+    "--lobby-hosted TYPE=N",
+    "--lobby-max-members N",
+    "--lobby-max-conns N",
+    "--lobby-max-conns-per-ip N",
+    "--lobby-conn-rate N",
 ];
 
 /// A sample of defaults the help text must quote.
-const DEFAULTS: [&str; 10] = [
+const DEFAULTS: [&str; 11] = [
     "(default 0.0.0.0)",
     "(default 4242)",
     "(default 4300-4399)",
@@ -100,6 +115,7 @@ const DEFAULTS: [&str; 10] = [
     "(default 10000)",
     "(default 9990)",
     "(default lobbyd.sqlite)",
+    "(default 4243)",
 ];
 
 #[test]
@@ -196,6 +212,42 @@ fn unreadable_warzone_files_exit_1() {
             stderr(&output)
         );
     }
+}
+
+/// A port already in use stops the start with exit 1 and one line naming the listener and
+/// the address.
+#[test]
+fn bind_errors_name_the_listener_and_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let mut args = LOOPBACK_ARGS.to_vec();
+    args.extend(["--wz-port", "0", "--tcp-port", &port, "--udp-port", "0"]);
+    let output = lobbyd(&args);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let expected = format!("lobbyd: tcp lobby 127.0.0.1:{port}: ");
+    assert!(
+        stderr(&output).lines().any(|l| l.starts_with(&expected)),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// An account database in a directory that does not exist stops the start with exit 1 and
+/// one line (the Warzone server's default `--wz-login optional` uses it), instead of failing
+/// every login later. The check runs before anything is bound.
+#[test]
+fn account_database_in_a_missing_directory_exits_1() {
+    let mut args = LOOPBACK_ARGS.to_vec();
+    args.extend(["--db", "/nonexistent-lobbyd-dir/accounts.sqlite"]);
+    let output = lobbyd(&args);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let err = stderr(&output);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("lobbyd: account database ")
+                && l.contains("/nonexistent-lobbyd-dir")),
+        "{err}"
+    );
 }
 
 /// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;

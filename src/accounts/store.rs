@@ -18,7 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use super::{valid_name, AccountError, UserId, MAX_PASSWORD};
 
@@ -68,6 +68,32 @@ pub fn verify_password(hash: &str, password: &str) -> bool {
     }
 }
 
+/// Checks, at start, that the server can use the account database at `path`: its directory
+/// exists, and the file, if it is there yet, opens and holds the users table. The server never
+/// creates it (`lobbyd user add` does), so a missing file is fine; a missing directory is a
+/// typo the operator must hear about at once, not at the first login.
+pub fn check_database(path: &Path) -> Result<(), String> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "account database {}: directory {} does not exist",
+            path.display(),
+            dir.display()
+        ));
+    }
+    if path.exists() {
+        let store = AccountStore::open_read_only(path, std::time::Duration::from_secs(1))
+            .map_err(|e| format!("account database {}: {e}", path.display()))?;
+        store
+            .find("")
+            .map_err(|e| format!("account database {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// The user table, in one SQLite file.
 pub struct AccountStore {
     conn: Connection,
@@ -85,6 +111,20 @@ impl AccountStore {
                 created INTEGER
             );",
         )?;
+        Ok(AccountStore { conn })
+    }
+
+    /// Opens an existing database read-only, as the server does: it never writes (and never
+    /// creates the file), and a lookup that finds the database locked by another process
+    /// (an admin transaction, a backup, a VACUUM) gives up after `busy` instead of waiting
+    /// SQLite's default 5 s.
+    pub fn open_read_only(
+        path: impl AsRef<Path>,
+        busy: std::time::Duration,
+    ) -> Result<AccountStore, AccountError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)?;
+        conn.busy_timeout(busy)?;
         Ok(AccountStore { conn })
     }
 

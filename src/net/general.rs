@@ -181,10 +181,9 @@ impl GeneralDriver {
         let config: GeneralConfig = settings.core.clone();
         let logins = match config.login {
             LoginPolicy::Off => None,
-            LoginPolicy::Required | LoginPolicy::Optional => Some(
-                Logins::new("general lobby", db.to_path_buf(), waker)
-                    .map_err(|e| io::Error::other(format!("{}: {e}", db.display())))?,
-            ),
+            LoginPolicy::Required | LoginPolicy::Optional => {
+                Some(Logins::new("general lobby", db.to_path_buf(), waker))
+            }
         };
         registry.register(
             &mut listener,

@@ -35,6 +35,8 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Poll, Waker};
 
+use crate::accounts::store::check_database;
+use crate::accounts::LoginPolicy;
 use crate::config::{Config, InstancePorts};
 use crate::lobby::{Lobby, LobbyConfig, PartyConfig};
 use crate::metrics::Snapshot;
@@ -129,6 +131,16 @@ fn listen(what: &str, addr: SocketAddr) -> io::Result<(TcpListener, SocketAddr)>
 fn build(config: &Config) -> io::Result<Built> {
     // Read the Warzone files first: a wrong path stops the start before anything binds.
     let wz_config = wz::core_config(&config.wz)?;
+    let logins = [
+        (config.wz.port.is_some(), config.wz.login),
+        (config.general.port.is_some(), config.general.core.login),
+    ];
+    if logins
+        .iter()
+        .any(|&(serving, login)| serving && login != LoginPolicy::Off)
+    {
+        check_database(&config.wz.db).map_err(io::Error::other)?;
+    }
     let poll = Poll::new()?;
     let waker = Arc::new(server::waker(&poll)?);
     let (control, receiver) = mpsc::channel();

@@ -214,10 +214,9 @@ impl WzDriver {
     ) -> io::Result<WzDriver> {
         let logins = match config.login {
             LoginPolicy::Off => None,
-            LoginPolicy::Required | LoginPolicy::Optional => Some(
-                Logins::new("wz v4", settings.db.clone(), waker)
-                    .map_err(|e| io::Error::other(format!("{}: {e}", settings.db.display())))?,
-            ),
+            LoginPolicy::Required | LoginPolicy::Optional => {
+                Some(Logins::new("wz v4", settings.db.clone(), waker))
+            }
         };
         registry.register(
             &mut listener,
