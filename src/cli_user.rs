@@ -1,6 +1,8 @@
-//! `lobbyd user add|del|list [NAME] [--db PATH]`: manage the v4 master server's accounts.
+//! `lobbyd user add|del|list [NAME] [--db PATH]`: manage the accounts of the Warzone v4
+//! master server's and the general lobby's logins.
 //!
-//! Implements the account administration of docs/protocols/wz-v4.md ("Login policy").
+//! Implements the account administration of docs/protocols/wz-v4.md ("Login policy") and
+//! docs/protocols/general-lobby.md (sign-in). `lobbyd user --help` prints the usage.
 //! The password of `user add` comes from standard input (one line) or, on a terminal, from a
 //! prompt without echo; it is never taken from the command line, where other users could read
 //! it in the process list. Exit codes: 0 success, 1 the operation failed (name taken, no such
@@ -21,6 +23,7 @@ enum Command {
     Add(String),
     Del(String),
     List,
+    Help,
 }
 
 /// Parses the arguments after `user`; `Err` carries the message for stderr.
@@ -29,7 +32,9 @@ fn parse(args: &[String]) -> Result<(Command, String), String> {
     let mut words = Vec::new();
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
-        if arg == "--db" {
+        if arg == "--help" || arg == "-h" {
+            return Ok((Command::Help, db));
+        } else if arg == "--db" {
             db = iter.next().ok_or("--db needs a PATH")?.clone();
         } else if let Some(path) = arg.strip_prefix("--db=") {
             db = path.to_owned();
@@ -89,6 +94,15 @@ pub fn run_user_command(
             return 2;
         }
     };
+    if command == Command::Help {
+        let _ = writeln!(
+            stdout,
+            "{USAGE}\n\nAccounts of Warzone v4 and general lobby logins, in the SQLite file \
+             --db (default {DEFAULT_DB}).\nThe password of `add` is read from stdin (one line), \
+             or prompted for without echo on a terminal."
+        );
+        return 0;
+    }
     let store = match AccountStore::open(&db) {
         Ok(store) => store,
         Err(e) => {
@@ -108,6 +122,7 @@ pub fn run_user_command(
             Ok(false) => Err(format!("no user {name:?}")),
             Err(e) => Err(format!("cannot delete {name:?}: {e}")),
         },
+        Command::Help => Ok(()),
         Command::List => store
             .list_users()
             .map_err(|e| format!("cannot list users: {e}"))
@@ -190,6 +205,22 @@ mod tests {
         ] {
             assert!(parse(&s(bad)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn help_prints_the_usage_and_touches_no_database() {
+        let db = TempDb::new("help");
+        for args in [&["--help"][..], &["-h"], &["add", "--help"]] {
+            let args = [args, &["--db", db.0.as_str()]].concat();
+            let (code, out, err) = run(&args, "");
+            assert_eq!(code, 0, "{args:?}: {err}");
+            assert!(out.starts_with("usage: lobbyd user add NAME"), "{out}");
+            assert_eq!(err, "");
+        }
+        assert!(
+            !std::path::Path::new(&db.0).exists(),
+            "help created the database"
+        );
     }
 
     #[test]

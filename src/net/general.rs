@@ -39,7 +39,9 @@ use crate::wire::general::{next_frame, Next, HEADER_LEN};
 
 use super::login::Logins;
 use super::server::FrontEnd;
-use super::stream::{canonical_ip, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream};
+use super::stream::{
+    canonical_ip, tune_accepted, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
+};
 use super::token::Target;
 use super::warn::WarnBudget;
 
@@ -235,7 +237,9 @@ impl GeneralDriver {
                     // wait for a new connection (the listener is edge-triggered).
                     self.warnings
                         .warn(now, format_args!("general lobby accept failed: {e}"));
-                    self.pause_accepting();
+                    if self.gate.back_off(now) {
+                        self.stats.accept_pauses += 1;
+                    }
                     return;
                 }
             };
@@ -262,9 +266,7 @@ impl GeneralDriver {
             log::debug!("general lobby: {peer} over --lobby-max-conns-per-ip, closed");
             return;
         }
-        if let Err(e) = stream.set_nodelay(true) {
-            log::debug!("general lobby: nodelay on {peer}: {e}");
-        }
+        tune_accepted(&stream, true);
         let entry = self.conns.vacant_entry();
         let key = entry.key();
         let token = Target::GeneralConn(key).token();
@@ -632,7 +634,7 @@ impl FrontEnd for GeneralDriver {
                 conn.stream.release(registry);
             }
         }
-        if self.gate.try_resume(self.conns.len()) {
+        if self.gate.try_resume(self.conns.len(), now) {
             self.accept(registry, now);
             self.flush_dirty(registry, now);
         }
@@ -644,6 +646,7 @@ impl FrontEnd for GeneralDriver {
         [
             self.core.poll_timeout(),
             self.lingering.next_deadline(),
+            self.gate.deadline(),
             backlog,
         ]
         .into_iter()

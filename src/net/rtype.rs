@@ -182,7 +182,7 @@ impl FrontEnd for RtypeFrontEnd {
         if resumed {
             self.tcp_accept(registry);
         }
-        self.udp.remove_closed(registry);
+        self.udp.remove_closed(registry, Instant::now());
     }
 
     fn next_deadline(&self) -> Option<Instant> {

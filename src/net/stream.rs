@@ -9,7 +9,9 @@
 //! accept; the Warzone server lets its core answer, because refused 4.x hosts reconnect in a
 //! loop). Nothing here parses or decides protocol.
 //!
-//! An idle connection holds no heap buffer: the send queue frees its buffer once drained.
+//! An idle connection holds no heap buffer: the send queue frees its buffer once drained;
+//! and a peer that never reads cannot pin more than [`SEND_BUFFER`] of kernel memory
+//! ([`tune_accepted`]) on top of its front end's capped queue.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -18,6 +20,32 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
+
+/// The kernel send buffer asked for on every accepted connection (`SO_SNDBUF`; Linux
+/// doubles it). The default grows to megabytes per socket: 200 clients that never read held
+/// 678 MB of kernel memory before the user-space caps dropped them.
+pub const SEND_BUFFER: usize = 64 * 1024;
+/// How long accepting pauses after an accept error (out of descriptors, say) before it is
+/// tried again: retrying at once would spin the loop on EMFILE.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Sets up an accepted connection: no Nagle delay (small frames must not wait), a bounded
+/// kernel send buffer, and TCP keep-alive when `keepalive` (dead peers of long sessions are
+/// found by the kernel). Failures are logged and ignored: the connection still works.
+pub fn tune_accepted(stream: &TcpStream, keepalive: bool) {
+    let socket = socket2::SockRef::from(stream);
+    if let Err(e) = socket.set_nodelay(true) {
+        log::debug!("TCP_NODELAY: {e}");
+    }
+    if let Err(e) = socket.set_send_buffer_size(SEND_BUFFER) {
+        log::debug!("SO_SNDBUF: {e}");
+    }
+    if keepalive {
+        if let Err(e) = socket.set_keepalive(true) {
+            log::debug!("SO_KEEPALIVE: {e}");
+        }
+    }
+}
 
 /// Bytes waiting to be written: a heap buffer that exists only while non-empty.
 #[derive(Debug, Default)]
@@ -295,6 +323,8 @@ impl Linger {
 pub struct AcceptGate {
     max_conns: usize,
     paused: bool,
+    /// After an accept error: no retry before this instant.
+    backoff_until: Option<Instant>,
 }
 
 impl AcceptGate {
@@ -303,6 +333,7 @@ impl AcceptGate {
         AcceptGate {
             max_conns,
             paused: false,
+            backoff_until: None,
         }
     }
 
@@ -322,10 +353,24 @@ impl AcceptGate {
         !std::mem::replace(&mut self.paused, true)
     }
 
-    /// Resumes when paused and fewer than 90 % of the limit are open; true when it did.
-    pub fn try_resume(&mut self, open: usize) -> bool {
-        if self.paused && below_resume_mark(open, self.max_conns) {
+    /// Pauses after an accept error for [`ACCEPT_BACKOFF`]; true when it was not paused yet.
+    pub fn back_off(&mut self, now: Instant) -> bool {
+        self.backoff_until = Some(now + ACCEPT_BACKOFF);
+        self.pause()
+    }
+
+    /// When a back-off ends (the loop must wake then to resume accepting).
+    pub fn deadline(&self) -> Option<Instant> {
+        self.backoff_until.filter(|_| self.paused)
+    }
+
+    /// Resumes when paused, fewer than 90 % of the limit are open and any back-off is over;
+    /// true when it did.
+    pub fn try_resume(&mut self, open: usize, now: Instant) -> bool {
+        let backed_off = self.backoff_until.map_or(true, |until| now >= until);
+        if self.paused && backed_off && below_resume_mark(open, self.max_conns) {
             self.paused = false;
+            self.backoff_until = None;
             return true;
         }
         false
@@ -452,13 +497,26 @@ mod tests {
     fn accept_gate_pauses_once_and_resumes_below_the_mark() {
         let mut gate = AcceptGate::new(10);
         assert!(!gate.is_full(9) && gate.is_full(10));
+        let now = Instant::now();
         assert!(gate.pause(), "first pause counts");
         assert!(!gate.pause(), "a second one does not");
-        assert!(!gate.try_resume(9));
+        assert!(!gate.try_resume(9, now));
         assert!(gate.is_paused());
-        assert!(gate.try_resume(8));
+        assert!(gate.try_resume(8, now));
         assert!(!gate.is_paused());
-        assert!(!gate.try_resume(0), "not paused: nothing to resume");
+        assert!(!gate.try_resume(0, now), "not paused: nothing to resume");
+    }
+
+    #[test]
+    fn accept_errors_back_off_instead_of_spinning() {
+        let mut gate = AcceptGate::new(10);
+        let now = Instant::now();
+        assert!(gate.back_off(now));
+        assert_eq!(gate.deadline(), Some(now + ACCEPT_BACKOFF));
+        assert!(!gate.try_resume(0, now), "not before the back-off ends");
+        assert!(!gate.try_resume(0, now + ACCEPT_BACKOFF / 2));
+        assert!(gate.try_resume(0, now + ACCEPT_BACKOFF));
+        assert_eq!(gate.deadline(), None);
     }
 
     #[test]

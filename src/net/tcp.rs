@@ -26,7 +26,9 @@ use crate::wire::tcp_lobby::{
     self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
 };
 
-use super::stream::{canonical_ip, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream};
+use super::stream::{
+    canonical_ip, tune_accepted, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
+};
 use super::tcp_frames::{FrameReader, Piece};
 use super::token::Target;
 
@@ -199,8 +201,13 @@ impl TcpLobby {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
+                    // Out of descriptors, say: back off rather than retry at once (which
+                    // would spin the loop); resumed after the back-off by `remove_closed`.
                     self.stats.accept_errors += 1;
                     log::debug!("tcp lobby accept: {e}");
+                    if self.gate.back_off(Instant::now()) {
+                        self.stats.accept_paused += 1;
+                    }
                     return;
                 }
             }
@@ -227,13 +234,7 @@ impl TcpLobby {
             log::debug!("tcp lobby: {peer} over --max-conns-per-ip, closed");
             return;
         }
-        let socket = socket2::SockRef::from(&stream);
-        if let Err(e) = socket.set_keepalive(true) {
-            log::debug!("tcp lobby: keep-alive on {peer}: {e}");
-        }
-        if let Err(e) = stream.set_nodelay(true) {
-            log::debug!("tcp lobby: nodelay on {peer}: {e}");
-        }
+        tune_accepted(&stream, true);
         let entry = self.conns.vacant_entry();
         let key = entry.key();
         if let Err(e) = registry.register(
@@ -452,7 +453,10 @@ impl TcpLobby {
 
     /// When the earliest draining connection must be given up on.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.draining.next_deadline()
+        [self.draining.next_deadline(), self.gate.deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Removes the connections closed in this batch, gives up on draining ones past their
@@ -475,7 +479,7 @@ impl TcpLobby {
             self.per_ip.remove(conn.ip);
             conn.stream.release(registry);
         }
-        if self.gate.try_resume(self.conns.len()) {
+        if self.gate.try_resume(self.conns.len(), now) {
             log::info!(
                 "tcp lobby: {} connections, accepting again",
                 self.conns.len()

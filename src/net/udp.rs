@@ -102,6 +102,9 @@ pub struct UdpLobby {
     /// The UDP counters.
     pub stats: UdpStats,
     warnings: WarnBudget,
+    /// Instance opened/closed lines: one per room each, so their number is the peers' to
+    /// choose; 20,000 rooms must not write 40,000 lines.
+    churn: WarnBudget,
 }
 
 impl UdpLobby {
@@ -129,6 +132,7 @@ impl UdpLobby {
             closing: Vec::new(),
             stats: UdpStats::default(),
             warnings: WarnBudget::new(Instant::now(), 60, 20),
+            churn: WarnBudget::at_level(log::Level::Info, Instant::now(), 120, 60),
         })
     }
 
@@ -355,11 +359,12 @@ impl UdpLobby {
             self.stats.instance_bind_failures += 1;
             return None;
         }
-        log::info!(
-            "{room}: game instance listening on {}",
-            socket
-                .local_addr()
-                .map_or_else(|_| format!("port {port}"), |a| a.to_string())
+        let addr = socket
+            .local_addr()
+            .map_or_else(|_| format!("port {port}"), |a| a.to_string());
+        self.churn.warn(
+            now,
+            format_args!("{room}: game instance listening on {addr}"),
         );
         entry.insert(Instance { socket, room, port });
         self.by_room.insert(room, key);
@@ -376,17 +381,19 @@ impl UdpLobby {
     }
 
     /// Removes the instance sockets closed in this batch and returns their ports.
-    pub fn remove_closed(&mut self, registry: &Registry) {
+    pub fn remove_closed(&mut self, registry: &Registry, now: Instant) {
         for key in self.closing.drain(..) {
             if let Some(mut instance) = self.instances.try_remove(key) {
                 if let Err(e) = registry.deregister(&mut instance.socket) {
                     log::debug!("{}: deregister: {e}", instance.room);
                 }
                 self.ports.release(instance.port);
-                log::info!(
-                    "{}: game instance on port {} closed",
-                    instance.room,
-                    instance.port
+                self.churn.warn(
+                    now,
+                    format_args!(
+                        "{}: game instance on port {} closed",
+                        instance.room, instance.port
+                    ),
                 );
             }
         }

@@ -36,7 +36,7 @@ use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
 
 use super::login::Logins;
 use super::server::FrontEnd;
-use super::stream::{AcceptGate, Flushed, Linger, Phase, Stream};
+use super::stream::{tune_accepted, AcceptGate, Flushed, Linger, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
 use super::wz_probe::Probes;
@@ -296,7 +296,9 @@ impl WzDriver {
                     // after the next event batch rather than wait for a new connection.
                     self.warnings
                         .warn(now, format_args!("wz accept failed: {e}"));
-                    self.pause_accepting();
+                    if self.gate.back_off(now) {
+                        self.stats.accept_pauses += 1;
+                    }
                     return;
                 }
             };
@@ -310,7 +312,7 @@ impl WzDriver {
                 continue;
             }
             // Small status replies must not wait for Nagle.
-            let _ = stream.set_nodelay(true);
+            tune_accepted(&stream, false);
             self.next_serial = self.next_serial.wrapping_add(1);
             entry.insert(Conn {
                 stream: Stream::new(stream, self.next_serial),
@@ -569,7 +571,7 @@ impl FrontEnd for WzDriver {
                 conn.stream.release(registry);
             }
         }
-        if self.gate.try_resume(self.conns.len()) {
+        if self.gate.try_resume(self.conns.len(), now) {
             self.accept(registry, now);
             self.dispatch(registry, now);
         }
@@ -581,6 +583,7 @@ impl FrontEnd for WzDriver {
             self.core.poll_timeout(),
             self.probes.next_deadline(),
             self.lingering.next_deadline(),
+            self.gate.deadline(),
         ]
         .into_iter()
         .flatten()
