@@ -421,12 +421,17 @@ impl Games {
         for &player in &game.players {
             self.unseat(MemberId(player), id);
         }
+        let hosted = game.hosted.is_some();
         if let Some(key) = game.hosted.and_then(|h| h.timer) {
             cx.timers.cancel(key);
         }
         cx.stats.games_closed += 1;
         let frame = cx.out.encode(&ServerRepr::GameClosed { id: id.0 });
         cx.out.broadcast(frame);
+        // A member's game gone may make room for a hosted game `max_games` held back.
+        if !hosted {
+            self.top_up_hosted(cx);
+        }
     }
 
     /// `member` leaves the lobby: its asks withdrawn, out of every game.

@@ -150,15 +150,14 @@ impl GeneralLobby {
         }
         let mut cx = ctx!(self, now);
         cx.refuse(conn, code, FRAME_TOO_LARGE);
-        if let Some(member) = self.members.close(&mut cx, conn, CloseReason::Oversized) {
-            depart(
-                &mut cx,
-                &mut self.members,
-                &mut self.games,
-                member,
-                LeaveReason::Disconnected,
-            );
-        }
+        let gone = self.members.close(&mut cx, conn, CloseReason::Oversized);
+        depart(
+            &mut cx,
+            &mut self.members,
+            &mut self.games,
+            gone,
+            LeaveReason::Disconnected,
+        );
     }
 
     /// The connection closed (the peer, an error, a slow reader the driver dropped, or after a
@@ -166,15 +165,14 @@ impl GeneralLobby {
     pub fn handle_closed(&mut self, now: Instant, conn: ConnId) {
         self.out.begin();
         let mut cx = ctx!(self, now);
-        if let Some(member) = self.members.closed(&mut cx, conn) {
-            depart(
-                &mut cx,
-                &mut self.members,
-                &mut self.games,
-                member,
-                LeaveReason::Disconnected,
-            );
-        }
+        let gone = self.members.closed(&mut cx, conn);
+        depart(
+            &mut cx,
+            &mut self.members,
+            &mut self.games,
+            gone,
+            LeaveReason::Disconnected,
+        );
     }
 
     /// The driver's verdict on a [`GeneralOutput::Verify`].
@@ -205,14 +203,12 @@ impl GeneralLobby {
             let (members, games) = (&mut self.members, &mut self.games);
             match timer {
                 Timer::Conn(conn, serial) => {
-                    if let Some(member) = members.conn_timer(&mut cx, conn, serial) {
-                        depart(&mut cx, members, games, member, LeaveReason::Disconnected);
-                    }
+                    let gone = members.conn_timer(&mut cx, conn, serial);
+                    depart(&mut cx, members, games, gone, LeaveReason::Disconnected);
                 }
                 Timer::Grace(member) => {
-                    if members.grace_over(member) {
-                        depart(&mut cx, members, games, member, LeaveReason::GraceExpired);
-                    }
+                    let gone = members.grace_over(member).then_some(member);
+                    depart(&mut cx, members, games, gone, LeaveReason::GraceExpired);
                 }
                 Timer::Ask(ask) => games.ask_expired(&mut cx, ask),
                 Timer::Hosted(game) => games.hosted_timer(&mut cx, game),
@@ -353,16 +349,19 @@ fn welcome(cx: &mut Ctx<'_>, members: &Members, games: &Games, welcomed: Welcome
     }
 }
 
-/// `member` leaves the lobby: its seats first (GAME_INFO or GAME_CLOSED), then MEMBER_LEFT.
+/// `gone` (if any) leaves the lobby: its seats first (GAME_INFO or GAME_CLOSED), then
+/// MEMBER_LEFT.
 fn depart(
     cx: &mut Ctx<'_>,
     members: &mut Members,
     games: &mut Games,
-    member: MemberId,
+    gone: Option<MemberId>,
     reason: LeaveReason,
 ) {
-    games.remove_member(cx, member);
-    members.remove(cx, member, reason);
+    if let Some(member) = gone {
+        games.remove_member(cx, member);
+        members.remove(cx, member, reason);
+    }
 }
 
 /// A request from a connection that has not signed in: SIGN_IN and PING only.

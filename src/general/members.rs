@@ -304,14 +304,7 @@ impl Members {
             VerifyResult::Invalid => self.refuse(cx, conn, WRONG_PASSWORD),
             VerifyResult::Busy => {
                 cx.stats.verify_busy += 1;
-                cx.out.reply(
-                    conn,
-                    &ServerRepr::Challenge {
-                        text: TRY_AGAIN,
-                        failed: true,
-                    },
-                );
-                None
+                self.try_again(cx, conn)
             }
         }
     }
@@ -385,6 +378,7 @@ impl Members {
         })
     }
 
+    /// CHALLENGE(1, "try again") without spending a try: the server, not the client, failed.
     fn try_again(&mut self, cx: &mut Ctx<'_>, conn: ConnId) -> Option<Welcomed> {
         cx.out.reply(
             conn,

@@ -92,6 +92,18 @@ fn three(config: GeneralConfig) -> Sim {
     sim
 }
 
+/// [`three`] with auto-approval, where Alice owns game 1 (3 seats) and Bob plays in it; the
+/// inboxes are not cleared.
+fn owner_and_player() -> Sim {
+    let mut sim = three(GeneralConfig {
+        auto_approve: true,
+        ..config()
+    });
+    create(&mut sim, 1, 3, 0);
+    join(&mut sim, 2, 1, 1, "");
+    sim
+}
+
 #[test]
 fn create_then_join_with_the_owners_approval() {
     let mut sim = three(config());
@@ -313,12 +325,7 @@ fn the_owner_leaving_mid_game_hands_over_with_the_data() {
 
 #[test]
 fn kick_and_its_refusals() {
-    let mut sim = three(GeneralConfig {
-        auto_approve: true,
-        ..config()
-    });
-    create(&mut sim, 1, 3, 0);
-    join(&mut sim, 2, 1, 1, "");
+    let mut sim = owner_and_player();
     sim.clear();
     let kick = |game, member| ClientRepr::Kick {
         game,
@@ -352,12 +359,7 @@ fn kick_and_its_refusals() {
 
 #[test]
 fn give_owner() {
-    let mut sim = three(GeneralConfig {
-        auto_approve: true,
-        ..config()
-    });
-    create(&mut sim, 1, 3, 0);
-    join(&mut sim, 2, 1, 1, "");
+    let mut sim = owner_and_player();
     sim.send(
         2,
         ClientRepr::SetReady {
@@ -382,12 +384,7 @@ fn give_owner() {
 
 #[test]
 fn ready_and_start_send_only_changes() {
-    let mut sim = three(GeneralConfig {
-        auto_approve: true,
-        ..config()
-    });
-    create(&mut sim, 1, 3, 0);
-    join(&mut sim, 2, 1, 1, "");
+    let mut sim = owner_and_player();
     sim.clear();
     let ready = |ready| ClientRepr::SetReady { game: 1, ready };
     sim.send(2, ready(true));

@@ -1,11 +1,10 @@
 //! Tests of [`crate::wire::general::client`]: golden bytes per message, every parse error,
 //! and quickcheck round trips of every message.
 
-use super::hex;
+use super::{assert_constructs, assert_deconstructs, checked, emitted, hex};
 use crate::wire::general::client::ClientRepr;
 use crate::wire::general::{
-    code, next_frame, Error, Frame, Next, DEFAULT_MAX_FRAME, HEADER_LEN, MAX_PING_PAYLOAD,
-    TOKEN_LEN,
+    code, next_frame, Error, Frame, Next, DEFAULT_MAX_FRAME, MAX_PING_PAYLOAD, TOKEN_LEN,
 };
 use quickcheck::{quickcheck, Arbitrary, Gen};
 
@@ -175,10 +174,6 @@ fn goldens() -> Vec<(Vec<u8>, ClientRepr<'static>)> {
     ]
 }
 
-fn checked(bytes: &[u8]) -> Frame<&[u8]> {
-    Frame::new_checked(bytes).expect("golden frame is complete")
-}
-
 #[test]
 fn every_code_has_a_golden() {
     let mut codes: Vec<u32> = goldens().iter().map(|(_, repr)| repr.code()).collect();
@@ -189,10 +184,7 @@ fn every_code_has_a_golden() {
 #[test]
 fn deconstruct() {
     for (golden, repr) in goldens() {
-        let frame = checked(&golden);
-        assert_eq!(frame.code(), repr.code());
-        assert_eq!(frame.declared_len() as usize, golden.len() - HEADER_LEN);
-        assert_eq!(ClientRepr::parse(&frame), Ok(repr));
+        assert_deconstructs(&golden, repr.code(), ClientRepr::parse, repr);
     }
     // Fields of one message, read out of the variant.
     let golden = hex("33000000 13000000  01 0400 01000000  01 0400 07000000  03 0200 7077");
@@ -210,11 +202,7 @@ fn deconstruct() {
 #[test]
 fn construct() {
     for (golden, repr) in goldens() {
-        let mut buf = [0xa5u8; 80];
-        assert_eq!(repr.buffer_len(), golden.len(), "{repr:?}");
-        assert_eq!(repr.emit(&mut buf), golden.len());
-        assert_eq!(&buf[..golden.len()], &golden[..], "{repr:?}");
-        assert!(buf[golden.len()..].iter().all(|&b| b == 0xa5), "{repr:?}");
+        assert_constructs(&golden, &repr, repr.buffer_len(), |buf| repr.emit(buf));
     }
 }
 
@@ -390,9 +378,7 @@ impl Msg {
 }
 
 fn emit(repr: &ClientRepr<'_>) -> Vec<u8> {
-    let mut buf = vec![0xa5; repr.buffer_len()];
-    assert_eq!(repr.emit(&mut buf), buf.len());
-    buf
+    emitted(repr.buffer_len(), |buf| repr.emit(buf))
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! Tests of [`crate::wire::general::server`]: golden bytes per message, every parse error,
 //! and quickcheck round trips of every message.
 
-use super::hex;
+use super::{assert_constructs, assert_deconstructs, checked, emitted, hex};
 use crate::wire::general::params::Words;
 use crate::wire::general::server::{GameInfo, ServerRepr};
 use crate::wire::general::{
@@ -167,10 +167,6 @@ fn goldens() -> Vec<(Vec<u8>, ServerRepr<'static>)> {
     ]
 }
 
-fn checked(bytes: &[u8]) -> Frame<&[u8]> {
-    Frame::new_checked(bytes).expect("golden frame is complete")
-}
-
 #[test]
 fn every_code_has_a_golden() {
     let codes: Vec<u32> = goldens().iter().map(|(_, repr)| repr.code()).collect();
@@ -180,10 +176,7 @@ fn every_code_has_a_golden() {
 #[test]
 fn deconstruct() {
     for (golden, repr) in goldens() {
-        let frame = checked(&golden);
-        assert_eq!(frame.code(), repr.code());
-        assert_eq!(frame.declared_len() as usize, golden.len() - HEADER_LEN);
-        assert_eq!(ServerRepr::parse(&frame), Ok(repr));
+        assert_deconstructs(&golden, repr.code(), ServerRepr::parse, repr);
     }
     let (golden, _) = &goldens()[9];
     let Ok(ServerRepr::GameInfo(info)) = ServerRepr::parse(&checked(golden)) else {
@@ -201,11 +194,7 @@ fn deconstruct() {
 #[test]
 fn construct() {
     for (golden, repr) in goldens() {
-        let mut buf = [0xa5u8; 96];
-        assert_eq!(repr.buffer_len(), golden.len(), "{repr:?}");
-        assert_eq!(repr.emit(&mut buf), golden.len());
-        assert_eq!(&buf[..golden.len()], &golden[..], "{repr:?}");
-        assert!(buf[golden.len()..].iter().all(|&b| b == 0xa5), "{repr:?}");
+        assert_constructs(&golden, &repr, repr.buffer_len(), |buf| repr.emit(buf));
     }
 }
 
@@ -408,9 +397,7 @@ impl Msg {
 }
 
 fn emit(repr: &ServerRepr<'_>) -> Vec<u8> {
-    let mut buf = vec![0xa5; repr.buffer_len()];
-    assert_eq!(repr.emit(&mut buf), buf.len());
-    buf
+    emitted(repr.buffer_len(), |buf| repr.emit(buf))
 }
 
 #[test]
