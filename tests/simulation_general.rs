@@ -20,13 +20,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use lobbyd::accounts::UserId;
+use lobbyd::accounts::{LoginPolicy, VerifyResult};
 use lobbyd::general::{
     ConnId, GameId, GeneralConfig, GeneralLobby, GeneralOutput, HostedKind, HostedSpec, JobId,
     MemberId,
 };
 use lobbyd::wire::general::{next_frame, ClientRepr, Next, ServerRepr, GAME_HOSTED, TOKEN_LEN};
-use lobbyd::wz::accounts::UserId;
-use lobbyd::wz::{LoginPolicy, VerifyResult};
 
 /// splitmix64: tiny, seedable, good enough to pick actions.
 struct Rng(u64);

@@ -70,6 +70,8 @@ pub struct GeneralDriverStats {
     pub rate_limited: u64,
     /// Connections refused at accept: their address has `--lobby-max-conns-per-ip` open.
     pub per_ip_limited: u64,
+    /// Connections not signed in closed at `--lobby-max-conns` to make room for a newcomer.
+    pub guests_evicted: u64,
     /// Times accepting paused at `--lobby-max-conns` (or after an accept error).
     pub accept_pauses: u64,
     /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`].
@@ -97,6 +99,11 @@ impl GeneralDriverStats {
             self.per_ip_limited,
         );
         f("general_accept_pauses_total", "", self.accept_pauses);
+        f(
+            "general_dropped_total",
+            "evicted_guest",
+            self.guests_evicted,
+        );
         f("general_dropped_total", "slow_reader", self.slow_readers);
         f(
             "general_dropped_total",
@@ -224,7 +231,9 @@ impl GeneralDriver {
 
     fn accept(&mut self, registry: &Registry, now: Instant) {
         loop {
-            if self.gate.is_full(self.conns.len()) {
+            // Closed connections leave the slab after the batch; they no longer count.
+            let open = self.conns.len() - self.closing.len();
+            if self.gate.is_full(open) && !self.evict_a_guest(now) {
                 self.pause_accepting();
                 return;
             }
@@ -285,6 +294,25 @@ impl GeneralDriver {
         self.stats.accepted += 1;
         self.core.handle_open(now, ConnId(key), peer);
         self.carry_out(registry, now);
+    }
+
+    /// At the connection cap, makes room for a newcomer by closing the oldest connection
+    /// that has not signed in (issue 13: a crowd that connects and never signs in must not
+    /// hold the lobby full); false when every connection is a signed-in member.
+    fn evict_a_guest(&mut self, now: Instant) -> bool {
+        let Some(conn) = self.core.oldest_guest() else {
+            return false;
+        };
+        self.stats.guests_evicted += 1;
+        log::debug!("general lobby: at --lobby-max-conns, closing {conn:?} (not signed in)");
+        if self.conns.get(conn.0).is_some_and(|c| c.stream.is_open()) {
+            self.close(now, conn.0, true);
+        } else {
+            // Not an open connection of ours: the core forgets it all the same, so this
+            // loop always makes progress.
+            self.core.handle_closed(now, conn);
+        }
+        true
     }
 
     fn pause_accepting(&mut self) {
