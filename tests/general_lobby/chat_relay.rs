@@ -59,7 +59,9 @@ fn chat_reaches_the_lobby_a_game_or_one_member() {
         to: carol.id,
         text: "psst",
     });
-    carol.expect_bytes(&golden("23000000 0e000000  01 0400 01000000  03 0400 'psst'"));
+    carol.expect_bytes(&golden(
+        "23000000 0e000000  01 0400 01000000  03 0400 'psst'",
+    ));
     alice.expect_quiet();
     bob.expect_quiet();
     alice.send(ClientRepr::PrivateChat {

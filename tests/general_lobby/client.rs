@@ -56,7 +56,10 @@ pub fn golden(text: &str) -> Vec<u8> {
             let digit = c.to_digit(16).unwrap_or_else(|| panic!("not hex: {c:?}"));
             nibbles.push(digit as u8);
         }
-        assert!(nibbles.len() % 2 == 0, "odd hex digits before a quote in {text:?}");
+        assert!(
+            nibbles.len() % 2 == 0,
+            "odd hex digits before a quote in {text:?}"
+        );
         bytes.extend(nibbles.chunks(2).map(|pair| pair[0] << 4 | pair[1]));
         nibbles.clear();
         if let Some(ascii) = quoted.next() {

@@ -43,7 +43,10 @@ fn join_ask(game: i32, member: &Client, ask: i32) -> ServerRepr<'static> {
 
 #[test]
 fn create_and_join_refusals_answer_at_once_and_the_owner_decides_the_rest() {
-    let (server, addr) = start_lobby(|c| c.general.core.max_games_per_member = 2);
+    let (server, addr) = start_lobby(|c| {
+        c.general.core.max_games_per_member = 2;
+        c.general.core.max_games = 3;
+    });
     let mut alice = Client::enter(addr, "alice", &mut []);
     let mut bob = Client::enter(addr, "bob", &mut [&mut alice]);
     let mut carol = Client::enter(addr, "carol", &mut [&mut alice, &mut bob]);
@@ -87,6 +90,12 @@ fn create_and_join_refusals_answer_at_once_and_the_owner_decides_the_rest() {
     expect_all(
         &mut [&mut alice, &mut bob, &mut carol, &mut dave],
         &closed.info(),
+    );
+    carol.send(create_with_seats(4));
+    carol.expect_error(
+        ErrorCode::LimitReached,
+        code::CREATE_GAME,
+        "no more games allowed",
     );
 
     // The article's checks, in its order, answered without bothering the owner.
@@ -153,7 +162,7 @@ fn create_and_join_refusals_answer_at_once_and_the_owner_decides_the_rest() {
         ("closed", 1),
         ("wrong_password", 1),
         ("full", 2),
-        ("limit_reached", 4),
+        ("limit_reached", 5),
         ("unknown_id", 2),
     ] {
         assert_eq!(
@@ -178,7 +187,10 @@ fn an_unanswered_ask_expires() {
     bob.send(join_request(1, 5, ""));
     alice.expect(&join_ask(1, &bob, 1));
     bob.expect(&join_response(1, 5, false, "no answer"));
-    assert!(asked.elapsed() >= Duration::from_secs(1), "the 1 s ask timeout");
+    assert!(
+        asked.elapsed() >= Duration::from_secs(1),
+        "the 1 s ask timeout"
+    );
     alice.send(answer(1, true, ""));
     alice.expect_error(ErrorCode::UnknownId, code::JOIN_ANSWER, "unknown ask id");
     bob.expect_quiet();
@@ -213,6 +225,7 @@ fn an_owner_leaving_mid_game_hands_over_the_game_and_its_data() {
     let (server, addr) = start_lobby(|c| {
         c.general.core.auto_approve = true;
         c.general.core.resume_grace = Duration::from_millis(300);
+        c.general.core.game_data = 100;
     });
     let mut alice = Client::enter(addr, "alice", &mut []);
     let mut bob = Client::enter(addr, "bob", &mut [&mut alice]);
@@ -236,7 +249,10 @@ fn an_owner_leaving_mid_game_hands_over_the_game_and_its_data() {
         key: "map",
         value: b"island",
     });
-    alice.send(ClientRepr::FetchData { game: 1, key: "map" });
+    alice.send(ClientRepr::FetchData {
+        game: 1,
+        key: "map",
+    });
     alice.expect_bytes(&golden(
         "42000000 16000000  01 0400 01000000  03 0300 'map'  04 0600 'island'",
     ));
@@ -246,8 +262,29 @@ fn an_owner_leaving_mid_game_hands_over_the_game_and_its_data() {
         value: b"desert",
     });
     bob.expect_error(ErrorCode::NotOwner, code::STORE_DATA, NOT_OWNER);
-    bob.send(ClientRepr::FetchData { game: 1, key: "map" });
+    bob.send(ClientRepr::FetchData {
+        game: 1,
+        key: "map",
+    });
     bob.expect_error(ErrorCode::NotOwner, code::FETCH_DATA, NOT_OWNER);
+    // 100 bytes per game, each key costing 32 more: "map" holds 41 already.
+    alice.send(ClientRepr::StoreData {
+        game: 1,
+        key: "big",
+        value: &[0; 25],
+    });
+    alice.expect_error(ErrorCode::LimitReached, code::STORE_DATA, "game data full");
+    alice.send(ClientRepr::StoreData {
+        game: 1,
+        key: "big",
+        value: &[0; 24],
+    });
+    alice.send(ClientRepr::StoreData {
+        game: 1,
+        key: "big",
+        value: b"",
+    });
+    alice.expect_quiet();
 
     // Ready flags and the start.
     bob.send(ClientRepr::SetReady {
@@ -284,7 +321,10 @@ fn an_owner_leaving_mid_game_hands_over_the_game_and_its_data() {
     );
     alice.send(ClientRepr::LeaveGame { game: 1 });
     alice.expect_error(ErrorCode::NotInGame, code::LEAVE_GAME, NOT_IN_GAME);
-    bob.send(ClientRepr::FetchData { game: 1, key: "map" });
+    bob.send(ClientRepr::FetchData {
+        game: 1,
+        key: "map",
+    });
     bob.expect(&ServerRepr::DataValue {
         game: 1,
         key: "map",
@@ -295,7 +335,10 @@ fn an_owner_leaving_mid_game_hands_over_the_game_and_its_data() {
         key: "map",
         value: b"",
     });
-    bob.send(ClientRepr::FetchData { game: 1, key: "map" });
+    bob.send(ClientRepr::FetchData {
+        game: 1,
+        key: "map",
+    });
     bob.expect(&ServerRepr::DataValue {
         game: 1,
         key: "map",

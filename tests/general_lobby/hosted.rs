@@ -69,10 +69,7 @@ fn a_full_tictactoe_game_with_illegal_moves() {
     let empty = board([0; 9], x, o, x);
     for player in [&mut alice, &mut bob] {
         player.expect(&ttt.info());
-        player.expect(&ServerRepr::GameStarted {
-            game: 1,
-            flags: 12,
-        });
+        player.expect(&ServerRepr::GameStarted { game: 1, flags: 12 });
         player.expect(&game_message(1, 0, BOARD, &empty));
         player.expect(&spare.info());
     }

@@ -259,6 +259,29 @@ fn optional_login_checks_only_the_passwords_given() {
 }
 
 #[test]
+fn a_full_lobby_refuses_the_next_member_and_closes() {
+    let (server, addr) = start_lobby(|c| c.general.core.max_members = 1);
+    let mut alice = Client::enter(addr, "alice", &mut []);
+    let mut bob = Client::greeted(addr);
+    bob.send(ClientRepr::SignIn {
+        username: "bob",
+        password: "",
+        resume: None,
+    });
+    let last = bob.expect_closed(REPLY_WAIT);
+    let full = ServerRepr::Error {
+        code: ErrorCode::LimitReached,
+        request: code::SIGN_IN,
+        text: "lobby full",
+    };
+    assert_eq!(last.len(), 1, "{last:?}");
+    assert_eq!(last[0].0, server_bytes(&full));
+    alice.expect_quiet();
+    let snap = snapshot(&server);
+    assert_eq!(snap.counter("general_closed_total", "lobby_full"), Some(1));
+}
+
+#[test]
 fn a_connection_that_does_not_sign_in_in_time_is_closed() {
     let (server, addr) = start_lobby(|c| {
         c.general.core.sign_in_timeout = Duration::from_millis(300);

@@ -38,6 +38,54 @@ fn frames_may_arrive_in_pieces_or_several_at_once() {
     alice.expect(&ServerRepr::Pong { payload: b"p" });
     alice.send_raw(&ping[5..]);
     alice.expect(&ServerRepr::Pong { payload: b"p" });
+
+    // More frames in one write than the server handles per readiness event (64), the last
+    // one cut at the end of the write: all are answered, in order.
+    let pings: Vec<Vec<u8>> = (0u32..150)
+        .map(|n| {
+            client_bytes(&ClientRepr::Ping {
+                payload: &n.to_le_bytes(),
+            })
+        })
+        .collect();
+    let mut burst = pings.concat();
+    let tail = burst.split_off(burst.len() - 4);
+    alice.send_raw(&burst);
+    thread::sleep(Duration::from_millis(50));
+    alice.send_raw(&tail);
+    for n in 0u32..150 {
+        alice.expect(&ServerRepr::Pong {
+            payload: &n.to_le_bytes(),
+        });
+    }
+}
+
+#[test]
+fn connections_over_the_per_address_cap_or_rate_are_refused_at_accept() {
+    let (server, addr) = start_lobby(|c| {
+        c.general.max_conns_per_ip = 2;
+        c.general.conn_rate = 4;
+    });
+    let first = Client::greeted(addr);
+    let _second = Client::greeted(addr);
+    // A third at once from the same address: closed without a word.
+    let mut third = Client::connect(addr);
+    assert!(third.expect_closed(REPLY_WAIT).is_empty());
+    first.drop_connection();
+    eventually(&server, REPLY_WAIT, |s| {
+        s.general.as_ref().is_some_and(|g| g.connections == 1)
+    });
+    // A seat is free again, and this is the fourth connection of the minute.
+    let _fourth = Client::greeted(addr);
+    let mut fifth = Client::connect(addr);
+    assert!(fifth.expect_closed(REPLY_WAIT).is_empty());
+    let snap = snapshot(&server);
+    assert_eq!(
+        snap.counter("general_refused_total", "max_conns_per_ip"),
+        Some(1)
+    );
+    assert_eq!(snap.counter("general_refused_total", "conn_rate"), Some(1));
+    assert_eq!(snap.counter("general_accepted_total", ""), Some(3));
 }
 
 #[test]
@@ -130,9 +178,7 @@ fn an_oversized_frame_is_answered_error_11_and_the_connection_closed() {
     let mut alice = Client::enter(addr, "alice", &mut []);
     let mut bob = Client::enter(addr, "bob", &mut [&mut alice]);
     // Exactly at the limit is a frame (here one whose PING payload is too long).
-    let at_limit = client_bytes(&ClientRepr::Ping {
-        payload: &[7; 509],
-    });
+    let at_limit = client_bytes(&ClientRepr::Ping { payload: &[7; 509] });
     assert_eq!(at_limit.len(), 8 + 512);
     alice.send_raw(&at_limit);
     alice.expect_error(
@@ -279,7 +325,10 @@ fn a_slow_reader_is_dropped_and_counted_while_readers_get_everything() {
     );
     carol.drain_until_closed(Duration::from_secs(30));
     let snap = snapshot(&server);
-    assert_eq!(snap.counter("general_dropped_total", "slow_reader"), Some(1));
+    assert_eq!(
+        snap.counter("general_dropped_total", "slow_reader"),
+        Some(1)
+    );
     let general = snap.general.expect("general snapshot");
     assert_eq!((general.members, general.members_away), (3, 1));
     for mut reader in readers {
@@ -338,8 +387,9 @@ fn shutdown_tells_every_connection_before_closing_it() {
     guest.expect_quiet();
     // The same path as SIGTERM.
     server.shutdown().expect("clean shutdown");
-    let notice =
-        golden("05000000 25000000  02 0400 00000000  02 0400 00000000  03 1400 'server shutting down'");
+    let notice = golden(
+        "05000000 25000000  02 0400 00000000  02 0400 00000000  03 1400 'server shutting down'",
+    );
     for client in [&mut alice, &mut bob, &mut guest] {
         let last = client.expect_closed(REPLY_WAIT);
         assert_eq!(last.len(), 1, "{}: {last:?}", client.name);
