@@ -33,7 +33,11 @@ fn table(everyone: &mut [&mut Client], joiners: &[usize], seats: u32) -> Game {
 
 #[test]
 fn chat_reaches_the_lobby_a_game_or_one_member() {
-    let (server, addr) = start_lobby(|c| c.general.core.auto_approve = true);
+    let (server, addr) = start_lobby(|c| {
+        c.general.core.auto_approve = true;
+        // Carol stays away (not gone) for the rest of the test.
+        c.general.core.resume_grace = Duration::from_secs(30);
+    });
     let mut alice = Client::enter(addr, "alice", &mut []);
     let mut bob = Client::enter(addr, "bob", &mut [&mut alice]);
     let mut carol = Client::enter(addr, "carol", &mut [&mut alice, &mut bob]);

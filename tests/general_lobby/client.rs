@@ -309,10 +309,11 @@ impl Client {
         self.expect(&ServerRepr::Pong { payload: &payload });
     }
 
-    /// Waits for the server to close the connection; returns the frames that came first.
+    /// Waits (at most [`REPLY_WAIT`]) for the server to close the connection; returns the
+    /// frames that came first.
     #[track_caller]
-    pub fn expect_closed(&mut self, wait: Duration) -> Vec<Reply> {
-        let deadline = Instant::now() + wait;
+    pub fn expect_closed(&mut self) -> Vec<Reply> {
+        let deadline = Instant::now() + REPLY_WAIT;
         let mut frames = Vec::new();
         loop {
             while let Some(reply) = self.take_frame() {
@@ -327,6 +328,49 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// The server sends exactly `bytes`, then closes the connection.
+    #[track_caller]
+    pub fn expect_last_bytes(&mut self, bytes: &[u8]) {
+        let last = self.expect_closed();
+        let got: Vec<&[u8]> = last.iter().map(|reply| &reply.0[..]).collect();
+        assert!(
+            got == [bytes],
+            "{}: before the close, received\n  {last:?}\nexpected\n  {:?}",
+            self.name,
+            Reply(bytes.to_vec())
+        );
+    }
+
+    /// The server sends exactly `want`, then closes the connection.
+    #[track_caller]
+    pub fn expect_last(&mut self, want: &ServerRepr<'_>) {
+        self.expect_last_bytes(&server_bytes(want));
+    }
+
+    /// SIGN_IN as `username`, refused with CHALLENGE(`text`, failed) (waiting for a password
+    /// check if there is one).
+    #[track_caller]
+    pub fn expect_sign_in_refused(
+        &mut self,
+        username: &str,
+        password: &str,
+        resume: Option<&[u8; TOKEN_LEN]>,
+        text: &str,
+    ) {
+        self.send(ClientRepr::SignIn {
+            username,
+            password,
+            resume,
+        });
+        let reply = self.recv_within(VERIFY_WAIT).expect("a CHALLENGE");
+        let want = server_bytes(&ServerRepr::Challenge { text, failed: true });
+        assert!(
+            reply.0 == want,
+            "{}: {reply:?}, not refused {text:?}",
+            self.name
+        );
     }
 
     /// Reads and drops everything until the server closes the connection (at most `wait`).
@@ -367,6 +411,15 @@ impl Client {
 pub fn expect_all(clients: &mut [&mut Client], want: &ServerRepr<'_>) {
     for client in clients.iter_mut() {
         client.expect(want);
+    }
+}
+
+/// ERROR(0, 0, `text`): a notice that answers no request, before the server closes.
+pub fn notice(text: &str) -> ServerRepr<'_> {
+    ServerRepr::Error {
+        code: ErrorCode::Notice,
+        request: 0,
+        text,
     }
 }
 
@@ -501,6 +554,15 @@ pub fn join_request(game: i32, request: i32, password: &str) -> ClientRepr<'_> {
         game,
         request,
         password,
+    }
+}
+
+/// A JOIN_ANSWER.
+pub fn answer(ask: i32, accept: bool, reason: &str) -> ClientRepr<'_> {
+    ClientRepr::JoinAnswer {
+        ask,
+        accept,
+        reason,
     }
 }
 

@@ -25,12 +25,29 @@ fn create_with_seats(max_players: u32) -> ClientRepr<'static> {
     }
 }
 
-fn answer(ask: i32, accept: bool, reason: &str) -> ClientRepr<'_> {
-    ClientRepr::JoinAnswer {
-        ask,
-        accept,
-        reason,
+/// STORE_DATA on game 1.
+fn store<'a>(key: &'a str, value: &'a [u8]) -> ClientRepr<'a> {
+    ClientRepr::StoreData {
+        game: 1,
+        key,
+        value,
     }
+}
+
+/// FETCH_DATA on game 1.
+fn fetch(key: &str) -> ClientRepr<'_> {
+    ClientRepr::FetchData { game: 1, key }
+}
+
+/// `owner` reads `key` of game 1 and gets `value` (empty when absent).
+#[track_caller]
+fn expect_data(owner: &mut Client, key: &str, value: &[u8]) {
+    owner.send(fetch(key));
+    owner.expect(&ServerRepr::DataValue {
+        game: 1,
+        key,
+        value,
+    });
 }
 
 fn join_ask(game: i32, member: &Client, ask: i32) -> ServerRepr<'static> {
@@ -75,22 +92,19 @@ fn create_and_join_refusals_answer_at_once_and_the_owner_decides_the_rest() {
         password: "pw",
         ..Game::new(2, &alice, 4, "locked")
     };
-    alice.send(locked.create());
-    expect_all(
-        &mut [&mut alice, &mut bob, &mut carol, &mut dave],
-        &locked.info(),
-    );
-    alice.send(create_with_seats(4));
-    alice.expect_error(ErrorCode::LimitReached, code::CREATE_GAME, "too many games");
     let closed = Game {
         flags: 2,
         ..Game::new(3, &bob, 4, "closed")
     };
-    bob.send(closed.create());
-    expect_all(
-        &mut [&mut alice, &mut bob, &mut carol, &mut dave],
-        &closed.info(),
-    );
+    {
+        let everyone = &mut [&mut alice, &mut bob, &mut carol, &mut dave];
+        for (owner, game) in [(0, &locked), (1, &closed)] {
+            everyone[owner].send(game.create());
+            expect_all(everyone, &game.info());
+        }
+    }
+    alice.send(create_with_seats(4));
+    alice.expect_error(ErrorCode::LimitReached, code::CREATE_GAME, "too many games");
     carol.send(create_with_seats(4));
     carol.expect_error(
         ErrorCode::LimitReached,
@@ -244,46 +258,20 @@ fn an_owner_leaving_mid_game_hands_over_the_game_and_its_data() {
     }
 
     // Game data is the owner's.
-    alice.send(ClientRepr::StoreData {
-        game: 1,
-        key: "map",
-        value: b"island",
-    });
-    alice.send(ClientRepr::FetchData {
-        game: 1,
-        key: "map",
-    });
+    alice.send(store("map", b"island"));
+    alice.send(fetch("map"));
     alice.expect_bytes(&golden(
         "42000000 16000000  01 0400 01000000  03 0300 'map'  04 0600 'island'",
     ));
-    bob.send(ClientRepr::StoreData {
-        game: 1,
-        key: "map",
-        value: b"desert",
-    });
+    bob.send(store("map", b"desert"));
     bob.expect_error(ErrorCode::NotOwner, code::STORE_DATA, NOT_OWNER);
-    bob.send(ClientRepr::FetchData {
-        game: 1,
-        key: "map",
-    });
+    bob.send(fetch("map"));
     bob.expect_error(ErrorCode::NotOwner, code::FETCH_DATA, NOT_OWNER);
     // 100 bytes per game, each key costing 32 more: "map" holds 41 already.
-    alice.send(ClientRepr::StoreData {
-        game: 1,
-        key: "big",
-        value: &[0; 25],
-    });
+    alice.send(store("big", &[0; 25]));
     alice.expect_error(ErrorCode::LimitReached, code::STORE_DATA, "game data full");
-    alice.send(ClientRepr::StoreData {
-        game: 1,
-        key: "big",
-        value: &[0; 24],
-    });
-    alice.send(ClientRepr::StoreData {
-        game: 1,
-        key: "big",
-        value: b"",
-    });
+    alice.send(store("big", &[0; 24]));
+    alice.send(store("big", b""));
     alice.expect_quiet();
 
     // Ready flags and the start.
@@ -321,34 +309,10 @@ fn an_owner_leaving_mid_game_hands_over_the_game_and_its_data() {
     );
     alice.send(ClientRepr::LeaveGame { game: 1 });
     alice.expect_error(ErrorCode::NotInGame, code::LEAVE_GAME, NOT_IN_GAME);
-    bob.send(ClientRepr::FetchData {
-        game: 1,
-        key: "map",
-    });
-    bob.expect(&ServerRepr::DataValue {
-        game: 1,
-        key: "map",
-        value: b"island",
-    });
-    bob.send(ClientRepr::StoreData {
-        game: 1,
-        key: "map",
-        value: b"",
-    });
-    bob.send(ClientRepr::FetchData {
-        game: 1,
-        key: "map",
-    });
-    bob.expect(&ServerRepr::DataValue {
-        game: 1,
-        key: "map",
-        value: b"",
-    });
-    bob.send(ClientRepr::StoreData {
-        game: 1,
-        key: "score",
-        value: b"3-1",
-    });
+    expect_data(&mut bob, "map", b"island");
+    bob.send(store("map", b""));
+    expect_data(&mut bob, "map", b"");
+    bob.send(store("score", b"3-1"));
 
     // A latecomer to a game under way is told it started.
     dave.send(join_request(1, 3, ""));
@@ -371,15 +335,7 @@ fn an_owner_leaving_mid_game_hands_over_the_game_and_its_data() {
         member.expect(&game.info());
         member.expect(&ServerRepr::MemberLeft { id: bob_id });
     }
-    carol.send(ClientRepr::FetchData {
-        game: 1,
-        key: "score",
-    });
-    carol.expect(&ServerRepr::DataValue {
-        game: 1,
-        key: "score",
-        value: b"3-1",
-    });
+    expect_data(&mut carol, "score", b"3-1");
 
     // The last player out closes the game.
     carol.send(ClientRepr::LeaveGame { game: 1 });

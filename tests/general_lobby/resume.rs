@@ -4,24 +4,12 @@
 
 use std::time::Duration;
 
-use lobbyd::wire::general::{ClientRepr, ErrorCode, ServerRepr};
+use lobbyd::wire::general::{ClientRepr, ServerRepr};
 
 use crate::client::*;
 use crate::common::{eventually, snapshot, REPLY_WAIT};
 
 const BAD_TOKEN: &str = "resume token unknown, used or expired";
-
-fn resume_with<'a>(username: &'a str, token: &'a [u8; 16]) -> ClientRepr<'a> {
-    ClientRepr::SignIn {
-        username,
-        password: "",
-        resume: Some(token),
-    }
-}
-
-fn refused(text: &str) -> ServerRepr<'_> {
-    ServerRepr::Challenge { text, failed: true }
-}
 
 #[test]
 fn a_member_back_within_the_grace_keeps_its_id_seats_ownership_and_asks() {
@@ -40,11 +28,7 @@ fn a_member_back_within_the_grace_keeps_its_id_seats_ownership_and_asks() {
         member: alice.id,
         ask: 1,
     });
-    bob.send(ClientRepr::JoinAnswer {
-        ask: 1,
-        accept: true,
-        reason: "",
-    });
+    bob.send(answer(1, true, ""));
     alice.expect(&join_response(1, 1, true, ""));
     game.seat(alice.id);
     expect_all(&mut [&mut alice, &mut bob], &game.info());
@@ -79,34 +63,21 @@ fn a_member_back_within_the_grace_keeps_its_id_seats_ownership_and_asks() {
         ask: 2,
     });
     expect_all(&mut [&mut alice, &mut carol], &bob_info);
-    bob.send(ClientRepr::JoinAnswer {
-        ask: 2,
-        accept: true,
-        reason: "",
-    });
+    bob.send(answer(2, true, ""));
     carol.expect(&join_response(1, 2, true, ""));
     game.seat(carol.id);
     expect_all(&mut [&mut alice, &mut bob, &mut carol], &game.info());
 
     // The old token is spent; the new one is bob's alone.
     let mut other = Client::greeted(addr);
-    other.send(resume_with("bob", &old_token));
-    other.expect(&refused(BAD_TOKEN));
-    other.send(resume_with("alice", &bob.token));
-    other.expect(&refused(BAD_TOKEN));
+    other.expect_sign_in_refused("bob", "", Some(&old_token), BAD_TOKEN);
+    other.expect_sign_in_refused("alice", "", Some(&bob.token), BAD_TOKEN);
     // With the live token, a new connection takes the session over from a half-dead one;
     // the others saw no change.
     other.sign_in("bob", "", Some(&bob.token));
     assert_eq!(other.id, bob_id);
     other.read_sync();
-    let last = bob.expect_closed(REPLY_WAIT);
-    let notice = ServerRepr::Error {
-        code: ErrorCode::Notice,
-        request: 0,
-        text: "session resumed on another connection",
-    };
-    assert_eq!(last.len(), 1, "{last:?}");
-    assert_eq!(last[0].0, server_bytes(&notice));
+    bob.expect_last(&notice("session resumed on another connection"));
     alice.expect_quiet();
     carol.expect_quiet();
     let snap = snapshot(&server);
@@ -144,8 +115,7 @@ fn a_member_gone_past_the_grace_has_left_and_its_token_is_dead() {
     alice.expect_bytes(&golden("11000000 07000000  01 0400 02000000"));
 
     let mut bob = Client::greeted(addr);
-    bob.send(resume_with("bob", &old_token));
-    bob.expect(&refused(BAD_TOKEN));
+    bob.expect_sign_in_refused("bob", "", Some(&old_token), BAD_TOKEN);
     // The name is free again, for a new member.
     bob.sign_in("bob", "", None);
     assert_eq!(bob.id, 3);

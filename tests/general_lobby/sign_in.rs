@@ -3,9 +3,11 @@
 //! duplicate name, invalid names) and the tries that close the connection, the sign-in
 //! deadline.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use lobbyd::accounts::LoginPolicy;
+use lobbyd::net::ServerHandle;
 use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
 
 use crate::client::*;
@@ -155,9 +157,7 @@ fn the_last_refused_try_closes_the_connection() {
         if i < 2 {
             guest.expect(&refused);
         } else {
-            let last = guest.expect_closed(REPLY_WAIT);
-            assert_eq!(last.len(), 1, "{last:?}");
-            assert_eq!(last[0].0, server_bytes(&refused));
+            guest.expect_last(&refused);
         }
     }
     // 24 characters (not bytes) is the longest name.
@@ -176,49 +176,31 @@ fn the_last_refused_try_closes_the_connection() {
     );
 }
 
-#[test]
-fn account_passwords_are_checked_when_login_is_required() {
+/// A lobby with `login` over an account database holding alice ("correct horse"); the
+/// database lives as long as the returned guard.
+fn start_with_accounts(login: LoginPolicy) -> (TempDb, ServerHandle, SocketAddr) {
     let (db, _) = TempDb::with_users("general", &[("alice", "correct horse")]);
     let path = db.0.clone();
     let (server, addr) = start_lobby(move |c| {
         c.wz.db = path;
-        c.general.core.login = LoginPolicy::Required;
+        c.general.core.login = login;
         c.general.core.sign_in_tries = 5;
     });
+    (db, server, addr)
+}
+
+#[test]
+fn account_passwords_are_checked_when_login_is_required() {
+    let (_db, server, addr) = start_with_accounts(LoginPolicy::Required);
     let mut alice = Client::greeted(addr);
     for (password, why) in [
         ("", "password required"),
         ("battery", "wrong name or password"),
     ] {
-        alice.send(ClientRepr::SignIn {
-            username: "alice",
-            password,
-            resume: None,
-        });
-        let reply = alice.recv_within(VERIFY_WAIT).expect("a CHALLENGE");
-        assert_eq!(
-            reply.0,
-            server_bytes(&ServerRepr::Challenge {
-                text: why,
-                failed: true
-            }),
-            "{reply:?}"
-        );
+        alice.expect_sign_in_refused("alice", password, None, why);
     }
     // No such account reads the same as a wrong password.
-    alice.send(ClientRepr::SignIn {
-        username: "mallory",
-        password: "correct horse",
-        resume: None,
-    });
-    let reply = alice.recv_within(VERIFY_WAIT).expect("a CHALLENGE");
-    assert_eq!(
-        reply.0,
-        server_bytes(&ServerRepr::Challenge {
-            text: "wrong name or password",
-            failed: true
-        })
-    );
+    alice.expect_sign_in_refused("mallory", "correct horse", None, "wrong name or password");
     alice.sign_in("alice", "correct horse", None);
     assert_eq!(alice.id, 1);
     alice.expect_own_info();
@@ -232,27 +214,10 @@ fn account_passwords_are_checked_when_login_is_required() {
 
 #[test]
 fn optional_login_checks_only_the_passwords_given() {
-    let (db, _) = TempDb::with_users("general-optional", &[("alice", "correct horse")]);
-    let path = db.0.clone();
-    let (_server, addr) = start_lobby(move |c| {
-        c.wz.db = path;
-        c.general.core.login = LoginPolicy::Optional;
-    });
+    let (_db, _server, addr) = start_with_accounts(LoginPolicy::Optional);
     let mut guest = Client::enter(addr, "guest", &mut []);
     let mut alice = Client::greeted(addr);
-    alice.send(ClientRepr::SignIn {
-        username: "alice",
-        password: "wrong",
-        resume: None,
-    });
-    let reply = alice.recv_within(VERIFY_WAIT).expect("a CHALLENGE");
-    assert_eq!(
-        reply.0,
-        server_bytes(&ServerRepr::Challenge {
-            text: "wrong name or password",
-            failed: true
-        })
-    );
+    alice.expect_sign_in_refused("alice", "wrong", None, "wrong name or password");
     alice.sign_in("alice", "correct horse", None);
     alice.read_sync();
     guest.expect(&info_of(&alice));
@@ -268,14 +233,11 @@ fn a_full_lobby_refuses_the_next_member_and_closes() {
         password: "",
         resume: None,
     });
-    let last = bob.expect_closed(REPLY_WAIT);
-    let full = ServerRepr::Error {
+    bob.expect_last(&ServerRepr::Error {
         code: ErrorCode::LimitReached,
         request: code::SIGN_IN,
         text: "lobby full",
-    };
-    assert_eq!(last.len(), 1, "{last:?}");
-    assert_eq!(last[0].0, server_bytes(&full));
+    });
     alice.expect_quiet();
     let snap = snapshot(&server);
     assert_eq!(snap.counter("general_closed_total", "lobby_full"), Some(1));
@@ -287,14 +249,7 @@ fn a_connection_that_does_not_sign_in_in_time_is_closed() {
         c.general.core.sign_in_timeout = Duration::from_millis(300);
     });
     let mut guest = Client::greeted(addr);
-    let last = guest.expect_closed(REPLY_WAIT);
-    let notice = ServerRepr::Error {
-        code: ErrorCode::Notice,
-        request: 0,
-        text: "sign-in timed out",
-    };
-    assert_eq!(last.len(), 1, "{last:?}");
-    assert_eq!(last[0].0, server_bytes(&notice));
+    guest.expect_last(&notice("sign-in timed out"));
     let snap = eventually(&server, REPLY_WAIT, |s| {
         s.counter("general_closed_total", "sign_in_timeout") == Some(1)
     });
