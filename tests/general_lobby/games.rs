@@ -20,7 +20,7 @@ fn create_with_seats(max_players: u32) -> ClientRepr<'static> {
         game_type: "chess",
         version: "1.0",
         flags: 0,
-        name: "too big",
+        name: "extra",
         password: "",
     }
 }
@@ -50,6 +50,7 @@ fn expect_data(owner: &mut Client, key: &str, value: &[u8]) {
     });
 }
 
+/// The JOIN_ASK an owner gets when `member` asks to join `game`.
 fn join_ask(game: i32, member: &Client, ask: i32) -> ServerRepr<'static> {
     ServerRepr::JoinAsk {
         game,

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use lobbyd::accounts::LoginPolicy;
+use lobbyd::general::{HostedKind, HostedSpec};
 use lobbyd::net::ServerHandle;
 use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
 
@@ -79,8 +80,8 @@ fn sign_in_greets_welcomes_and_syncs_on_golden_bytes() {
 #[test]
 fn the_sync_lists_self_then_members_by_id_then_games_by_id() {
     let (_server, addr) = start_lobby(|c| {
-        c.general.core.hosted = vec![lobbyd::general::HostedSpec {
-            kind: lobbyd::general::HostedKind::TicTacToe,
+        c.general.core.hosted = vec![HostedSpec {
+            kind: HostedKind::TicTacToe,
             count: 1,
         }];
     });
