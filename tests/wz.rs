@@ -633,36 +633,8 @@ fn malformed_legacy_input_is_closed_and_counted() {
 // v4 protocol
 // ---------------------------------------------------------------------------------------
 
-use lobbyd::accounts::store::AccountStore;
 use lobbyd::wire::wz::v4::{parse_document, Encoding, Node, Value};
 use serde_json::{json, Value as Json};
-
-/// A fresh account database path, removed when dropped.
-struct TempDb(std::path::PathBuf);
-
-impl TempDb {
-    fn with_users(tag: &str, users: &[(&str, &str)]) -> (TempDb, Vec<i64>) {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let db = TempDb(std::env::temp_dir().join(format!(
-            "lobbyd-wz-{tag}-{}-{nanos}.sqlite",
-            std::process::id()
-        )));
-        let store = AccountStore::open(&db.0).expect("open db");
-        let ids = users
-            .iter()
-            .map(|(name, pw)| store.add_user(name, pw).expect("add user").0)
-            .collect();
-        (db, ids)
-    }
-}
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 /// A v4 client: handshake sent, frames in both directions.
 struct V4 {

@@ -5,6 +5,7 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+use lobbyd::accounts::store::AccountStore;
 use lobbyd::config::{Config, GeneralSettings, InstancePorts, WzSettings};
 use lobbyd::metrics::Snapshot;
 use lobbyd::net::{self, ServerHandle};
@@ -160,5 +161,33 @@ pub fn eventually(
             return snap;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A fresh account database path, removed when dropped.
+pub struct TempDb(pub std::path::PathBuf);
+
+impl TempDb {
+    /// A database holding `users` (name, password); returns it with their account ids.
+    pub fn with_users(tag: &str, users: &[(&str, &str)]) -> (TempDb, Vec<i64>) {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let db = TempDb(std::env::temp_dir().join(format!(
+            "lobbyd-{tag}-{}-{nanos}.sqlite",
+            std::process::id()
+        )));
+        let store = AccountStore::open(&db.0).expect("open db");
+        let ids = users
+            .iter()
+            .map(|(name, pw)| store.add_user(name, pw).expect("add user").0)
+            .collect();
+        (db, ids)
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
