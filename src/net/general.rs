@@ -306,7 +306,7 @@ impl GeneralDriver {
         self.stats.guests_evicted += 1;
         log::debug!("general lobby: at --lobby-max-conns, closing {conn:?} (not signed in)");
         if self.conns.get(conn.0).is_some_and(|c| c.stream.is_open()) {
-            self.close(now, conn.0, true);
+            self.close(now, conn.0);
         } else {
             // Not an open connection of ours: the core forgets it all the same, so this
             // loop always makes progress.
@@ -340,7 +340,7 @@ impl GeneralDriver {
             };
             let n = match conn.stream.socket.read(&mut self.read_buf[..]) {
                 Ok(0) => {
-                    self.close(now, key, false);
+                    self.peer_finished(registry, now, key);
                     return;
                 }
                 Ok(n) => n,
@@ -349,7 +349,7 @@ impl GeneralDriver {
                 Err(e) => {
                     log::debug!("general lobby: read {key}: {e}");
                     self.stats.io_errors += 1;
-                    self.close(now, key, false);
+                    self.close(now, key);
                     return;
                 }
             };
@@ -472,6 +472,20 @@ impl GeneralDriver {
         }
     }
 
+    /// The peer shut its sending side: the core forgets the connection now (its member is
+    /// away), and what is queued for it (the replies to its last frames) is still written
+    /// before the socket closes, within [`LINGER`].
+    fn peer_finished(&mut self, registry: &Registry, now: Instant, key: usize) {
+        self.core.handle_closed(now, ConnId(key));
+        self.carry_out(registry, now);
+        if let Some(c) = self.conns.get_mut(key) {
+            if c.stream.start_draining() {
+                self.lingering.start(now, key, c.stream.serial());
+            }
+        }
+        self.flush(registry, now, key);
+    }
+
     /// Marks `key` as having whole frames left for after this batch.
     fn park(&mut self, key: usize) {
         if let Some(conn) = self.conns.get_mut(key) {
@@ -500,7 +514,7 @@ impl GeneralDriver {
                                 now,
                                 format_args!("general lobby: dropping a member that does not read"),
                             );
-                            self.close(now, key, true);
+                            self.close(now, key);
                         }
                         continue;
                     }
@@ -556,32 +570,29 @@ impl GeneralDriver {
             .flush(registry, token, &mut self.stats.bytes_out)
         {
             Ok(Flushed::Open) => {}
-            Ok(Flushed::Drained) => self.close(now, key, false),
+            Ok(Flushed::Drained) => self.close(now, key),
             Err(e) => {
                 if conn.stream.phase() == Phase::Open {
                     log::debug!("general lobby: write {key}: {e}");
                     self.stats.io_errors += 1;
                 }
-                self.close(now, key, false);
+                self.close(now, key);
             }
         }
     }
 
-    /// Closes `key` now; the core forgets it (`tell_core` false when it already did: a
-    /// drained close it asked for is reported too, harmlessly) and the slab entry goes after
-    /// the event batch.
-    fn close(&mut self, now: Instant, key: usize, tell_core: bool) {
+    /// Closes `key` now: the core forgets it (also when it asked for the close, or was told
+    /// at the peer's EOF: `handle_closed` of a connection it already forgot does nothing) and
+    /// the slab entry goes after the event batch.
+    fn close(&mut self, now: Instant, key: usize) {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
-        let was_open = conn.stream.is_open();
         if !conn.stream.mark_closed() {
             return;
         }
         self.closing.push(key);
-        if tell_core || was_open {
-            self.core.handle_closed(now, ConnId(key));
-        }
+        self.core.handle_closed(now, ConnId(key));
     }
 
     /// Serves connections whose frames waited past their budget, one budget each.
@@ -653,7 +664,7 @@ impl FrontEnd for GeneralDriver {
             });
             if still_there {
                 self.stats.linger_timeouts += 1;
-                self.close(now, key, false);
+                self.close(now, key);
             }
         }
         for key in self.closing.drain(..) {

@@ -142,6 +142,13 @@ impl Client {
         }
     }
 
+    /// Shuts the sending side (the peer then reads EOF), keeping the receiving side open.
+    pub fn finish_sending(&mut self) {
+        self.stream
+            .shutdown(std::net::Shutdown::Write)
+            .expect("shutdown write");
+    }
+
     /// Connects and checks the greeting: HELLO("lobbyd", 1) then CHALLENGE("sign in", 0), on
     /// golden bytes.
     pub fn greeted(addr: SocketAddr) -> Client {

@@ -62,6 +62,27 @@ fn frames_may_arrive_in_pieces_or_several_at_once() {
     }
 }
 
+/// A client that sends its last request and shuts its sending side still gets the answer:
+/// the server writes what is queued before it closes (the member goes away at once).
+#[test]
+fn a_half_closed_connection_still_gets_its_last_replies() {
+    let (server, addr) = start_lobby(|_| {});
+    let mut watcher = Client::enter(addr, "watcher", &mut []);
+    let mut alice = Client::enter(addr, "alice", &mut [&mut watcher]);
+    alice.send(ClientRepr::Ping { payload: b"last" });
+    alice.finish_sending();
+    let frames = alice.expect_closed();
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0].repr(), ServerRepr::Pong { payload: b"last" });
+    // The others see alice away (resume grace) at once.
+    let away = watcher.recv();
+    assert!(
+        matches!(away.repr(), ServerRepr::MemberInfo { id, flags, .. } if id == alice.id && flags & (1 << 16) != 0),
+        "{away:?}"
+    );
+    drop(server);
+}
+
 #[test]
 fn connections_over_the_per_address_cap_or_rate_are_refused_at_accept() {
     let (server, addr) = start_lobby(|c| {
