@@ -130,6 +130,11 @@ impl FrameReader {
         (HEADER_LEN + declared.min(MAX_CLIENT_PAYLOAD)).saturating_sub(len)
     }
 
+    /// Bytes of an oversized payload still to be skipped (they complete no frame).
+    pub fn skipping(&self) -> usize {
+        usize::from(self.skip)
+    }
+
     /// Whether part of a frame or a skip is in progress.
     pub fn is_mid_frame(&self) -> bool {
         self.len > 0 || self.skip > 0
