@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use lobbyd::config::{Config, InstancePorts};
 use lobbyd::lobby::{CloseCause, TcpError, Violation};
-use lobbyd::net::ServerHandle;
 use tcp_client::frame;
 use tcp_client::*;
 
@@ -74,12 +73,6 @@ fn hello(udp: &UdpClient, port: u16, token: Option<u64>) -> (u8, Vec<u8>) {
     let reply = udp.recv();
     let n = reply.len();
     (reply[1], reply[8..n - 4].to_vec())
-}
-
-fn start_with(config: Config) -> (ServerHandle, SocketAddr) {
-    let server = start(config);
-    let addr = server.tcp_lobby_addr().expect("tcp lobby enabled");
-    (server, addr)
 }
 
 #[test]

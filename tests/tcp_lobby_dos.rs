@@ -20,12 +20,6 @@ use tcp_client::*;
 /// The default `--handshake-timeout`.
 const HANDSHAKE: Duration = Duration::from_secs(5);
 
-fn start_with(config: Config) -> (lobbyd::net::ServerHandle, SocketAddr) {
-    let server = start(config);
-    let addr = server.tcp_lobby_addr().expect("tcp lobby enabled");
-    (server, addr)
-}
-
 /// A connection that announces an oversized CONNECT_REQ (`10 ff ff`) and then trickles its
 /// payload, one byte at a time, never completing a frame.
 struct Trickler {

@@ -7,8 +7,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::common::{test_config, REPLY_WAIT, SILENCE_WAIT};
+use crate::common::{start, test_config, REPLY_WAIT, SILENCE_WAIT};
 use lobbyd::config::Config;
+use lobbyd::net::ServerHandle;
 use lobbyd::wire::tcp_lobby::{next_frame_max, Next, MAX_SERVER_PAYLOAD};
 
 /// A TCP lobby configuration for tests: loopback, OS-chosen ports, no per-IP rate limit worth
@@ -22,6 +23,13 @@ pub fn tcp_config() -> Config {
         countdown_tick: Duration::from_millis(100),
         ..test_config()
     }
+}
+
+/// Starts a server with `config` and returns it with its TCP lobby's address.
+pub fn start_with(config: Config) -> (ServerHandle, SocketAddr) {
+    let server = start(config);
+    let addr = server.tcp_lobby_addr().expect("tcp lobby enabled");
+    (server, addr)
 }
 
 pub const CONNECT_REQ: u8 = 0x10;
