@@ -159,6 +159,12 @@ pub struct Config {
     pub max_conns: usize,
     /// Most TCP connections open at once from one IP (`--max-conns-per-ip`, default 64).
     pub max_conns_per_ip: usize,
+    /// How long a connection may take to sign in (`--handshake-timeout`, default 5 s, more
+    /// than 0): a TCP lobby connection's CONNECT_ACK, a Warzone connection's registration or
+    /// first answered v4 request, a general lobby connection's WELCOME. Until then it is
+    /// closed at the deadline whatever it sends, and it is the first to go at a connection
+    /// cap.
+    pub handshake_timeout: Duration,
     /// Where the operators' HTTP endpoint (`/metrics`, `/rooms`) listens (`--metrics ADDR`);
     /// off by default. Bind it to loopback: it is not authenticated.
     pub metrics: Option<SocketAddr>,
@@ -204,6 +210,7 @@ impl Default for Config {
             conn_rate: 5,
             max_conns: 10_000,
             max_conns_per_ip: 64,
+            handshake_timeout: Duration::from_secs(5),
             metrics: None,
             log: None,
             wz: WzSettings::default(),
@@ -263,7 +270,7 @@ fn usage(options: &Options) -> String {
 /// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
 fn options(d: &Config) -> Options {
     // (long name, value hint or "" for a plain switch, description), in help order.
-    let flags: [(&str, &str, String); 29] = [
+    let flags: [(&str, &str, String); 30] = [
         ("help", "", "Print this help and exit.".into()),
         ("version", "", "Print the version and exit.".into()),
         (
@@ -451,6 +458,15 @@ fn options(d: &Config) -> Options {
             ),
         ),
         (
+            "handshake-timeout",
+            "SECS",
+            format!(
+                "Close a connection not signed in by then (TCP lobby CONNECT_ACK, Warzone \
+                 registration or first v4 answer, general lobby WELCOME) (default {}).",
+                secs(d.handshake_timeout)
+            ),
+        ),
+        (
             "metrics",
             "ADDR",
             "Serve GET /metrics and /rooms over HTTP on ADDR, e.g. 127.0.0.1:9100 (default off)."
@@ -488,7 +504,13 @@ fn spawn_list(spawns: &[(f32, f32)]) -> String {
 
 /// Builds and cross-checks the configuration from parsed flags.
 fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
-    let wz = wz::settings_from(m, d.wz.clone())?;
+    let handshake_timeout = seconds(
+        m,
+        "handshake-timeout",
+        MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS,
+        d.handshake_timeout,
+    )?;
+    let wz = wz::settings_from(m, d.wz.clone(), handshake_timeout)?;
     let bind = match m.opt_str("bind") {
         Some(text) => parse_bind(&text)?,
         None => d.bind,
@@ -532,7 +554,8 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         .map_or(d.countdown_tick, |ms| Duration::from_millis(u64::from(ms)));
     let timeouts = MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS;
     let idle_timeout = seconds(m, "idle-timeout", timeouts.clone(), d.idle_timeout)?;
-    let general = general::settings_from(m, d.general.clone(), idle_timeout)?;
+    let mut general = general::settings_from(m, d.general.clone(), idle_timeout)?;
+    general.core.sign_in_timeout = handshake_timeout;
     let spawns = match m.opt_str("spawns") {
         Some(text) => parse_spawns(&text)?,
         None => d.spawns,
@@ -604,6 +627,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
             1..=usize::MAX,
             d.max_conns_per_ip,
         )?,
+        handshake_timeout,
         metrics,
         log,
         wz,

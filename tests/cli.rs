@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 59] = [
+const FLAGS: [&str; 60] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -69,6 +69,7 @@ const FLAGS: [&str; 59] = [
     "--conn-rate N",
     "--max-conns N",
     "--max-conns-per-ip N",
+    "--handshake-timeout SECS",
     "--metrics ADDR",
     "--log LEVEL",
     "--wz-port PORT",

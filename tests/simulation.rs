@@ -154,7 +154,7 @@ impl Sim {
                 assert!(room.port.is_none(), "waiting party holds a socket");
             }
             if let Some(party) = self.lobby.party(room.id) {
-                assert!(party.occupancy() <= room.max_players());
+                assert!(party.member_count() <= room.max_players());
             }
         }
         // Every connection the core knows is open in the driver.
@@ -220,9 +220,6 @@ fn run(seed: u64, steps: usize) -> LobbyStats {
             let open: Vec<usize> = sim.conns.iter().copied().collect();
             open[rng.below(open.len() as u64) as usize]
         };
-        if sim.conns.contains(&conn) {
-            sim.lobby.handle_tcp_activity(sim.now, ConnId(conn));
-        }
         match rng.below(20) {
             12 | 13 => {
                 sim.next_conn += 1;

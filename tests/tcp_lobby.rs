@@ -3,222 +3,24 @@
 //! with the server's own emitters.
 
 mod common;
+#[path = "common/tcp_client.rs"]
+mod tcp_client;
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use lobbyd::config::{Config, InstancePorts};
 use lobbyd::lobby::{CloseCause, TcpError, Violation};
-use lobbyd::net::ServerHandle;
-use lobbyd::wire::tcp_lobby::{next_frame_max, Next, MAX_SERVER_PAYLOAD};
-
-const CONNECT_REQ: u8 = 0x10;
-const CONNECT_ACK: u8 = 0x11;
-const PLAYER_JOIN: u8 = 0x12;
-const READY_REQ: u8 = 0x13;
-const PLAYER_READY: u8 = 0x14;
-const START_REQ: u8 = 0x15;
-const GAME_START: u8 = 0x16;
-const DISCONNECT: u8 = 0x17;
-const PLAYER_LEFT: u8 = 0x18;
-const COUNTDOWN: u8 = 0x19;
-const ERROR_MSG: u8 = 0x1F;
-
-/// A TCP lobby configuration for tests: loopback, OS-chosen ports, no per-IP rate limit worth
-/// the name (every test client comes from 127.0.0.1), a short countdown.
-fn tcp_config() -> Config {
-    Config {
-        tcp_port: Some(0),
-        udp_port: None,
-        conn_rate: 10_000,
-        countdown: Duration::from_secs(1),
-        countdown_tick: Duration::from_millis(100),
-        ..test_config()
-    }
-}
-
-fn frame(packet_type: u8, payload: &[u8]) -> Vec<u8> {
-    let mut out = vec![packet_type];
-    out.extend_from_slice(&(payload.len() as u16).to_le_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
-fn name_bytes(name: &str) -> [u8; 32] {
-    let mut field = [0u8; 32];
-    field[..name.len()].copy_from_slice(name.as_bytes());
-    field
-}
-
-fn connect_req(name: &str) -> Vec<u8> {
-    frame(CONNECT_REQ, &name_bytes(name))
-}
-
-fn player_join(slot: u8, hash: u64, name: &str, ready: bool) -> Vec<u8> {
-    let mut payload = vec![slot];
-    payload.extend_from_slice(&hash.to_le_bytes());
-    payload.extend_from_slice(&name_bytes(name));
-    payload.push(u8::from(ready));
-    frame(PLAYER_JOIN, &payload)
-}
-
-fn error_msg(code: u8, text: &str) -> Vec<u8> {
-    let mut payload = vec![code];
-    payload.extend_from_slice(text.as_bytes());
-    payload.push(0);
-    frame(ERROR_MSG, &payload)
-}
+use tcp_client::frame;
+use tcp_client::*;
 
 fn countdown_value(bytes: &[u8]) -> f32 {
     assert_eq!(&bytes[..3], &[COUNTDOWN, 4, 0], "{bytes:02x?}");
     f32::from_le_bytes(bytes[3..7].try_into().unwrap())
-}
-
-/// What one read brought.
-enum Fill {
-    Data,
-    Closed,
-    Timeout,
-}
-
-/// A raw TCP lobby client.
-struct Client {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Client {
-    fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).expect("connect");
-        stream.set_nodelay(true).unwrap();
-        Client {
-            stream,
-            buf: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("send");
-    }
-
-    /// Reads once more from the socket before `deadline`.
-    fn fill(&mut self, deadline: Instant) -> Fill {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Fill::Timeout;
-        }
-        self.stream.set_read_timeout(Some(left)).unwrap();
-        let mut chunk = [0u8; 4096];
-        match self.stream.read(&mut chunk) {
-            Ok(0) => Fill::Closed,
-            Ok(n) => {
-                self.buf.extend_from_slice(&chunk[..n]);
-                Fill::Data
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Fill::Data,
-            Err(_) => Fill::Closed,
-        }
-    }
-
-    /// Takes the next whole frame out of what has been read, if there is one.
-    fn take_frame(&mut self) -> Option<Vec<u8>> {
-        match next_frame_max(&self.buf, MAX_SERVER_PAYLOAD) {
-            Next::Frame { consumed, .. } => Some(self.buf.drain(..consumed).collect()),
-            _ => None,
-        }
-    }
-
-    /// The next whole frame within `wait`, or `None` on silence; panics on close.
-    fn recv_within(&mut self, wait: Duration) -> Option<Vec<u8>> {
-        let deadline = Instant::now() + wait;
-        loop {
-            if let Some(frame) = self.take_frame() {
-                return Some(frame);
-            }
-            match self.fill(deadline) {
-                Fill::Data => {}
-                Fill::Timeout => return None,
-                Fill::Closed => panic!("closed while waiting for a frame; have {:02x?}", self.buf),
-            }
-        }
-    }
-
-    fn recv(&mut self) -> Vec<u8> {
-        self.recv_within(REPLY_WAIT).expect("a frame")
-    }
-
-    fn expect(&mut self, bytes: &[u8]) {
-        assert_eq!(self.recv(), bytes);
-    }
-
-    fn assert_silent(&mut self) {
-        if let Some(frame) = self.recv_within(SILENCE_WAIT) {
-            panic!("unexpected frame {frame:02x?}");
-        }
-    }
-
-    /// Waits for the server to close the connection (EOF or reset); returns the frames that
-    /// came before the close.
-    fn closed_within(&mut self, wait: Duration) -> Result<Vec<Vec<u8>>, String> {
-        let deadline = Instant::now() + wait;
-        let mut frames = Vec::new();
-        loop {
-            while let Some(frame) = self.take_frame() {
-                frames.push(frame);
-            }
-            match self.fill(deadline) {
-                Fill::Data => {}
-                Fill::Timeout => return Err(format!("still open; got {frames:02x?}")),
-                Fill::Closed => return Ok(frames),
-            }
-        }
-    }
-
-    /// CONNECT_REQ and its CONNECT_ACK: returns (hash, slot).
-    fn join(&mut self, name: &str) -> (u64, u8) {
-        self.send(&connect_req(name));
-        let ack = self.recv();
-        assert_eq!(&ack[..3], &[CONNECT_ACK, 9, 0], "{ack:02x?}");
-        let hash = u64::from_le_bytes(ack[3..11].try_into().unwrap());
-        (hash, ack[11])
-    }
-}
-
-/// Players joined in order; each newcomer checks the roster it is sent and everyone checks
-/// the newcomer's PLAYER_JOIN. Returns the clients and their hashes.
-fn party(addr: SocketAddr, names: &[&str]) -> (Vec<Client>, Vec<u64>) {
-    let mut clients: Vec<Client> = Vec::new();
-    let mut hashes = Vec::new();
-    for (i, name) in names.iter().enumerate() {
-        let mut client = Client::connect(addr);
-        let (hash, slot) = client.join(name);
-        assert_eq!(slot as usize, i + 1, "lowest free slot");
-        assert_ne!(hash, 0);
-        assert!(!hashes.contains(&hash), "hash reused");
-        for (j, other) in names[..i].iter().enumerate() {
-            client.expect(&player_join(j as u8 + 1, hashes[j], other, false));
-        }
-        let own = player_join(slot, hash, name, false);
-        client.expect(&own);
-        for other in clients.iter_mut() {
-            other.expect(&own);
-        }
-        clients.push(client);
-        hashes.push(hash);
-    }
-    (clients, hashes)
-}
-
-fn ready_all(clients: &mut [Client]) {
-    for i in 0..clients.len() {
-        clients[i].send(&frame(READY_REQ, &[1]));
-        let expected = frame(PLAYER_READY, &[i as u8 + 1, 1]);
-        for client in clients.iter_mut() {
-            client.expect(&expected);
-        }
-    }
 }
 
 /// Collects COUNTDOWN values until GAME_START; returns them and the GAME_START frame.
@@ -271,12 +73,6 @@ fn hello(udp: &UdpClient, port: u16, token: Option<u64>) -> (u8, Vec<u8>) {
     let reply = udp.recv();
     let n = reply.len();
     (reply[1], reply[8..n - 4].to_vec())
-}
-
-fn start_with(config: Config) -> (ServerHandle, SocketAddr) {
-    let server = start(config);
-    let addr = server.tcp_lobby_addr().expect("tcp lobby enabled");
-    (server, addr)
 }
 
 #[test]
@@ -387,7 +183,8 @@ fn four_players_with_public_host() {
 
 #[test]
 fn every_error_code() {
-    // 0x01: one room allowed, two seats: the third connection is refused and closed.
+    // One room allowed, two seats. 0x03 (the connection stays and may retry), 0x06, 0x02,
+    // 0x01 (the third CONNECT_REQ, refused and closed), 0x05, 0x04.
     let (server, addr) = start_with(Config {
         max_rooms: 1,
         max_players: 2,
@@ -395,10 +192,6 @@ fn every_error_code() {
     });
     let mut a = Client::connect(addr);
     let mut b = Client::connect(addr);
-    let mut c = Client::connect(addr);
-    let frames = c.closed_within(REPLY_WAIT).unwrap();
-    assert_eq!(frames, vec![error_msg(0x01, "Lobby full")]);
-    // 0x03 (the connection stays and may retry), 0x06, 0x02, 0x05, 0x04.
     a.send(&frame(CONNECT_REQ, &[0u8; 32]));
     a.expect(&error_msg(0x03, "Invalid name"));
     a.send(&connect_req("bad\nname"));
@@ -415,6 +208,11 @@ fn every_error_code() {
     b.expect(&player_join(1, hash_a, "Alice", true));
     b.expect(&player_join(2, hash_b, "Bob", false));
     a.expect(&player_join(2, hash_b, "Bob", false));
+    // A connection holds no seat before its CONNECT_REQ: the third is refused at it.
+    let mut c = Client::connect(addr);
+    c.send(&connect_req("Carl"));
+    let frames = c.closed_within(REPLY_WAIT).unwrap();
+    assert_eq!(frames, vec![error_msg(0x01, "Lobby full")]);
     a.send(&frame(START_REQ, &[]));
     a.expect(&error_msg(0x05, "Not all players ready"));
     b.send(&frame(READY_REQ, &[1]));
@@ -554,15 +352,17 @@ fn idle_connection_is_closed_and_announced() {
     let started = Instant::now();
     let (mut clients, _) = party(addr, &["Quiet", "Chatty"]);
     let mut left = None;
-    // Chatty keeps talking (READY toggles) while Quiet says nothing.
+    // Chatty keeps talking (READY toggles, starting with a change: a READY that changes
+    // nothing is not answered) while Quiet says nothing.
     for round in 0..40 {
-        clients[1].send(&frame(READY_REQ, &[round % 2]));
+        let flag = (round + 1) % 2;
+        clients[1].send(&frame(READY_REQ, &[flag]));
         loop {
             let bytes = clients[1].recv();
             if bytes[0] == PLAYER_LEFT {
                 left = Some(bytes);
             } else {
-                assert_eq!(bytes, frame(PLAYER_READY, &[2, round % 2]));
+                assert_eq!(bytes, frame(PLAYER_READY, &[2, flag]));
                 break;
             }
         }
@@ -716,12 +516,7 @@ fn shutdown_notice_reaches_every_connection() {
 
 #[test]
 fn slow_reader_is_dropped_without_slowing_the_others() {
-    let (server, addr) = start_with(Config {
-        max_players: 3,
-        min_players: 2,
-        spawns: vec![(0.0, 0.0); 3],
-        ..tcp_config()
-    });
+    let (server, addr) = start_with(tcp_config());
     // The slow client's tiny receive buffer makes the server's queue for it fill sooner.
     let slow_socket =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
@@ -731,42 +526,56 @@ fn slow_reader_is_dropped_without_slowing_the_others() {
         stream: slow_socket.into(),
         buf: Vec::new(),
     };
-    let (slow_hash, slow_slot) = slow.join("Slow");
-    let _ = slow_hash;
-    let mut fast: Vec<Client> = (0..2).map(|_| Client::connect(addr)).collect();
-    for (i, client) in fast.iter_mut().enumerate() {
-        client.join(&format!("Fast{i}"));
-    }
-    // Drain the fast clients' join traffic.
-    for client in fast.iter_mut() {
-        while client.recv_within(Duration::from_millis(200)).is_some() {}
-    }
-    // The fast clients toggle READY and wait for their own PLAYER_READY each time; the slow
-    // one reads nothing. Every round trip stays short even while the slow queue fills up.
-    let mut worst = Duration::ZERO;
-    let mut rounds = 0u64;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut dropped = false;
-    while !dropped && Instant::now() < deadline && rounds < 400_000 {
-        for (i, client) in fast.iter_mut().enumerate() {
-            let flag = (rounds % 2) as u8;
-            let sent = Instant::now();
-            client.send(&frame(READY_REQ, &[flag]));
-            let slot = i as u8 + 2;
-            loop {
-                let bytes = client.recv();
-                if bytes == frame(PLAYER_READY, &[slot, flag]) {
-                    break;
+    let (_, slow_slot) = slow.join("Slow");
+    let mut fast = Client::connect(addr);
+    fast.join("Fast");
+    while fast.recv_within(Duration::from_millis(200)).is_some() {}
+    // Players come and go in the other seats, each costing the slow client a PLAYER_JOIN and a
+    // PLAYER_LEFT it never reads (one member's own requests are rate-limited, so it takes
+    // newcomers to fill a queue). Meanwhile the fast member toggles READY at a player's pace
+    // and waits for its own PLAYER_READY each time: every round trip stays short even while
+    // the slow queue fills up.
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut worst = Duration::ZERO;
+            let mut rounds = 0u64;
+            let mut dropped = false;
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !dropped && Instant::now() < deadline {
+                let flag = ((rounds + 1) % 2) as u8;
+                let sent = Instant::now();
+                fast.send(&frame(READY_REQ, &[flag]));
+                loop {
+                    let bytes = fast.recv();
+                    if bytes == frame(PLAYER_READY, &[2, flag]) {
+                        break;
+                    }
+                    if bytes == frame(PLAYER_LEFT, &[slow_slot]) {
+                        dropped = true;
+                    }
                 }
-                if bytes == frame(PLAYER_LEFT, &[slow_slot]) {
-                    dropped = true;
-                }
+                worst = worst.max(sent.elapsed());
+                rounds += 1;
+                std::thread::sleep(Duration::from_millis(100));
             }
-            worst = worst.max(sent.elapsed());
-        }
-        rounds += 1;
+            done.store(true, Ordering::Relaxed);
+            (fast, dropped, worst, rounds)
+        })
+    };
+    let mut comings = 0u64;
+    while !done.load(Ordering::Relaxed) {
+        let mut visitor = Client::connect(addr);
+        visitor.join(&format!("V{comings}"));
+        visitor.send(&frame(DISCONNECT, &[]));
+        comings += 1;
     }
-    assert!(dropped, "slow reader never dropped after {rounds} rounds");
+    let (mut fast, dropped, worst, rounds) = watcher.join().unwrap();
+    assert!(
+        dropped,
+        "slow reader never dropped after {comings} visitors"
+    );
     assert!(
         worst < Duration::from_secs(2),
         "a round trip took {worst:?}"
@@ -776,11 +585,14 @@ fn slow_reader_is_dropped_without_slowing_the_others() {
         .counters
         .contains(&("tcp_lobby_dropped_total", "slow_reader", 1)));
     assert_eq!(snap.lobby.tcp.closes(CloseCause::SlowReader), 1);
-    // The fast ones are still served.
-    fast[0].send(&frame(READY_REQ, &[1]));
-    // (Frames of earlier rounds may still be queued ahead of the answer.)
-    while fast[0].recv() != frame(PLAYER_READY, &[2, 1]) {}
-    eprintln!("slow reader dropped after {rounds} rounds, worst round trip {worst:?}");
+    // The fast one is still served.
+    let flag = ((rounds + 1) % 2) as u8;
+    fast.send(&frame(READY_REQ, &[flag]));
+    // (Frames of the last visitors may still be queued ahead of the answer.)
+    while fast.recv() != frame(PLAYER_READY, &[2, flag]) {}
+    eprintln!(
+        "slow reader dropped after {comings} visitors, {rounds} rounds, worst round trip {worst:?}"
+    );
 }
 
 #[test]

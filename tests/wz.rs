@@ -1129,7 +1129,9 @@ fn sighup_reloads_motd_and_banned_words_keeping_connections() {
 }
 
 /// `--wz-max-conns 2`: a third connection waits in the backlog unserved (never accepted and
-/// closed, which would loop a 4.x host), and is served once one of the two closes.
+/// closed, which would loop a 4.x host) when every connection holds a registered game (a
+/// connection that has not registered would be evicted instead, see `wz_dos.rs`), and is
+/// served once one of them closes.
 /// `--wz-max-conns-per-ip 1`: the second connection from one address may list but not host.
 #[test]
 fn connection_limits_pause_accepting_and_refuse_extra_hosts() {
@@ -1139,19 +1141,30 @@ fn connection_limits_pause_accepting_and_refuse_extra_hosts() {
         w.max_conns_per_ip = 1;
     });
     let lobby = wz_addr(&server);
-    let first = connect_from(lobby, "127.0.0.1");
+    let mut first = connect_from(lobby, "127.0.0.1");
+    let (_, (code, _)) = Host::new("4.x", "First from here").register(&mut first);
+    assert_eq!(code, 200);
     let mut second = connect_from(lobby, "127.0.0.1");
+    let (_, (code, motd)) = Host::new("4.x", "Second from here").register(&mut second);
+    assert_eq!(code, 406);
+    assert!(motd.contains("Too many connections"), "{motd}");
+    assert_closed(&mut second);
+    // Two registered hosts hold the two connections: nobody can be evicted to make room.
+    let mut other = connect_from(lobby, "127.0.0.2");
+    let (_, (code, _)) = Host::new("4.x", "Other address").register(&mut other);
+    assert_eq!(code, 200);
     let snap = eventually(&server, REPLY_WAIT, |s| {
-        counter(s, "wz_accepted_total", "") == 2
+        counter(s, "wz_accepted_total", "") == 3
     });
-    assert_eq!(counter(&snap, "wz_accepted_total", ""), 2);
+    assert_eq!(counter(&snap, "wz_accepted_total", ""), 3);
 
     let mut third = connect_from(lobby, "127.0.0.1");
     third.write_all(b"list\0").unwrap();
     assert_silent(&mut third);
     let snap = snapshot(&server);
-    assert_eq!(counter(&snap, "wz_accepted_total", ""), 2);
+    assert_eq!(counter(&snap, "wz_accepted_total", ""), 3);
     assert!(counter(&snap, "wz_accept_pauses_total", "") >= 1);
+    assert_eq!(counter(&snap, "wz_evicted_total", ""), 0);
 
     drop(first);
     let mut reply = Vec::new();
@@ -1159,12 +1172,7 @@ fn connection_limits_pause_accepting_and_refuse_extra_hosts() {
         .read_to_end(&mut reply)
         .expect("list reply once accepted");
     let (games, (code, _)) = read_as_4x(&reply);
-    assert_eq!((games.len(), code), (0, 200));
-
-    let (_, (code, motd)) = Host::new("4.x", "Second from here").register(&mut second);
-    assert_eq!(code, 406);
-    assert!(motd.contains("Too many connections"), "{motd}");
-    assert_closed(&mut second);
+    assert_eq!((games.len(), code), (1, 200));
 }
 
 /// Registrations from one address are rate-limited: with the defaults (30/min, burst 20)

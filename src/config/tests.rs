@@ -211,6 +211,17 @@ fn durations() {
             "{bad}"
         );
     }
+    // One deadline for every front end's connections that have not signed in yet.
+    let d = run(&[]).unwrap();
+    assert_eq!(d.handshake_timeout, Duration::from_secs(5));
+    assert_eq!(d.wz.handshake_timeout, Duration::from_secs(5));
+    assert_eq!(d.general.core.sign_in_timeout, Duration::from_secs(5));
+    let c = run(&["--handshake-timeout", "1.5"]).unwrap();
+    let want = Duration::from_millis(1500);
+    assert_eq!(c.handshake_timeout, want);
+    assert_eq!(c.wz.handshake_timeout, want);
+    assert_eq!(c.general.core.sign_in_timeout, want);
+    assert!(reason(&["--handshake-timeout", "0"]).starts_with("--handshake-timeout: \"0\""));
     assert!(reason(&["--countdown-tick", "0"]).starts_with("--countdown-tick: \"0\""));
     assert!(reason(&["--countdown-tick", "10001"]).starts_with("--countdown-tick:"));
     assert!(run(&["--auto-start"]).unwrap().auto_start);

@@ -63,6 +63,9 @@ pub struct WzSettings {
     pub login: LoginPolicy,
     /// The account database (`--db`, default `lobbyd.sqlite`, as `lobbyd user`).
     pub db: PathBuf,
+    /// A connection that has not registered a game (legacy) or had a v4 request answered
+    /// with success by then is closed (the shared `--handshake-timeout`, default 5 s).
+    pub handshake_timeout: Duration,
 }
 
 impl Default for WzSettings {
@@ -83,6 +86,7 @@ impl Default for WzSettings {
             registrations_per_minute: 30,
             login: LoginPolicy::Optional,
             db: PathBuf::from(DEFAULT_DB),
+            handshake_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -204,7 +208,13 @@ pub(super) fn declare(options: &mut Options, d: &WzSettings) {
 }
 
 /// Builds the Warzone settings from parsed flags.
-pub(super) fn settings_from(m: &Matches, d: WzSettings) -> Result<WzSettings, UsageError> {
+/// Builds the Warzone settings from parsed flags; `handshake_timeout` is the shared
+/// `--handshake-timeout`.
+pub(super) fn settings_from(
+    m: &Matches,
+    d: WzSettings,
+    handshake_timeout: Duration,
+) -> Result<WzSettings, UsageError> {
     let port = match m.opt_str("wz-port") {
         Some(text) => {
             let port = parse_number("wz-port", &text, PORT, &(0..=u16::MAX))?;
@@ -294,6 +304,7 @@ pub(super) fn settings_from(m: &Matches, d: WzSettings) -> Result<WzSettings, Us
         )?,
         login,
         db: path("db")?.unwrap_or(d.db),
+        handshake_timeout,
     })
 }
 

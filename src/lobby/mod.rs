@@ -7,6 +7,11 @@
 //! (send a reply, bind or close an instance socket) and [`Lobby::poll_timeout`] (when to call
 //! [`Lobby::handle_timeout`] next). Timers run on one fixed-tick [`TimerWheel`].
 //!
+//! The output queue is bounded by what one `handle_*` call produces (the driver drains it
+//! after each: a TCP request queues at most one message per party member plus a newcomer's
+//! roster, a UDP request one reply), and after a burst its memory is given back once drained
+//! ([`OUTPUT_KEEP`]).
+//!
 //! Instance sockets are bound by the driver: CREATE_ROOM yields [`Output::OpenInstance`],
 //! the driver answers with [`Lobby::handle_instance_opened`], and only then is ROOM_CREATED
 //! (or JOIN_FAILED) queued. So a listed room always has a live socket, and a room's socket is
@@ -39,6 +44,9 @@ use room_map::RoomTable;
 const ROOM_PORT_REPLY_LEN: usize = 8 + 6 + 4;
 /// Bytes of JOIN_FAILED (empty payload).
 const JOIN_FAILED_LEN: usize = 8 + 4;
+/// Output records the queue keeps room for once drained; a burst above it (a countdown tick
+/// in thousands of parties, say) is given back.
+pub const OUTPUT_KEEP: usize = 4096;
 
 /// What the core needs to know about the operator's limits.
 #[derive(Clone, Debug)]
@@ -253,7 +261,7 @@ enum TimerEvent {
     Reap(RoomId),
     PartyTick(RoomId),
     PartyLinger(RoomId),
-    ConnIdle(ConnId),
+    ConnDeadline(ConnId),
 }
 
 /// A create request waiting for its instance socket.
@@ -312,9 +320,14 @@ impl Lobby {
         &self.config
     }
 
-    /// The next thing for the driver to do.
+    /// The next thing for the driver to do. Once the queue is drained, memory it held after
+    /// a burst is given back (down to [`OUTPUT_KEEP`] records).
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.outputs.pop_front()
+        let output = self.outputs.pop_front();
+        if output.is_none() && self.outputs.capacity() > OUTPUT_KEEP {
+            self.outputs.shrink_to(OUTPUT_KEEP);
+        }
+        output
     }
 
     /// Whether outputs are waiting for [`Lobby::poll_output`].
@@ -868,7 +881,7 @@ impl Lobby {
                 TimerEvent::Reap(id) => self.reap(id),
                 TimerEvent::PartyTick(id) => self.party_tick(now, id),
                 TimerEvent::PartyLinger(id) => self.party_linger(id),
-                TimerEvent::ConnIdle(conn) => self.conn_idle(now, conn),
+                TimerEvent::ConnDeadline(conn) => self.conn_deadline(now, conn),
             }
         }
     }

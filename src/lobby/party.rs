@@ -2,19 +2,22 @@
 //! of the core, as `docs/protocols/tcp-lobby.md` ("Server behaviour") specifies it.
 //!
 //! A party is a [`Room`] of kind [`RoomKind::Party`]: same id space, same `--max-rooms`, same
-//! instance relay once the game starts, but never listed in ROOM_LIST. Each TCP connection the
-//! driver accepts is placed in the oldest Waiting party with a free seat, else a new party;
-//! from then on the client sees the single lobby the RFC describes. The party's game instance
-//! is bound when its countdown starts and, after GAME_START, admits exactly the announced
-//! players by their hash (HELLO token).
+//! instance relay once the game starts, but never listed in ROOM_LIST. A connection's valid
+//! CONNECT_REQ places it in the oldest Waiting party with a free seat, else a new party; from
+//! then on the client sees the single lobby the RFC describes. Before that it holds no seat
+//! (`party/conns.rs` keeps its record, deadlines and request rate). The party's game
+//! instance is bound when its countdown starts and, after GAME_START, admits exactly the
+//! announced players by their hash (HELLO token).
 //!
 //! Like the rest of the core this owns no socket and reads no clock: the driver reports
-//! accepted connections, decoded requests, protocol violations, activity and closes; the core
-//! answers with [`Output::Tcp`] messages and [`Output::CloseConn`]. Player hashes come from an
-//! injected source (the OS CSPRNG in the server, a seeded generator in simulations).
+//! accepted connections, decoded requests, protocol violations and closes; the core answers
+//! with [`Output::Tcp`] messages and [`Output::CloseConn`]. A request never queues more than
+//! one message per member plus the newcomer's roster, and a READY that changes nothing
+//! queues nothing. Player hashes come from an injected source (the OS CSPRNG in the server, a
+//! seeded generator in simulations).
 
-use std::collections::HashSet;
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use crate::time::wheel::TimerKey;
@@ -23,12 +26,14 @@ use crate::wire::tcp_lobby::{name_field, validate_name, NAME_LEN};
 use super::room::{Room, RoomId, RoomKind, RoomState, Slot};
 use super::{Lobby, Output, TimerEvent};
 
+mod conns;
 mod messages;
 mod stats;
 
 pub use messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
 pub use stats::{CloseCause, PartyStats};
 
+use conns::TcpConn;
 use stats::index_of;
 
 /// The TCP lobby's settings.
@@ -48,6 +53,13 @@ pub struct PartyConfig {
     pub spawns: Vec<(f32, f32)>,
     /// How long after GAME_START the server closes a connection the client kept open.
     pub linger: Duration,
+    /// A connection without CONNECT_ACK this long after it was accepted is closed, whatever
+    /// it sends (`--handshake-timeout`).
+    pub handshake_timeout: Duration,
+    /// Requests per second one connection may make; one over it is a `flood` violation.
+    pub request_rate: u64,
+    /// Requests one connection may make back to back.
+    pub request_burst: u64,
 }
 
 impl Default for PartyConfig {
@@ -65,6 +77,9 @@ impl Default for PartyConfig {
                 (100.0, 400.0),
             ],
             linger: Duration::from_secs(5),
+            handshake_timeout: Duration::from_secs(5),
+            request_rate: 20,
+            request_burst: 40,
         }
     }
 }
@@ -105,8 +120,6 @@ struct PartyCountdown {
 pub struct Party {
     /// Connected players, index `slot - 1`.
     seats: Vec<Option<PartyMember>>,
-    /// Accepted connections that have no CONNECT_ACK yet; each holds a seat.
-    pending: Vec<ConnId>,
     /// Waiting for the driver to bind the instance socket.
     opening: Option<Opener>,
     countdown: Option<PartyCountdown>,
@@ -119,7 +132,6 @@ impl Party {
     fn new(max_players: u8) -> Party {
         Party {
             seats: vec![None; usize::from(max_players)],
-            pending: Vec::new(),
             opening: None,
             countdown: None,
             started: false,
@@ -140,15 +152,10 @@ impl Party {
         self.members().count()
     }
 
-    /// Connected players plus connections waiting for CONNECT_ACK.
-    pub fn occupancy(&self) -> usize {
-        self.member_count() + self.pending.len()
-    }
-
-    /// Whether a new connection may be placed here: Waiting (no countdown, not opening, not
+    /// Whether a newcomer may be placed here: Waiting (no countdown, not opening, not
     /// started) with a free seat.
     fn takes_newcomers(&self) -> bool {
-        !self.busy() && !self.started && self.occupancy() < self.seats.len()
+        !self.busy() && !self.started && self.member_count() < self.seats.len()
     }
 
     /// Counting down or binding its instance.
@@ -175,27 +182,6 @@ fn slot_of_index(index: usize) -> Slot {
     Slot::try_from(index + 1).unwrap_or(Slot::MAX)
 }
 
-/// Where a connection stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stage {
-    /// Accepted, no CONNECT_ACK yet.
-    Pending,
-    /// CONNECT_ACK sent; in the party at this slot.
-    Connected(Slot),
-    /// GAME_START sent; waiting for the client to close (or the linger timer).
-    Transferred,
-}
-
-/// The core's record of one TCP connection.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct TcpConn {
-    party: RoomId,
-    stage: Stage,
-    last_seen: Instant,
-    violations: u32,
-    idle_timer: Option<TimerKey>,
-}
-
 /// Attempts at drawing a fresh hash before giving up (a failing or degenerate source).
 const HASH_ATTEMPTS: usize = 8;
 
@@ -207,8 +193,11 @@ pub fn os_random_u64() -> u64 {
 
 /// The TCP lobby's share of the core's state.
 pub(super) struct TcpState {
-    pub(super) parties: std::collections::BTreeMap<RoomId, Party>,
-    pub(super) conns: std::collections::HashMap<ConnId, TcpConn>,
+    pub(super) parties: BTreeMap<RoomId, Party>,
+    conns: HashMap<ConnId, TcpConn>,
+    /// Connections without CONNECT_ACK by accept order, oldest first (eviction).
+    pending: BTreeMap<u64, ConnId>,
+    next_order: u64,
     /// Hashes of live players (connected, or announced in a GAME_START whose room lives).
     pub(super) hashes: HashSet<u64>,
     pub(super) hash_source: Box<dyn FnMut() -> u64 + Send>,
@@ -217,12 +206,23 @@ pub(super) struct TcpState {
 impl TcpState {
     pub(super) fn new(hash_source: Box<dyn FnMut() -> u64 + Send>) -> TcpState {
         TcpState {
-            parties: Default::default(),
-            conns: Default::default(),
+            parties: BTreeMap::new(),
+            conns: HashMap::new(),
+            pending: BTreeMap::new(),
+            next_order: 0,
             hashes: HashSet::new(),
             hash_source,
         }
     }
+}
+
+/// Where a CONNECT_REQ can go.
+#[derive(Clone, Copy, Debug)]
+enum Placement {
+    /// The oldest Waiting party with a free seat.
+    Party(RoomId),
+    /// No party takes newcomers, and a new one can be opened.
+    NewParty,
 }
 
 impl Lobby {
@@ -231,24 +231,14 @@ impl Lobby {
         self.tcp.parties.get(&id)
     }
 
-    /// TCP lobby connections the core knows (pending, connected or transferred).
-    pub fn tcp_conn_count(&self) -> usize {
-        self.tcp.conns.len()
-    }
-
-    /// The party a connection was placed in.
-    pub fn party_of(&self, conn: ConnId) -> Option<RoomId> {
-        self.tcp.conns.get(&conn).map(|c| c.party)
-    }
-
-    /// Players still in a party's TCP lobby (connected or pending; 0 once the game started),
-    /// for the operators' room view.
+    /// Players still in a party's TCP lobby (0 once the game started), for the operators'
+    /// room view.
     pub fn lobby_members(&self, id: RoomId) -> usize {
         self.tcp
             .parties
             .get(&id)
             .filter(|party| !party.started)
-            .map_or(0, Party::occupancy)
+            .map_or(0, Party::member_count)
     }
 
     /// The players of a party's GAME_START in slot order: slot, hash, name field and spawn.
@@ -271,7 +261,7 @@ impl Lobby {
             })
     }
 
-    fn send_tcp(&mut self, conn: ConnId, msg: TcpMessage) {
+    pub(super) fn send_tcp(&mut self, conn: ConnId, msg: TcpMessage) {
         if let TcpMessage::Error(error) = msg {
             if let Some(i) = index_of(&TcpError::ALL, error) {
                 self.stats.tcp.errors[i] += 1;
@@ -287,139 +277,48 @@ impl Lobby {
         }
     }
 
-    fn count_close(&mut self, cause: CloseCause) {
-        if let Some(i) = index_of(&CloseCause::ALL, cause) {
-            self.stats.tcp.closed[i] += 1;
-        }
-    }
-
-    /// The driver accepted a connection from `peer`: place it in a party, or answer
-    /// ERROR 0x01 and close it when no party can take it.
-    pub fn handle_tcp_open(&mut self, now: Instant, conn: ConnId, peer: SocketAddr) {
-        if self.tcp.conns.contains_key(&conn) {
-            return;
-        }
-        match self.place(peer) {
-            Some(party) => {
-                if let Some(p) = self.tcp.parties.get_mut(&party) {
-                    p.pending.push(conn);
-                }
-                let record = TcpConn {
-                    party,
-                    stage: Stage::Pending,
-                    last_seen: now,
-                    violations: 0,
-                    idle_timer: None,
-                };
-                self.tcp.conns.insert(conn, record);
-                self.stats.tcp.admitted += 1;
-                self.arm_idle(conn, now + self.config.idle_timeout);
-            }
-            None => {
-                self.send_tcp(conn, TcpMessage::Error(TcpError::LobbyFull));
-                self.count_close(CloseCause::LobbyFull);
-                self.outputs.push_back(Output::CloseConn { conn });
-            }
-        }
-    }
-
-    /// The oldest Waiting party with a free seat, else a new party; `None` at `--max-rooms`.
-    fn place(&mut self, peer: SocketAddr) -> Option<RoomId> {
+    /// Where a CONNECT_REQ goes now: the oldest Waiting party with a free seat, else a new
+    /// party; `None` at `--max-rooms`.
+    fn placement(&self) -> Option<Placement> {
         if let Some((&id, _)) = self
             .tcp
             .parties
             .iter()
             .find(|(_, party)| party.takes_newcomers())
         {
-            return Some(id);
+            return Some(Placement::Party(id));
         }
-        if self.rooms.len() >= self.config.max_rooms || self.next_room_id == 0 {
-            return None;
-        }
+        let room_left = self.rooms.len() < self.config.max_rooms && self.next_room_id != 0;
+        room_left.then_some(Placement::NewParty)
+    }
+
+    /// Opens a new party (a room of kind party) for a CONNECT_REQ from `creator`; the caller
+    /// checked with [`Lobby::placement`] that a room is left.
+    fn open_party(&mut self, creator: IpAddr) -> RoomId {
         let id = RoomId(self.next_room_id);
         self.next_room_id = self.next_room_id.checked_add(1).unwrap_or(0);
-        let mut room = Room::new(id, self.config.max_players, peer.ip());
+        let mut room = Room::new(id, self.config.max_players, creator);
         room.kind = RoomKind::Party;
         self.rooms.insert(id, room);
         self.tcp
             .parties
             .insert(id, Party::new(self.config.max_players));
         self.stats.tcp.parties_opened += 1;
-        Some(id)
+        id
     }
 
-    /// Bytes arrived from `conn` (idle timeout).
-    pub fn handle_tcp_activity(&mut self, now: Instant, conn: ConnId) {
-        if let Some(record) = self.tcp.conns.get_mut(&conn) {
-            record.last_seen = now;
-        }
-    }
-
-    /// A malformed or out-of-place message from `conn`: counted, ignored, and the connection
-    /// is closed once it has made `--max-violations` of them.
-    pub fn handle_tcp_violation(&mut self, conn: ConnId, reason: Violation) {
-        let Some(record) = self.tcp.conns.get_mut(&conn) else {
-            return;
-        };
-        record.violations += 1;
-        let over = record.violations >= self.config.party.max_violations;
-        if let Some(i) = index_of(&Violation::ALL, reason) {
-            self.stats.tcp.violations[i] += 1;
-        }
-        if over {
-            self.close_conn(conn, CloseCause::Violations);
-        }
-    }
-
-    /// The driver closed `conn` (peer closed, socket error, slow reader).
-    pub fn handle_tcp_closed(&mut self, conn: ConnId, why: ConnClose) {
-        if !self.tcp.conns.contains_key(&conn) {
-            return;
-        }
-        let cause = match why {
-            ConnClose::PeerClosed => CloseCause::PeerClosed,
-            ConnClose::Error => CloseCause::Error,
-            ConnClose::SlowReader => CloseCause::SlowReader,
-        };
-        self.count_close(cause);
-        self.forget_conn(conn);
-    }
-
-    /// Closes `conn` on the core's initiative: the driver flushes what is queued, then closes.
-    fn close_conn(&mut self, conn: ConnId, cause: CloseCause) {
-        if !self.tcp.conns.contains_key(&conn) {
-            return;
-        }
-        self.count_close(cause);
-        self.forget_conn(conn);
-        self.outputs.push_back(Output::CloseConn { conn });
-    }
-
-    /// Removes a connection from its party: PLAYER_LEFT to the rest if it was connected,
-    /// countdown continued or cancelled, party dissolved when nobody is left.
-    fn forget_conn(&mut self, conn: ConnId) {
-        let Some(record) = self.tcp.conns.remove(&conn) else {
-            return;
-        };
-        if let Some(key) = record.idle_timer {
-            self.timers.cancel(key);
-        }
-        let id = record.party;
+    /// The member at `slot` of party `id` is gone: its seat and hash are free, the rest hear
+    /// PLAYER_LEFT, and the party goes on without it (or dissolves, empty).
+    fn member_left(&mut self, id: RoomId, slot: Slot) {
         let Some(party) = self.tcp.parties.get_mut(&id) else {
             return;
         };
-        match record.stage {
-            Stage::Pending => party.pending.retain(|c| *c != conn),
-            Stage::Transferred => return,
-            Stage::Connected(slot) => {
-                let index = usize::from(slot) - 1;
-                if let Some(member) = party.seats.get_mut(index).and_then(Option::take) {
-                    self.tcp.hashes.remove(&member.hash);
-                }
-                self.send_party(id, TcpMessage::PlayerLeft(slot));
-                self.after_leave(id);
-            }
+        let index = usize::from(slot) - 1;
+        if let Some(member) = party.seats.get_mut(index).and_then(Option::take) {
+            self.tcp.hashes.remove(&member.hash);
         }
+        self.send_party(id, TcpMessage::PlayerLeft(slot));
+        self.after_leave(id);
         self.dissolve_if_empty(id);
     }
 
@@ -481,7 +380,7 @@ impl Lobby {
             .tcp
             .parties
             .get(&id)
-            .is_some_and(|party| !party.started && party.occupancy() == 0);
+            .is_some_and(|party| !party.started && party.member_count() == 0);
         if !empty {
             return;
         }
@@ -497,36 +396,11 @@ impl Lobby {
         }
     }
 
-    /// A decoded message from `conn`. It counts as activity (the driver also reports bytes
-    /// that complete no message, through [`Lobby::handle_tcp_activity`]).
-    pub fn handle_tcp_request(&mut self, now: Instant, conn: ConnId, request: TcpRequest) {
-        let Some(record) = self.tcp.conns.get_mut(&conn) else {
-            return;
-        };
-        record.last_seen = now;
-        let record = *record;
-        match (request, record.stage) {
-            // After GAME_START this is the expected goodbye; nobody is told (no PLAYER_LEFT).
-            (TcpRequest::Disconnect, _) => self.close_conn(conn, CloseCause::Disconnect),
-            (TcpRequest::Connect { name }, Stage::Pending) => self.connect(conn, record, name),
-            (TcpRequest::Connect { .. }, _) => {
-                self.handle_tcp_violation(conn, Violation::AlreadyConnected)
-            }
-            (TcpRequest::Ready(_) | TcpRequest::Start, Stage::Pending) => {
-                self.handle_tcp_violation(conn, Violation::NotConnected)
-            }
-            (TcpRequest::Ready(_) | TcpRequest::Start, Stage::Transferred) => {
-                self.send_tcp(conn, TcpMessage::Error(TcpError::GameStarted))
-            }
-            (TcpRequest::Ready(ready), Stage::Connected(slot)) => {
-                self.ready(conn, record.party, slot, ready)
-            }
-            (TcpRequest::Start, Stage::Connected(_)) => self.start_request(conn, record.party),
-        }
-    }
-
-    fn connect(&mut self, conn: ConnId, record: TcpConn, raw: [u8; NAME_LEN]) {
-        let id = record.party;
+    /// A CONNECT_REQ from a connection without CONNECT_ACK: a valid name gets a seat in the
+    /// oldest Waiting party with a free seat (else a new party) unless the name is taken
+    /// there; with no seat anywhere and `--max-rooms` rooms, ERROR 0x01 and the connection is
+    /// closed.
+    fn connect(&mut self, conn: ConnId, raw: [u8; NAME_LEN]) {
         let name = match validate_name(&raw) {
             Ok(name) => name_field(name),
             Err(_) => {
@@ -534,19 +408,37 @@ impl Lobby {
                 return;
             }
         };
-        let Some(party) = self.tcp.parties.get(&id) else {
+        let Some(placement) = self.placement() else {
+            self.send_tcp(conn, TcpMessage::Error(TcpError::LobbyFull));
+            self.close_conn(conn, CloseCause::LobbyFull);
             return;
         };
-        if party.members().any(|(_, m)| m.name == name) {
-            self.send_tcp(conn, TcpMessage::Error(TcpError::NameTaken));
-            return;
+        if let Placement::Party(id) = placement {
+            let taken = self
+                .tcp
+                .parties
+                .get(&id)
+                .is_some_and(|party| party.members().any(|(_, m)| m.name == name));
+            if taken {
+                self.send_tcp(conn, TcpMessage::Error(TcpError::NameTaken));
+                return;
+            }
         }
-        // Pending connections hold a seat, so a free seat exists for this one.
-        let Some(index) = party.seats.iter().position(Option::is_none) else {
-            return;
-        };
         let Some(hash) = self.fresh_hash() else {
             self.send_tcp(conn, TcpMessage::Error(TcpError::NoPlayerId));
+            return;
+        };
+        let Some(peer) = self.tcp.conns.get(&conn).map(|record| record.peer) else {
+            return;
+        };
+        let id = match placement {
+            Placement::Party(id) => id,
+            Placement::NewParty => self.open_party(peer),
+        };
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return;
+        };
+        let Some(index) = party.seats.iter().position(Option::is_none) else {
             return;
         };
         let slot = slot_of_index(index);
@@ -556,10 +448,6 @@ impl Lobby {
             name,
             ready: false,
         };
-        let Some(party) = self.tcp.parties.get_mut(&id) else {
-            return;
-        };
-        party.pending.retain(|c| *c != conn);
         party.seats[index] = Some(member);
         let existing: Vec<(Slot, PartyMember)> = party
             .members()
@@ -567,10 +455,7 @@ impl Lobby {
             .map(|(s, m)| (s, *m))
             .collect();
         self.tcp.hashes.insert(hash);
-        if let Some(record) = self.tcp.conns.get_mut(&conn) {
-            record.stage = Stage::Connected(slot);
-        }
-        self.stats.tcp.connected += 1;
+        self.conn_connected(conn, id, slot);
         self.send_tcp(conn, TcpMessage::ConnectAck { hash, slot });
         for (slot, m) in existing {
             let msg = join_message(slot, &m);
@@ -594,9 +479,15 @@ impl Lobby {
             self.send_tcp(conn, TcpMessage::Error(TcpError::GameStarted));
             return;
         }
-        if let Some(member) = party.member_mut(slot) {
-            member.ready = ready;
+        let Some(member) = party.member_mut(slot) else {
+            return;
+        };
+        // Nothing changes, so nobody is told anything: a repeated READY costs its sender one
+        // request of its rate and its party nothing.
+        if member.ready == ready {
+            return;
         }
+        member.ready = ready;
         self.send_party(id, TcpMessage::PlayerReady { slot, ready });
         self.maybe_auto_start(id);
     }
@@ -683,43 +574,8 @@ impl Lobby {
             next: 0,
             timer: None,
         });
-        // Connections still without CONNECT_ACK cannot join a counting party: they move on
-        // to another one, as if they had just connected.
-        let pending = std::mem::take(&mut party.pending);
         self.stats.tcp.countdowns += 1;
-        for conn in pending {
-            self.rehome(conn);
-        }
         self.countdown_tick(now, id);
-    }
-
-    /// Places a pending connection of a starting party in another party, or closes it with
-    /// ERROR 0x01 when none can take it.
-    fn rehome(&mut self, conn: ConnId) {
-        let Some(record) = self.tcp.conns.get(&conn).copied() else {
-            return;
-        };
-        let peer_ip = self
-            .rooms
-            .get(&record.party)
-            .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |room| {
-                SocketAddr::new(room.creator, 0)
-            });
-        match self.place(peer_ip) {
-            Some(party) => {
-                if let Some(p) = self.tcp.parties.get_mut(&party) {
-                    p.pending.push(conn);
-                }
-                if let Some(record) = self.tcp.conns.get_mut(&conn) {
-                    record.party = party;
-                }
-            }
-            None => {
-                // Its seat was already taken out of its old party: nobody else to tell.
-                self.send_tcp(conn, TcpMessage::Error(TcpError::LobbyFull));
-                self.drop_record(conn, CloseCause::LobbyFull);
-            }
-        }
     }
 
     /// Sends the countdown value due now and arms the next one, or starts the game.
@@ -773,9 +629,7 @@ impl Lobby {
             room.expect(*slot, member.hash, expires);
         }
         for (_, member) in &roster {
-            if let Some(record) = self.tcp.conns.get_mut(&member.conn) {
-                record.stage = Stage::Transferred;
-            }
+            self.conn_transferred(member.conn, id);
             self.send_tcp(member.conn, TcpMessage::GameStart(id));
         }
         self.stats.tcp.games_started += 1;
@@ -807,40 +661,12 @@ impl Lobby {
         party
             .conns()
             .into_iter()
-            .filter(|conn| {
-                self.tcp
-                    .conns
-                    .get(conn)
-                    .is_some_and(|r| r.party == id && r.stage == Stage::Transferred)
-            })
+            .filter(|conn| self.is_transferred_from(*conn, id))
             .collect()
     }
 
     pub(super) fn party_tick(&mut self, now: Instant, id: RoomId) {
         self.countdown_tick(now, id);
-    }
-
-    fn arm_idle(&mut self, conn: ConnId, deadline: Instant) {
-        let key = self.timers.insert(deadline, TimerEvent::ConnIdle(conn));
-        if let Some(record) = self.tcp.conns.get_mut(&conn) {
-            record.idle_timer = Some(key);
-        }
-    }
-
-    /// A connection's idle timer fired: close it if it has been silent for the whole
-    /// timeout, else re-arm for its last activity (activity never touches the wheel).
-    pub(super) fn conn_idle(&mut self, now: Instant, conn: ConnId) {
-        let idle = self.config.idle_timeout;
-        let Some(record) = self.tcp.conns.get_mut(&conn) else {
-            return;
-        };
-        record.idle_timer = None;
-        let deadline = record.last_seen + idle;
-        if deadline <= now {
-            self.close_conn(conn, CloseCause::Idle);
-        } else {
-            self.arm_idle(conn, deadline);
-        }
     }
 
     /// A HELLO on a party's instance: admitted only with the token of a player of its
@@ -890,18 +716,6 @@ impl Lobby {
             self.send_tcp(conn, TcpMessage::Error(TcpError::ShuttingDown));
             self.drop_record(conn, CloseCause::Shutdown);
         }
-    }
-
-    /// Forgets a connection without touching its party and tells the driver to close it.
-    fn drop_record(&mut self, conn: ConnId, cause: CloseCause) {
-        let Some(record) = self.tcp.conns.remove(&conn) else {
-            return;
-        };
-        if let Some(key) = record.idle_timer {
-            self.timers.cancel(key);
-        }
-        self.count_close(cause);
-        self.outputs.push_back(Output::CloseConn { conn });
     }
 }
 

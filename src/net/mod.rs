@@ -83,6 +83,8 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
             max_violations: config.max_violations,
             spawns: config.spawns.clone(),
             linger: Duration::from_secs(5),
+            handshake_timeout: config.handshake_timeout,
+            ..PartyConfig::default()
         },
     }
 }

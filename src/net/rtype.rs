@@ -3,10 +3,12 @@
 //! instance relay).
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`). Readiness on a UDP
-//! socket gives decoded inputs ([`super::udp`]) that go to the core; readiness on a TCP lobby
-//! connection goes through the TCP transport ([`super::tcp`]); then every output the core
-//! queued is carried out by [`RtypeFrontEnd::dispatch`]: replies and instance messages to
-//! `udp`, frames and closes to `tcp`, instance sockets bound or closed. No protocol logic here.
+//! socket or a TCP lobby connection gives decoded inputs ([`super::udp`], [`super::tcp`])
+//! that go to the core one at a time; after each, every output the core queued is carried
+//! out by [`RtypeFrontEnd::dispatch`]: replies and instance messages to `udp`, frames and
+//! closes to `tcp` (written at once), instance sockets bound or closed. So the core's queue
+//! never holds more than one input's outputs, and a member's frames reach its party's sockets
+//! as they are produced. No protocol logic here.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -14,11 +16,11 @@ use std::time::Instant;
 use mio::event::Event;
 use mio::Registry;
 
-use crate::lobby::{Lobby, Output, RoomId};
+use crate::lobby::{ConnId, Lobby, Output, RoomId};
 use crate::metrics::{RoomView, Snapshot};
 
 use super::server::FrontEnd;
-use super::tcp::TcpLobby;
+use super::tcp::{TcpInput, TcpLobby};
 use super::token::Target;
 use super::udp::{Received, UdpLobby};
 
@@ -32,6 +34,8 @@ pub struct RtypeFrontEnd {
     tcp: Option<TcpLobby>,
     /// Reused for every relayed DATA datagram.
     destinations: Vec<SocketAddr>,
+    /// Reused for the inputs of each TCP lobby readiness event.
+    tcp_inputs: Vec<TcpInput>,
 }
 
 impl RtypeFrontEnd {
@@ -42,6 +46,7 @@ impl RtypeFrontEnd {
             udp,
             tcp,
             destinations: Vec::with_capacity(16),
+            tcp_inputs: Vec::new(),
         }
     }
 
@@ -141,6 +146,40 @@ impl RtypeFrontEnd {
         }
     }
 
+    /// Readiness on TCP lobby connection `key`: what it sent goes to the core input by input,
+    /// each one's outputs carried out before the next; once the core has let the connection
+    /// go, the rest is dropped.
+    fn tcp_ready(&mut self, registry: &Registry, key: usize, event: &Event) {
+        let Some(tcp) = self.tcp.as_mut() else {
+            return;
+        };
+        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+        let mut inputs = std::mem::take(&mut self.tcp_inputs);
+        tcp.ready(
+            key,
+            readable,
+            event.is_writable(),
+            &mut self.lobby,
+            registry,
+            &mut inputs,
+        );
+        self.dispatch(registry);
+        let conn = ConnId(key);
+        let now = Instant::now();
+        for input in inputs.drain(..) {
+            if !self.lobby.tcp_conn_is_open(conn) {
+                break;
+            }
+            match input {
+                TcpInput::Request(request) => self.lobby.handle_tcp_request(now, conn, request),
+                TcpInput::Violation(reason) => self.lobby.handle_tcp_violation(conn, reason),
+                TcpInput::Closed(why) => self.lobby.handle_tcp_closed(conn, why),
+            }
+            self.dispatch(registry);
+        }
+        self.tcp_inputs = inputs;
+    }
+
     fn tcp_accept(&mut self, registry: &Registry) {
         if let Some(tcp) = self.tcp.as_mut() {
             tcp.accept(&mut self.lobby, registry);
@@ -155,19 +194,7 @@ impl FrontEnd for RtypeFrontEnd {
             Target::LobbyUdp => self.lobby_readable(registry),
             Target::Instance(key) => self.instance_readable(registry, key),
             Target::TcpListener => self.tcp_accept(registry),
-            Target::TcpConn(key) => {
-                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
-                if let Some(tcp) = self.tcp.as_mut() {
-                    tcp.ready(
-                        key,
-                        readable,
-                        event.is_writable(),
-                        &mut self.lobby,
-                        registry,
-                    );
-                }
-                self.dispatch(registry);
-            }
+            Target::TcpConn(key) => self.tcp_ready(registry, key, event),
             _ => {}
         }
     }

@@ -2,12 +2,21 @@
 //!
 //! Implements the transport half of `docs/protocols/tcp-lobby.md`: accept until `WouldBlock`
 //! under the `--conn-rate` / `--max-conns` / `--max-conns-per-ip` limits (over a per-IP limit a
-//! newcomer is refused at accept), TCP keep-alive, a shared read buffer with zero-copy framing
-//! ([`super::tcp_frames`]), and the shared stream transport ([`super::stream`]: capped send
-//! queues that survive partial writes and exist only while bytes are in flight, close after
-//! flush). What the bytes mean is decided by the [`Lobby`] core, which the R-Type front end
-//! (`net::rtype`) owns and lends to each call; this file maps frames to core inputs and core
-//! outputs to frames, and nothing else.
+//! newcomer is refused at accept; at `--max-conns` the oldest connection without CONNECT_ACK
+//! is evicted before accepting pauses), TCP keep-alive, a shared read buffer with zero-copy
+//! framing ([`super::tcp_frames`]), and the shared stream transport ([`super::stream`]: capped
+//! send queues that survive partial writes and exist only while bytes are in flight, close
+//! after flush). What the bytes mean is decided by the [`Lobby`] core, which the R-Type front
+//! end (`net::rtype`) owns: [`TcpLobby::ready`] hands back decoded [`TcpInput`]s, the front
+//! end gives them to the core one at a time and carries out each one's outputs (so replies
+//! are written as they are produced), and [`TcpLobby::send`] turns messages into frames. This
+//! file maps bytes to inputs and messages to frames, and nothing else.
+//!
+//! The cost of a flood lands on the flooder: at most [`FRAMES_PER_EVENT`] frames of one
+//! connection are decoded per readiness event, by reading at most three bytes (the smallest
+//! frame) per frame still allowed, so the rest waits in its socket, unread, and TCP flow
+//! control slows only it; its requests over the core's request rate are violations that drop
+//! it.
 //!
 //! An idle connection costs one `Conn` (its size is checked by a unit test) plus the core's
 //! record; no heap buffer is held while nothing is being sent.
@@ -38,6 +47,8 @@ pub const SEND_QUEUE_CAP: usize = 64 * 1024;
 const READ_BUF_LEN: usize = 16 * 1024;
 /// Reads from one connection per readiness event before serving the others.
 const READ_BUDGET: usize = 8;
+/// Frames (and oversized headers) of one connection decoded per readiness event.
+pub const FRAMES_PER_EVENT: usize = 64;
 /// How long a connection being closed may take to flush what is queued for it.
 const DRAIN_WAIT: Duration = Duration::from_millis(500);
 
@@ -69,6 +80,8 @@ pub struct TcpStats {
     pub accept_paused: u64,
     /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`].
     pub slow_readers: u64,
+    /// Connections without CONNECT_ACK closed at `--max-conns` to make room for a newcomer.
+    pub evicted: u64,
     /// Connections whose queued bytes could not be flushed within the close wait.
     pub drain_timeouts: u64,
     /// accept() errors other than `WouldBlock`.
@@ -93,6 +106,7 @@ impl TcpStats {
         );
         f("tcp_lobby_accept_paused_total", "", self.accept_paused);
         f("tcp_lobby_dropped_total", "slow_reader", self.slow_readers);
+        f("tcp_lobby_dropped_total", "evicted", self.evicted);
         f(
             "tcp_lobby_dropped_total",
             "drain_timeout",
@@ -103,6 +117,17 @@ impl TcpStats {
         f("tcp_lobby_bytes_out_total", "", self.bytes_out);
         f("tcp_lobby_frames_out_total", "", self.frames_out);
     }
+}
+
+/// What a connection's bytes (or its end) mean for the core, in stream order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpInput {
+    /// A well-formed request: [`Lobby::handle_tcp_request`].
+    Request(TcpRequest),
+    /// A malformed frame or an oversized header: [`Lobby::handle_tcp_violation`].
+    Violation(Violation),
+    /// The driver closed the connection (EOF, read error): [`Lobby::handle_tcp_closed`].
+    Closed(ConnClose),
 }
 
 /// One TCP lobby connection.
@@ -183,10 +208,12 @@ impl TcpLobby {
         self.conns.len()
     }
 
-    /// Accepts until `WouldBlock` or `--max-conns`.
+    /// Accepts until `WouldBlock` or `--max-conns`. At the cap it goes on accepting while a
+    /// connection without CONNECT_ACK could make room (one is evicted per newcomer admitted);
+    /// once every connection has its CONNECT_ACK, accepting pauses.
     pub fn accept(&mut self, lobby: &mut Lobby, registry: &Registry) {
         while !self.gate.is_paused() {
-            if self.gate.is_full(self.conns.len()) {
+            if self.is_full() && lobby.oldest_pending_conn().is_none() {
                 // The kernel keeps the rest in its backlog until we resume below 90%.
                 self.gate.pause();
                 self.stats.accept_paused += 1;
@@ -234,6 +261,11 @@ impl TcpLobby {
             log::debug!("tcp lobby: {peer} over --max-conns-per-ip, closed");
             return;
         }
+        if self.is_full() {
+            // Only for a newcomer that passed the checks above: `accept` made sure there is
+            // a connection without CONNECT_ACK to close.
+            self.evict_a_pending_conn(lobby);
+        }
         tune_accepted(&stream, true);
         let entry = self.conns.vacant_entry();
         let key = entry.key();
@@ -256,7 +288,29 @@ impl TcpLobby {
         lobby.handle_tcp_open(now, ConnId(key), peer);
     }
 
-    /// Readiness on a connection.
+    /// `--max-conns` connections are open (closed ones leave the slab after the batch and no
+    /// longer count).
+    fn is_full(&self) -> bool {
+        let open = self.conns.len().saturating_sub(self.closing.len());
+        self.gate.is_full(open)
+    }
+
+    /// At `--max-conns`, closes the oldest connection without CONNECT_ACK to make room for an
+    /// admitted newcomer (issue 13: a crowd that connects and never says who it is must not
+    /// hold the lobby full).
+    fn evict_a_pending_conn(&mut self, lobby: &mut Lobby) {
+        let Some(conn) = lobby.oldest_pending_conn() else {
+            return;
+        };
+        self.stats.evicted += 1;
+        log::debug!("tcp lobby: at --max-conns, closing {conn:?} (no CONNECT_ACK)");
+        self.close(conn.0, lobby, ConnClose::Evicted);
+        // Whatever the slab held under that key, the core lets it go.
+        lobby.handle_tcp_closed(conn, ConnClose::Evicted);
+    }
+
+    /// Readiness on a connection: writes what waits, then reads at most
+    /// [`FRAMES_PER_EVENT`] frames into `inputs` for the front end to hand to the core.
     pub fn ready(
         &mut self,
         key: usize,
@@ -264,29 +318,39 @@ impl TcpLobby {
         writable: bool,
         lobby: &mut Lobby,
         registry: &Registry,
+        inputs: &mut Vec<TcpInput>,
     ) {
         if writable {
             self.flush_one(key, lobby, registry);
         }
         if readable {
-            self.read(key, lobby, registry);
+            self.read(key, registry, inputs);
         }
     }
 
-    /// Reads and handles what `key` sent, up to the read budget.
-    fn read(&mut self, key: usize, lobby: &mut Lobby, registry: &Registry) {
-        let conn_id = ConnId(key);
+    /// Reads what `key` sent and decodes it into `inputs`, within the read and frame budgets.
+    /// Each read asks for at most three bytes (the smallest frame) per frame still allowed,
+    /// plus what is left of a payload being skipped. A frame split across reads needs at
+    /// least one more byte and every other frame or oversized header at least three, so `3k`
+    /// bytes complete at most `k` pieces: no read yields more than the budget, and nothing
+    /// read is ever left over to keep.
+    fn read(&mut self, key: usize, registry: &Registry, inputs: &mut Vec<TcpInput>) {
+        let mut budget = FRAMES_PER_EVENT;
         for _ in 0..READ_BUDGET {
             let Some(conn) = self.conns.get_mut(key) else {
                 return;
             };
-            // Also stop once the core has let it go (its CloseConn is on the way).
-            if !conn.stream.is_open() || lobby.party_of(conn_id).is_none() {
+            if !conn.stream.is_open() {
                 return;
             }
-            let n = match conn.stream.socket.read(&mut self.read_buf[..]) {
+            if budget == 0 {
+                break;
+            }
+            let want = conn.frames.skipping() + budget * wire::HEADER_LEN;
+            let want = want.min(READ_BUF_LEN);
+            let n = match conn.stream.socket.read(&mut self.read_buf[..want]) {
                 Ok(0) => {
-                    self.close(key, lobby, ConnClose::PeerClosed);
+                    self.close_on_read(key, ConnClose::PeerClosed, inputs);
                     return;
                 }
                 Ok(n) => n,
@@ -294,42 +358,33 @@ impl TcpLobby {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     log::debug!("tcp lobby: read {key}: {e}");
-                    self.close(key, lobby, ConnClose::Error);
+                    self.close_on_read(key, ConnClose::Error, inputs);
                     return;
                 }
             };
             self.stats.bytes_in += n as u64;
-            let now = Instant::now();
-            lobby.handle_tcp_activity(now, conn_id);
-            let data = &self.read_buf[..n];
-            conn.frames.push(data, &mut |piece| {
-                match piece {
-                    Piece::Frame(frame) => match ClientRepr::parse(&frame) {
-                        Ok(repr) => lobby.handle_tcp_request(now, conn_id, request_of(repr)),
-                        Err(error) => {
-                            log::debug!("tcp lobby: conn {key}: {error}");
-                            lobby.handle_tcp_violation(conn_id, violation_of(error));
-                        }
-                    },
-                    Piece::Oversized {
-                        packet_type,
-                        declared,
-                    } => {
-                        log::debug!(
-                            "tcp lobby: conn {key}: type {packet_type:#04x} declares {declared} bytes, skipped"
-                        );
-                        lobby.handle_tcp_violation(conn_id, Violation::Oversized);
-                    }
-                }
-                // Stop as soon as the core has let the connection go.
-                lobby.party_of(conn_id).is_some()
+            conn.frames.push(&self.read_buf[..n], &mut |piece| {
+                budget = budget.saturating_sub(1);
+                inputs.push(input_of(key, piece));
+                true
             });
         }
         // Budget spent with data possibly left: mio is edge-triggered, so reregistering
-        // brings us back to this connection without waiting for a new edge.
+        // brings us back to this connection, after the others, without waiting for an edge.
         if let Some(conn) = self.conns.get_mut(key) {
             if let Err(e) = conn.stream.rearm(registry, Target::TcpConn(key).token()) {
                 log::debug!("tcp lobby: reregister {key}: {e}");
+            }
+        }
+    }
+
+    /// The peer closed or failed while being read: the connection goes, and the core learns
+    /// it after the frames read before it ([`TcpInput::Closed`]).
+    fn close_on_read(&mut self, key: usize, why: ConnClose, inputs: &mut Vec<TcpInput>) {
+        if let Some(conn) = self.conns.get_mut(key) {
+            if conn.stream.mark_closed() {
+                self.closing.push(key);
+                inputs.push(TcpInput::Closed(why));
             }
         }
     }
@@ -527,6 +582,28 @@ fn local_ipv4(stream: &TcpStream) -> Ipv4Addr {
     match stream.local_addr().map(|a| canonical_ip(a.ip())) {
         Ok(IpAddr::V4(v4)) => v4,
         _ => Ipv4Addr::UNSPECIFIED,
+    }
+}
+
+/// What one piece of `key`'s stream means for the core.
+fn input_of(key: usize, piece: Piece<'_>) -> TcpInput {
+    match piece {
+        Piece::Frame(frame) => match ClientRepr::parse(&frame) {
+            Ok(repr) => TcpInput::Request(request_of(repr)),
+            Err(error) => {
+                log::debug!("tcp lobby: conn {key}: {error}");
+                TcpInput::Violation(violation_of(error))
+            }
+        },
+        Piece::Oversized {
+            packet_type,
+            declared,
+        } => {
+            log::debug!(
+                "tcp lobby: conn {key}: type {packet_type:#04x} declares {declared} bytes, skipped"
+            );
+            TcpInput::Violation(Violation::Oversized)
+        }
     }
 }
 

@@ -130,6 +130,11 @@ impl FrameReader {
         (HEADER_LEN + declared.min(MAX_CLIENT_PAYLOAD)).saturating_sub(len)
     }
 
+    /// Bytes of an oversized payload still to be skipped (they complete no frame).
+    pub fn skipping(&self) -> usize {
+        usize::from(self.skip)
+    }
+
     /// Whether part of a frame or a skip is in progress.
     pub fn is_mid_frame(&self) -> bool {
         self.len > 0 || self.skip > 0
@@ -239,7 +244,54 @@ mod tests {
         assert!(std::mem::size_of::<FrameReader>() <= 40);
     }
 
+    /// Pieces completed by feeding `reader` what the TCP lobby driver reads for a budget of
+    /// `k` pieces: what is left of a skip plus three bytes per piece, at most `bytes`.
+    fn pieces_of_one_read(reader: &mut FrameReader, bytes: &[u8], k: usize) -> usize {
+        let n = (reader.skipping() + 3 * k).min(bytes.len());
+        let mut pieces = 0;
+        reader.push(&bytes[..n], &mut |_| {
+            pieces += 1;
+            true
+        });
+        pieces
+    }
+
+    #[test]
+    fn three_bytes_per_allowed_piece_never_complete_more_pieces() {
+        // The worst case: 3-byte frames, the first one split so a single byte completes it.
+        let starts: Vec<u8> = std::iter::repeat([0x15, 0, 0])
+            .take(100)
+            .flatten()
+            .collect();
+        for k in 1..=64 {
+            let mut reader = FrameReader::default();
+            reader.push(&starts[..2], &mut |_| true);
+            assert_eq!(
+                pieces_of_one_read(&mut reader, &starts[2..], k),
+                k,
+                "k = {k}"
+            );
+        }
+        // A skip in progress is read past without a piece.
+        let mut reader = FrameReader::default();
+        reader.push(&[0x10, 0xE8, 0x03], &mut |_| true);
+        let mut bytes = vec![0xAB; 1000];
+        bytes.extend_from_slice(&starts);
+        assert_eq!(pieces_of_one_read(&mut reader, &bytes, 5), 5);
+    }
+
     quickcheck::quickcheck! {
+        fn a_read_sized_for_k_pieces_completes_at_most_k(
+            before: Vec<u8>,
+            bytes: Vec<u8>,
+            k: u8
+        ) -> bool {
+            let mut reader = FrameReader::default();
+            reader.push(&before, &mut |_| true);
+            let k = usize::from(k % 64) + 1;
+            pieces_of_one_read(&mut reader, &bytes, k) <= k
+        }
+
         fn arbitrary_splits_parse_the_same(bytes: Vec<u8>, cuts: Vec<usize>) -> bool {
             let whole = pieces(&[&bytes]);
             let mut points: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();

@@ -9,8 +9,11 @@
 //! (the core never leaves more than one frame's worth; while a v4 request waits for a verdict
 //! the connection simply stops being read) and a send queue of at most [`OUT_CAP`] bytes
 //! (past the cap the peer is dropped). `Close` closes once the queue is flushed, within
-//! [`LINGER`]. At `--wz-max-conns` accepting pauses rather than refusing: refused 4.x hosts
-//! reconnect in a tight loop (notes section 4); per-IP caps are the core's. Closed
+//! [`LINGER`]. At `--wz-max-conns` the oldest connection that has not settled (no game
+//! registered, no v4 request answered with success: `WzLobby::oldest_unsettled`) is closed
+//! to make room; when every connection has settled, accepting pauses rather than refusing:
+//! refused 4.x hosts reconnect in a tight loop (notes section 4); per-IP caps are the core's.
+//! Closed
 //! connections and finished probes are removed after the event batch, so a reused slab key
 //! never sees a stale event.
 
@@ -64,6 +67,8 @@ pub struct WzDriverStats {
     pub accepted: u64,
     /// Times accepting paused because `--wz-max-conns` were open (or accept failed).
     pub accept_pauses: u64,
+    /// Unsettled connections closed at `--wz-max-conns` to make room for a newcomer.
+    pub evicted: u64,
     /// Connections dropped because their send queue passed [`OUT_CAP`].
     pub send_overflow: u64,
     /// Connections that ended with a read or write error (reset by the peer, ...).
@@ -83,6 +88,7 @@ impl WzDriverStats {
     pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
         f("wz_accepted_total", "", self.accepted);
         f("wz_accept_pauses_total", "", self.accept_pauses);
+        f("wz_evicted_total", "", self.evicted);
         f("wz_send_overflow_total", "", self.send_overflow);
         f("wz_io_errors_total", "", self.io_errors);
         f("wz_bytes_in_total", "", self.bytes_in);
@@ -198,6 +204,7 @@ pub fn core_config(settings: &WzSettings) -> io::Result<WzConfig> {
         // Two thirds of a minute's worth may come back to back (30/min: bursts of 20).
         registration_burst: (u64::from(settings.registrations_per_minute) * 2 / 3).max(1),
         login: settings.login,
+        handshake_timeout: settings.handshake_timeout,
         ..defaults
     })
 }
@@ -281,9 +288,12 @@ impl WzDriver {
         }
     }
 
+    /// Accepts until `WouldBlock` or `--wz-max-conns`. At the cap it goes on accepting while
+    /// an unsettled connection could make room (one is evicted per newcomer); once every
+    /// connection has settled, accepting pauses.
     fn accept(&mut self, registry: &Registry, now: Instant) {
         loop {
-            if self.gate.is_full(self.conns.len()) {
+            if self.is_full() && self.core.oldest_unsettled().is_none() {
                 self.pause_accepting();
                 return;
             }
@@ -302,6 +312,9 @@ impl WzDriver {
                     return;
                 }
             };
+            if self.is_full() {
+                self.evict_unsettled(now);
+            }
             let entry = self.conns.vacant_entry();
             let key = entry.key();
             if let Err(e) =
@@ -322,6 +335,27 @@ impl WzDriver {
             self.stats.accepted += 1;
             self.core.handle_open(now, ConnId(key), peer);
         }
+    }
+
+    /// `--wz-max-conns` connections are open (closed ones leave the slab after the batch and
+    /// no longer count).
+    fn is_full(&self) -> bool {
+        let open = self.conns.len().saturating_sub(self.closing.len());
+        self.gate.is_full(open)
+    }
+
+    /// At `--wz-max-conns`, closes the oldest connection that has not settled to make room
+    /// for a newcomer (issue 13: a crowd that connects and never registers must not hold the
+    /// listener full).
+    fn evict_unsettled(&mut self, now: Instant) {
+        let Some(conn) = self.core.oldest_unsettled() else {
+            return;
+        };
+        self.stats.evicted += 1;
+        log::debug!("wz: at --wz-max-conns, closing {conn:?} (not settled)");
+        self.close(now, conn.0);
+        // Whatever the slab held under that key, the core lets it go.
+        self.core.handle_closed(now, conn);
     }
 
     fn pause_accepting(&mut self) {

@@ -66,8 +66,8 @@ pub(crate) struct LegacyConn {
     state: State,
     /// The id the last `gaId` returned, until a game takes it.
     reserved: Option<u32>,
-    /// The one deadline of this connection: idle (Fresh, AwaitingStruct), probe (Probing) or
-    /// silence (Registered).
+    /// The one deadline of this connection: handshake (Fresh, AwaitingStruct), probe
+    /// (Probing) or silence (Registered).
     timer: Option<TimerKey>,
     /// Bytes were left unconsumed by the last `on_bytes` (a message is half there).
     partial: bool,
@@ -93,7 +93,7 @@ impl LegacyConn {
             partial: false,
             over_limit,
         };
-        let deadline = now + sh.config.idle_timeout;
+        let deadline = now + sh.config.handshake_timeout;
         sh.schedule(&mut conn.timer, id, deadline);
         conn
     }
@@ -101,6 +101,12 @@ impl LegacyConn {
     /// The peer address.
     pub(crate) fn ip(&self) -> IpAddr {
         self.ip
+    }
+
+    /// Whether its game is listed: until then it is closed at the handshake deadline and may
+    /// be evicted at `--wz-max-conns`.
+    pub(crate) fn is_settled(&self) -> bool {
+        matches!(self.state, State::Registered { .. })
     }
 
     /// Whether the connection was opened beyond `max_conns_per_ip`.

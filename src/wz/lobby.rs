@@ -15,8 +15,13 @@
 //! hands each event to the right state machine. Password checks leave the core as
 //! [`WzOutput::Verify`] and come back through [`WzLobby::handle_verify_result`], so the
 //! driver can run them off the loop.
+//!
+//! A connection is unsettled until it has registered a game (legacy) or had a request
+//! answered with success (v4): until then `handshake_timeout` after its open closes it, and
+//! the driver evicts the oldest unsettled one ([`WzLobby::oldest_unsettled`]) rather than
+//! stop accepting at `--wz-max-conns`. This file keeps them in open order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
@@ -33,7 +38,7 @@ use super::v4::V4Conn;
 
 /// A connection's protocol state.
 #[derive(Debug)]
-enum Conn {
+enum Proto {
     /// The legacy protocol; `decided` once the first bytes ruled out a v4 handshake (until
     /// then the legacy state only holds the idle deadline).
     Legacy { legacy: LegacyConn, decided: bool },
@@ -41,13 +46,29 @@ enum Conn {
     V4(V4Conn),
 }
 
-impl Conn {
+impl Proto {
     fn ip(&self) -> IpAddr {
         match self {
-            Conn::Legacy { legacy, .. } => legacy.ip(),
-            Conn::V4(v4) => v4.ip(),
+            Proto::Legacy { legacy, .. } => legacy.ip(),
+            Proto::V4(v4) => v4.ip(),
         }
     }
+
+    fn is_settled(&self) -> bool {
+        match self {
+            Proto::Legacy { legacy, .. } => legacy.is_settled(),
+            Proto::V4(v4) => v4.is_settled(),
+        }
+    }
+}
+
+/// One connection: its protocol state, when it opened, and its place among the unsettled.
+#[derive(Debug)]
+struct Conn {
+    proto: Proto,
+    opened: Instant,
+    /// Its key in [`WzLobby::unsettled`] until it settles.
+    unsettled: Option<u64>,
 }
 
 /// The Warzone 2100 master server: the game table plus per-connection protocol state.
@@ -58,6 +79,9 @@ pub struct WzLobby {
     shared: Shared,
     conns: HashMap<ConnId, Conn>,
     conns_per_ip: HashMap<IpAddr, usize>,
+    /// Connections not settled yet, in open order (eviction takes the first).
+    unsettled: BTreeMap<u64, ConnId>,
+    next_order: u64,
 }
 
 impl WzLobby {
@@ -68,6 +92,8 @@ impl WzLobby {
             shared: Shared::new(config, now),
             conns: HashMap::new(),
             conns_per_ip: HashMap::new(),
+            unsettled: BTreeMap::new(),
+            next_order: 0,
         }
     }
 
@@ -102,7 +128,37 @@ impl WzLobby {
         }
         let legacy = LegacyConn::open(conn, ip, over_limit, &mut self.shared, now);
         let decided = false;
-        self.conns.insert(conn, Conn::Legacy { legacy, decided });
+        let order = self.next_order;
+        self.next_order += 1;
+        self.unsettled.insert(order, conn);
+        let proto = Proto::Legacy { legacy, decided };
+        self.conns.insert(
+            conn,
+            Conn {
+                proto,
+                opened: now,
+                unsettled: Some(order),
+            },
+        );
+    }
+
+    /// The connection opened longest ago that has not settled (registered a game, or had a
+    /// v4 request answered with success): the driver closes it to make room at
+    /// `--wz-max-conns`.
+    pub fn oldest_unsettled(&self) -> Option<ConnId> {
+        self.unsettled.values().next().copied()
+    }
+
+    /// After an event on `conn`: if it has settled now, it leaves the unsettled queue.
+    fn note_settled(&mut self, conn: ConnId) {
+        let Some(entry) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        if entry.unsettled.is_some() && entry.proto.is_settled() {
+            if let Some(order) = entry.unsettled.take() {
+                self.unsettled.remove(&order);
+            }
+        }
     }
 
     /// Feed the connection's read buffer; returns how many bytes were consumed (the driver
@@ -112,17 +168,26 @@ impl WzLobby {
     /// request that waits for a verdict (see [`WzOutput::Resume`]). Bytes of an unknown or
     /// closing connection are all consumed.
     pub fn handle_bytes(&mut self, now: Instant, conn: ConnId, buf: &[u8]) -> usize {
+        let used = self.feed(now, conn, buf);
+        self.note_settled(conn);
+        used
+    }
+
+    /// [`WzLobby::handle_bytes`] for the connection's protocol.
+    fn feed(&mut self, now: Instant, conn: ConnId, buf: &[u8]) -> usize {
         let (sh, st) = (&mut self.shared, &mut self.stats);
-        let Some(state) = self.conns.get_mut(&conn) else {
+        let Some(entry) = self.conns.get_mut(&conn) else {
             return buf.len();
         };
+        let handshake_deadline = entry.opened + sh.config.handshake_timeout;
+        let state = &mut entry.proto;
         match state {
-            Conn::V4(v4) => v4.on_bytes(sh, st, now, buf),
-            Conn::Legacy {
+            Proto::V4(v4) => v4.on_bytes(sh, st, now, buf),
+            Proto::Legacy {
                 legacy,
                 decided: true,
             } => legacy.on_bytes(sh, st, now, buf),
-            Conn::Legacy { legacy, decided } => match detect(buf) {
+            Proto::Legacy { legacy, decided } => match detect(buf) {
                 Detect::NeedMore => 0,
                 Detect::Legacy => {
                     *decided = true;
@@ -136,10 +201,10 @@ impl WzLobby {
                     let (ip, over_limit) = (legacy.ip(), legacy.over_limit());
                     legacy.abandon(sh, st);
                     st.v4_connections += 1;
-                    let mut v4 = V4Conn::open(conn, ip, over_limit, sh, now);
+                    let mut v4 = V4Conn::open(conn, ip, over_limit, sh, handshake_deadline);
                     let rest = buf.get(HANDSHAKE_LEN..).unwrap_or(&[]);
                     let used = HANDSHAKE_LEN + v4.on_bytes(sh, st, now, rest);
-                    *state = Conn::V4(v4);
+                    *state = Proto::V4(v4);
                     used.min(buf.len())
                 }
             },
@@ -149,15 +214,18 @@ impl WzLobby {
     /// The connection closed (FIN, RST, or after a [`WzOutput::Close`]): its game, if any,
     /// leaves the list at once.
     pub fn handle_closed(&mut self, _now: Instant, conn: ConnId) {
-        let Some(mut state) = self.conns.remove(&conn) else {
+        let Some(mut entry) = self.conns.remove(&conn) else {
             return;
         };
-        let (sh, st) = (&mut self.shared, &mut self.stats);
-        match &mut state {
-            Conn::Legacy { legacy, .. } => legacy.on_closed(sh, st),
-            Conn::V4(v4) => v4.on_closed(sh, st),
+        if let Some(order) = entry.unsettled {
+            self.unsettled.remove(&order);
         }
-        let ip = state.ip();
+        let (sh, st) = (&mut self.shared, &mut self.stats);
+        match &mut entry.proto {
+            Proto::Legacy { legacy, .. } => legacy.on_closed(sh, st),
+            Proto::V4(v4) => v4.on_closed(sh, st),
+        }
+        let ip = entry.proto.ip();
         if let Some(count) = self.conns_per_ip.get_mut(&ip) {
             *count = count.saturating_sub(1);
             if *count == 0 {
@@ -168,28 +236,34 @@ impl WzLobby {
 
     /// The driver finished a probe.
     pub fn handle_probe_result(&mut self, now: Instant, probe: ProbeId, result: ProbeResult) {
-        let state = self
-            .shared
-            .probes
-            .remove(&probe)
-            .and_then(|conn| self.conns.get_mut(&conn));
+        let conn = self.shared.probes.remove(&probe);
+        let state = conn
+            .and_then(|conn| self.conns.get_mut(&conn))
+            .map(|entry| &mut entry.proto);
         let (sh, st) = (&mut self.shared, &mut self.stats);
         match state {
-            Some(Conn::Legacy { legacy, .. }) => legacy.on_probe_result(sh, st, now, probe, result),
-            Some(Conn::V4(v4)) => v4.on_probe_result(sh, st, now, probe, result),
-            _ => st.stale_probe_results += 1,
+            Some(Proto::Legacy { legacy, .. }) => {
+                legacy.on_probe_result(sh, st, now, probe, result)
+            }
+            Some(Proto::V4(v4)) => v4.on_probe_result(sh, st, now, probe, result),
+            None => st.stale_probe_results += 1,
+        }
+        if let Some(conn) = conn {
+            self.note_settled(conn);
         }
     }
 
     /// The driver's verdict on a [`WzOutput::Verify`].
     pub fn handle_verify_result(&mut self, now: Instant, job: JobId, result: VerifyResult) {
-        let state = self
-            .shared
-            .verifications
-            .remove(&job)
-            .and_then(|conn| self.conns.get_mut(&conn));
-        if let Some(Conn::V4(v4)) = state {
+        let conn = self.shared.verifications.remove(&job);
+        let state = conn
+            .and_then(|conn| self.conns.get_mut(&conn))
+            .map(|entry| &mut entry.proto);
+        if let Some(Proto::V4(v4)) = state {
             v4.on_verified(&mut self.shared, &mut self.stats, now, job, result);
+        }
+        if let Some(conn) = conn {
+            self.note_settled(conn);
         }
     }
 
@@ -197,9 +271,9 @@ impl WzLobby {
     pub fn handle_timeout(&mut self, now: Instant) {
         while let Some(conn) = self.shared.timers.poll_expired(now) {
             let (sh, st) = (&mut self.shared, &mut self.stats);
-            match self.conns.get_mut(&conn) {
-                Some(Conn::Legacy { legacy, .. }) => legacy.on_timer(sh, st, now),
-                Some(Conn::V4(v4)) => v4.on_timer(sh, st, now),
+            match self.conns.get_mut(&conn).map(|entry| &mut entry.proto) {
+                Some(Proto::Legacy { legacy, .. }) => legacy.on_timer(sh, st, now),
+                Some(Proto::V4(v4)) => v4.on_timer(sh, st, now),
                 None => {}
             }
         }

@@ -78,8 +78,9 @@ pub enum ProtocolError {
     InputWhileProbing,
     /// An update that changes the GAMESTRUCT version or the v4 `hostPort`.
     ChangedUpdate,
-    /// A connection that did not register a game within the idle timeout (legacy), or a v4
-    /// connection without a game silent for the silence timeout.
+    /// A connection that did not settle within the handshake timeout (legacy: register a
+    /// game; v4: a request answered with success), or a v4 connection without a game silent
+    /// for the silence timeout.
     IdleTimeout,
     /// A v4 frame announcing more than `MAX_FRAME` bytes.
     FrameTooLarge,

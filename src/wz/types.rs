@@ -52,9 +52,11 @@ pub struct WzConfig {
     /// so a quiet 3.x game is delisted after this long: the trade-off between forgetting
     /// hosts whose connection died silently and keeping idle 3.x games listed.
     pub silence_timeout: Duration,
-    /// A connection that has not registered a game (nor asked for the list) within this
-    /// long after opening is closed.
-    pub idle_timeout: Duration,
+    /// A connection is closed this long after opening unless it has settled by then: a legacy
+    /// connection by registering a game (its `list` or `motd` closes it anyway), a v4 one by
+    /// a request answered with success (`--handshake-timeout`). Until then it is also the
+    /// first to go at `--wz-max-conns` ([`super::WzLobby::oldest_unsettled`]).
+    pub handshake_timeout: Duration,
     /// Refuse hosts whose netcode `(game_version_major, game_version_minor)` is lower
     /// (`--wz-min-version`).
     pub min_version: Option<(u32, u32)>,
@@ -91,7 +93,7 @@ impl Default for WzConfig {
             check_reachable: true,
             probe_timeout: Duration::from_secs(2),
             silence_timeout: Duration::from_secs(90),
-            idle_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(5),
             min_version: None,
             banned_words: Vec::new(),
             max_games: 1000,

@@ -76,21 +76,26 @@ pub(crate) struct V4Conn {
     /// The game this connection added (listed, or being probed while `pending`).
     game: Option<u32>,
     pending: Option<Pending>,
-    /// Silence deadline, or the probe deadline while a probe is pending.
+    /// Handshake deadline until settled, then silence deadline; the probe deadline while a
+    /// probe is pending.
     timer: Option<TimerKey>,
+    /// Until a request was answered with success: when the connection must have settled
+    /// (counted from the connection's open, not from the v4 handshake).
+    handshake_deadline: Option<Instant>,
     /// Opened beyond `max_conns_per_ip`: `addGame` is refused.
     over_limit: bool,
     closing: bool,
 }
 
 impl V4Conn {
-    /// A connection from `ip` that just completed the version handshake.
+    /// A connection from `ip` that just completed the version handshake; it must settle (a
+    /// request answered with success) by `handshake_deadline`.
     pub(crate) fn open(
         id: ConnId,
         ip: IpAddr,
         over_limit: bool,
         sh: &mut Shared,
-        now: Instant,
+        handshake_deadline: Instant,
     ) -> V4Conn {
         let mut conn = V4Conn {
             id,
@@ -99,11 +104,27 @@ impl V4Conn {
             game: None,
             pending: None,
             timer: None,
+            handshake_deadline: Some(handshake_deadline),
             over_limit,
             closing: false,
         };
-        sh.refresh_silence(&mut conn.timer, id, now);
+        sh.schedule(&mut conn.timer, id, handshake_deadline);
         conn
+    }
+
+    /// Whether a request of this connection was answered with success: until then it is
+    /// closed at the handshake deadline and may be evicted at `--wz-max-conns`.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.handshake_deadline.is_none()
+    }
+
+    /// Arms the deadline the connection has now: the handshake deadline until it settles
+    /// (requests do not extend it), then the silence deadline from `now`.
+    fn arm_deadline(&mut self, sh: &mut Shared, now: Instant) {
+        match self.handshake_deadline {
+            Some(at) => sh.schedule(&mut self.timer, self.id, at),
+            None => sh.refresh_silence(&mut self.timer, self.id, now),
+        }
     }
 
     /// The peer address.
@@ -135,8 +156,15 @@ impl V4Conn {
                 }
                 Next::Frame { body, consumed } => {
                     used += consumed;
-                    sh.refresh_silence(&mut self.timer, self.id, now);
+                    let settled = self.is_settled();
+                    if settled {
+                        sh.refresh_silence(&mut self.timer, self.id, now);
+                    }
                     self.on_frame(sh, st, now, body);
+                    // Frames before the first success do not extend the handshake deadline.
+                    if !settled && self.is_settled() {
+                        sh.refresh_silence(&mut self.timer, self.id, now);
+                    }
                 }
             }
         }
@@ -385,6 +413,7 @@ impl V4Conn {
                 self.respond_text(sh, st, encoding, NOT_ACCEPTABLE, text, id);
             }
         }
+        self.arm_deadline(sh, now);
         sh.resume(self.id);
     }
 
@@ -442,7 +471,7 @@ impl V4Conn {
             let text = unreachable_text(target);
             self.respond_text(sh, st, encoding, NOT_ACCEPTABLE, &text, id);
         }
-        sh.refresh_silence(&mut self.timer, self.id, now);
+        self.arm_deadline(sh, now);
         sh.resume(self.id);
     }
 
@@ -511,6 +540,8 @@ impl V4Conn {
         self.respond(sh, st, enc, status, Value::String(text.to_owned()), id);
     }
 
+    /// Sends one response; a success settles the connection (the caller then arms its
+    /// silence deadline).
     fn respond(
         &mut self,
         sh: &mut Shared,
@@ -520,6 +551,9 @@ impl V4Conn {
         result: Value,
         id: RequestId,
     ) {
+        if status == OK {
+            self.handshake_deadline = None;
+        }
         st.v4_status(status);
         let mut bytes = Vec::new();
         Response { status, result, id }.encode(enc, &mut bytes);

@@ -45,11 +45,13 @@ pub enum Violation {
     AlreadyConnected,
     /// READY_REQ or START_REQ before CONNECT_ACK.
     NotConnected,
+    /// A request over the connection's request rate (ignored).
+    Flood,
 }
 
 impl Violation {
     /// Every reason, for exporting all counters.
-    pub const ALL: [Violation; 7] = [
+    pub const ALL: [Violation; 8] = [
         Violation::UnknownType,
         Violation::WrongDirection,
         Violation::BadPayloadSize,
@@ -57,6 +59,7 @@ impl Violation {
         Violation::Oversized,
         Violation::AlreadyConnected,
         Violation::NotConnected,
+        Violation::Flood,
     ];
 
     /// The metric label.
@@ -69,6 +72,7 @@ impl Violation {
             Violation::Oversized => "oversized",
             Violation::AlreadyConnected => "already_connected",
             Violation::NotConnected => "not_connected",
+            Violation::Flood => "flood",
         }
     }
 }
@@ -202,4 +206,7 @@ pub enum ConnClose {
     Error,
     /// Its send queue passed the cap: a client that does not read is dropped.
     SlowReader,
+    /// Closed at `--max-conns` to make room for a newcomer: the oldest connection without
+    /// CONNECT_ACK ([`crate::lobby::Lobby::oldest_pending_conn`]).
+    Evicted,
 }

@@ -15,6 +15,10 @@ pub enum CloseCause {
     SlowReader,
     /// Silent for `--idle-timeout`.
     Idle,
+    /// No CONNECT_ACK within `--handshake-timeout` of being accepted.
+    HandshakeTimeout,
+    /// Without CONNECT_ACK, closed at `--max-conns` to make room for a newcomer.
+    Evicted,
     /// `--max-violations` reached.
     Violations,
     /// No party could take it (`--max-rooms`).
@@ -27,12 +31,14 @@ pub enum CloseCause {
 
 impl CloseCause {
     /// Every cause, for exporting all counters.
-    pub const ALL: [CloseCause; 9] = [
+    pub const ALL: [CloseCause; 11] = [
         CloseCause::Disconnect,
         CloseCause::PeerClosed,
         CloseCause::Error,
         CloseCause::SlowReader,
         CloseCause::Idle,
+        CloseCause::HandshakeTimeout,
+        CloseCause::Evicted,
         CloseCause::Violations,
         CloseCause::LobbyFull,
         CloseCause::Linger,
@@ -47,6 +53,8 @@ impl CloseCause {
             CloseCause::Error => "error",
             CloseCause::SlowReader => "slow_reader",
             CloseCause::Idle => "idle",
+            CloseCause::HandshakeTimeout => "handshake_timeout",
+            CloseCause::Evicted => "evicted",
             CloseCause::Violations => "violations",
             CloseCause::LobbyFull => "lobby_full",
             CloseCause::Linger => "linger",
@@ -58,7 +66,7 @@ impl CloseCause {
 /// The TCP lobby's counters.
 #[derive(Clone, Debug, Default)]
 pub struct PartyStats {
-    /// Connections placed in a party.
+    /// Connections the driver accepted and handed to the core.
     pub admitted: u64,
     /// CONNECT_ACKs sent.
     pub connected: u64,

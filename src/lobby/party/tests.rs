@@ -8,24 +8,24 @@ use std::net::Ipv4Addr;
 
 const MS: Duration = Duration::from_millis(1);
 
-fn peer(n: u8) -> SocketAddr {
+pub(super) fn peer(n: u8) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::new(127, 0, 0, n), 40000))
 }
 
-fn name(text: &str) -> [u8; NAME_LEN] {
+pub(super) fn name(text: &str) -> [u8; NAME_LEN] {
     name_field(text)
 }
 
-struct Harness {
-    lobby: Lobby,
-    now: Instant,
+pub(super) struct Harness {
+    pub(super) lobby: Lobby,
+    pub(super) now: Instant,
     ports_left: usize,
     next_port: u16,
     open_ports: Vec<(RoomId, u16)>,
 }
 
 impl Harness {
-    fn new(config: LobbyConfig) -> Harness {
+    pub(super) fn new(config: LobbyConfig) -> Harness {
         let now = Instant::now();
         let mut counter = 0u64;
         let source = Box::new(move || {
@@ -41,7 +41,7 @@ impl Harness {
         }
     }
 
-    fn drain(&mut self) -> Vec<Output> {
+    pub(super) fn drain(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
         while let Some(o) = self.lobby.poll_output() {
             match o {
@@ -66,20 +66,20 @@ impl Harness {
         out
     }
 
-    fn open(&mut self, conn: usize) -> Vec<Output> {
+    pub(super) fn open(&mut self, conn: usize) -> Vec<Output> {
         self.lobby
             .handle_tcp_open(self.now, ConnId(conn), peer(conn as u8));
         self.drain()
     }
 
-    fn req(&mut self, conn: usize, request: TcpRequest) -> Vec<Output> {
+    pub(super) fn req(&mut self, conn: usize, request: TcpRequest) -> Vec<Output> {
         self.lobby
             .handle_tcp_request(self.now, ConnId(conn), request);
         self.drain()
     }
 
     /// Opens `conn` and connects it as `who`; returns its (hash, slot).
-    fn join(&mut self, conn: usize, who: &str) -> (u64, Slot) {
+    pub(super) fn join(&mut self, conn: usize, who: &str) -> (u64, Slot) {
         self.open(conn);
         let out = self.req(conn, TcpRequest::Connect { name: name(who) });
         match to(&out, conn).first() {
@@ -88,7 +88,7 @@ impl Harness {
         }
     }
 
-    fn advance(&mut self, by: Duration) -> Vec<Output> {
+    pub(super) fn advance(&mut self, by: Duration) -> Vec<Output> {
         self.now += by;
         self.lobby.handle_timeout(self.now);
         self.drain()
@@ -101,7 +101,7 @@ impl Harness {
     }
 }
 
-fn to(outputs: &[Output], conn: usize) -> Vec<TcpMessage> {
+pub(super) fn to(outputs: &[Output], conn: usize) -> Vec<TcpMessage> {
     outputs
         .iter()
         .filter_map(|o| match o {
@@ -111,7 +111,7 @@ fn to(outputs: &[Output], conn: usize) -> Vec<TcpMessage> {
         .collect()
 }
 
-fn closed(outputs: &[Output]) -> Vec<usize> {
+pub(super) fn closed(outputs: &[Output]) -> Vec<usize> {
     outputs
         .iter()
         .filter_map(|o| match o {
@@ -121,14 +121,14 @@ fn closed(outputs: &[Output]) -> Vec<usize> {
         .collect()
 }
 
-fn config() -> LobbyConfig {
+pub(super) fn config() -> LobbyConfig {
     LobbyConfig {
         max_rooms: 4,
         ..LobbyConfig::default()
     }
 }
 
-fn error(e: TcpError) -> TcpMessage {
+pub(super) fn error(e: TcpError) -> TcpMessage {
     TcpMessage::Error(e)
 }
 
@@ -499,8 +499,10 @@ fn lobby_full_counts_udp_rooms_and_parties_together() {
         .handle_lobby_request(h.now, peer(50), 1, LobbyRequest::CreateRoom);
     h.drain();
     h.join(1, "A");
-    h.open(2);
-    let out = h.open(3);
+    h.join(2, "B");
+    // A connection takes no seat (nor room) before its CONNECT_REQ: it is refused then.
+    assert!(h.open(3).is_empty());
+    let out = h.req(3, TcpRequest::Connect { name: name("C") });
     assert_eq!(to(&out, 3), [error(TcpError::LobbyFull)]);
     assert_eq!(closed(&out), [3]);
     assert_eq!(h.lobby.room_count(), 2);
@@ -535,7 +537,7 @@ fn full_parties_open_new_ones_and_oldest_waiting_is_filled_first() {
         ..LobbyConfig::default()
     });
     for conn in 1..=5 {
-        h.open(conn);
+        h.join(conn, &format!("P{conn}"));
     }
     let party = |h: &Harness, c| h.lobby.party_of(ConnId(c)).unwrap();
     assert_eq!(party(&h, 1), party(&h, 2));
@@ -544,13 +546,13 @@ fn full_parties_open_new_ones_and_oldest_waiting_is_filled_first() {
     assert_ne!(party(&h, 3), party(&h, 5));
     // A seat frees up in the oldest party: the next connection goes there.
     h.req(2, TcpRequest::Disconnect);
-    h.open(6);
+    h.join(6, "P6");
     assert_eq!(party(&h, 6), party(&h, 1));
     assert_eq!(h.lobby.stats.tcp.parties_opened, 3);
 }
 
 #[test]
-fn pending_connections_move_on_when_the_countdown_starts() {
+fn a_connection_without_connect_ack_holds_no_seat_and_joins_where_there_is_room() {
     let mut h = Harness::new(LobbyConfig {
         max_rooms: 4,
         max_players: 3,
@@ -560,12 +562,14 @@ fn pending_connections_move_on_when_the_countdown_starts() {
     h.join(2, "B");
     h.open(3);
     let first = h.lobby.party_of(ConnId(1)).unwrap();
-    assert_eq!(h.lobby.party_of(ConnId(3)), Some(first));
+    assert_eq!(h.lobby.party_of(ConnId(3)), None);
+    assert_eq!(h.lobby.lobby_members(first), 2);
     h.all_ready(&[1, 2]);
     h.req(1, TcpRequest::Start);
+    // The first party counts down: C's CONNECT_REQ opens another one.
+    let out = h.req(3, TcpRequest::Connect { name: name("C") });
     let moved = h.lobby.party_of(ConnId(3)).unwrap();
     assert_ne!(moved, first);
-    let out = h.req(3, TcpRequest::Connect { name: name("C") });
     assert!(matches!(
         to(&out, 3)[0],
         TcpMessage::ConnectAck { slot: 1, .. }
@@ -608,9 +612,10 @@ fn idle_connections_are_closed_with_player_left() {
     h.join(1, "A");
     h.join(2, "B");
     h.open(3);
-    for _ in 0..5 {
+    // Only requests are activity: 1 keeps toggling its ready flag.
+    for round in 0..5 {
         h.advance(Duration::from_millis(500));
-        h.lobby.handle_tcp_activity(h.now, ConnId(1));
+        h.req(1, TcpRequest::Ready(round % 2 == 0));
     }
     let out = h.drain();
     assert!(out.is_empty());

@@ -628,3 +628,27 @@ fn reachability_check_off_lists_at_once() {
     assert_eq!(parse_status(&Sim::sent(&out, 1)).unwrap().0, 200);
     assert_eq!(sim.lobby.stats.games_listed, 1);
 }
+
+/// Issue 13: a legacy connection settles when its game is listed; until then `keep` does not
+/// extend its deadline and it is offered for eviction, oldest first.
+#[test]
+fn a_listed_host_is_settled_and_the_others_time_out() {
+    let mut sim = Sim::new(motd_config());
+    sim.open(1, HOST_V4);
+    sim.open(2, HOST_V6);
+    assert_eq!(sim.lobby.oldest_unsettled(), Some(crate::wz::ConnId(1)));
+    let id = sim.gaid(1);
+    let gs = host_struct("4.x", "settled", id, 2200);
+    let (code, _, closed) = sim.register(1, &gs, ProbeResult::Connected);
+    assert_eq!((code, closed), (200, false));
+    assert_eq!(sim.lobby.oldest_unsettled(), Some(crate::wz::ConnId(2)));
+    for _ in 0..4 {
+        sim.advance(Duration::from_secs(1));
+        sim.send(2, b"keep\0");
+    }
+    sim.advance(Duration::from_secs(1));
+    let out = sim.out();
+    assert!(Sim::closed(&out, 2) && !Sim::closed(&out, 1), "{out:?}");
+    let idle = ProtocolError::IdleTimeout;
+    assert_eq!(sim.lobby.stats.protocol_errors_of(idle), 1);
+}

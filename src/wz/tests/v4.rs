@@ -105,6 +105,16 @@ fn login(sim: &mut Sim, conn: usize, user: i64) -> String {
     reply["result"]["sessionid"].as_str().unwrap().to_owned()
 }
 
+const LOGIN: &str = r#"{"method": "login", "params": {"username": "u", "password": "p"}, "id": 1}"#;
+
+/// Sends a `login` on `conn`, answers its verification with `verdict`, and returns the reply.
+fn login_answered(sim: &mut Sim, conn: usize, verdict: VerifyResult) -> Json {
+    sim.send(conn, &frame(LOGIN));
+    let (job, _, _) = verify(&sim.out()).expect("a verification");
+    sim.lobby.handle_verify_result(sim.now, job, verdict);
+    responses(&sim.out(), conn).remove(0)
+}
+
 const ADD_GAME: &str = r#"{"method": "addGame", "params": {"description": "Fast, NTW", "maxPlayers": 8, "currentPlayers": 1, "port": 2200, "multiVer": "4.3.3", "wzVerMajor": 16384, "wzVerMinor": 79}, "id": 2}"#;
 
 #[test]
@@ -198,25 +208,16 @@ fn login_holds_later_requests_until_the_verdict() {
 fn wrong_password_busy_and_late_verdicts() {
     let mut sim = v4_sim(config(LoginPolicy::Optional, false));
     open_v4(&mut sim, 1, HOST_V4);
-    let request = r#"{"method": "login", "params": {"username": "u", "password": "p"}, "id": 1}"#;
-    sim.send(1, &frame(request));
-    let (job, _, _) = verify(&sim.out()).unwrap();
-    sim.lobby
-        .handle_verify_result(sim.now, job, VerifyResult::Invalid);
-    let reply = &responses(&sim.out(), 1)[0];
+    let reply = login_answered(&mut sim, 1, VerifyResult::Invalid);
     assert_eq!(
-        *reply,
+        reply,
         json!({"status": -405, "result": "Unknown user or wrong password", "id": 1})
     );
-    sim.send(1, &frame(request));
-    let (job, _, _) = verify(&sim.out()).unwrap();
-    sim.lobby
-        .handle_verify_result(sim.now, job, VerifyResult::Busy);
-    let reply = &responses(&sim.out(), 1)[0];
+    let reply = login_answered(&mut sim, 1, VerifyResult::Busy);
     assert_eq!(reply["status"], -403);
     assert_eq!(reply["result"], "Server busy, try again");
     // A verdict for a connection that closed meanwhile is dropped.
-    sim.send(1, &frame(request));
+    sim.send(1, &frame(LOGIN));
     let (job, _, _) = verify(&sim.out()).unwrap();
     sim.close(1);
     sim.lobby
@@ -424,4 +425,55 @@ fn arbitrary_frames_never_panic() {
     QuickCheck::new()
         .tests(300)
         .quickcheck(run as fn(Vec<(u8, Vec<u8>)>) -> bool);
+}
+
+/// Issue 13: until a request is answered with success, frames do not extend a v4
+/// connection's deadline, which counts from the connection's open; after one, the silence
+/// timeout applies.
+#[test]
+fn an_unsettled_v4_connection_is_closed_at_the_handshake_deadline() {
+    let mut sim = v4_sim(config(LoginPolicy::Off, false));
+    open_v4(&mut sim, 1, HOST_V4);
+    open_v4(&mut sim, 2, PLAYER);
+    assert_eq!(sim.lobby.oldest_unsettled(), Some(ConnId(1)));
+    for _ in 0..4 {
+        sim.advance(Duration::from_secs(1));
+        let reply = call(&mut sim, 1, "{not json");
+        assert_eq!(reply["status"], -32700);
+    }
+    let reply = call(&mut sim, 2, r#"{"method": "list", "id": 1}"#);
+    assert_eq!(reply["status"], 0);
+    assert_eq!(sim.lobby.oldest_unsettled(), Some(ConnId(1)));
+    sim.advance(Duration::from_secs(1));
+    let out = sim.out();
+    assert!(Sim::closed(&out, 1), "{out:?}");
+    assert!(!Sim::closed(&out, 2));
+    let idle = ProtocolError::IdleTimeout;
+    assert_eq!(sim.lobby.stats.protocol_errors_of(idle), 1);
+    sim.close(1);
+    assert_eq!(sim.lobby.oldest_unsettled(), None);
+    // The settled one lives on its silence deadline, from its last frame (at 4 s).
+    sim.advance(Duration::from_secs(88));
+    assert!(!Sim::closed(&sim.out(), 2));
+    sim.advance(Duration::from_secs(1));
+    assert!(Sim::closed(&sim.out(), 2));
+}
+
+/// A refused login or a refused game does not settle a connection; a successful login does.
+#[test]
+fn only_a_successful_answer_settles_a_v4_connection() {
+    let mut sim = v4_sim(config(LoginPolicy::Optional, true));
+    open_v4(&mut sim, 1, HOST_V4);
+    let reply = login_answered(&mut sim, 1, VerifyResult::Invalid);
+    assert_eq!(reply["status"], -405);
+    sim.send(1, &frame(ADD_GAME));
+    let (probe, _, _) = Sim::probe(&sim.out()).unwrap();
+    sim.lobby
+        .handle_probe_result(sim.now, probe, ProbeResult::Refused);
+    assert_eq!(responses(&sim.out(), 1)[0]["status"], -403);
+    assert_eq!(sim.lobby.oldest_unsettled(), Some(ConnId(1)));
+    login(&mut sim, 1, 7);
+    assert_eq!(sim.lobby.oldest_unsettled(), None);
+    sim.advance(Duration::from_secs(6));
+    assert!(!Sim::closed(&sim.out(), 1));
 }

@@ -1,0 +1,175 @@
+//! Hostile clients against the Warzone 2100 master server over loopback (issue 13, defect 1's
+//! rule on this listener): a connection that has not completed a registration (legacy) or a
+//! first request (v4) within `--handshake-timeout` is closed whatever it sends, and at
+//! `--wz-max-conns` the oldest such connection makes room for a newcomer
+//! (`docs/protocols/wz-lobby.md`, "Lifetime and timers" and "Serving").
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::*;
+use lobbyd::config::WzSettings;
+use lobbyd::net::ServerHandle;
+
+/// The default `--handshake-timeout`.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+/// A v4 connection's opening: `version\0` and the big-endian version 4.
+const V4_HANDSHAKE: &[u8] = b"version\0\0\0\0\x04";
+
+fn start_wz(tweak: impl FnOnce(&mut WzSettings)) -> (ServerHandle, SocketAddr) {
+    let mut config = test_config();
+    config.udp_port = None;
+    config.wz = WzSettings {
+        port: Some(0),
+        check_reachable: false,
+        login: lobbyd::accounts::LoginPolicy::Off,
+        ..WzSettings::default()
+    };
+    tweak(&mut config.wz);
+    let server = start(config);
+    let addr = server.wz_addr().expect("warzone listener enabled");
+    (server, addr)
+}
+
+fn counter(server: &ServerHandle, name: &str, label: &str) -> u64 {
+    snapshot(server)
+        .counters
+        .iter()
+        .find(|(n, l, _)| *n == name && *l == label)
+        .map_or_else(|| panic!("no counter {name}{{{label}}}"), |(_, _, v)| *v)
+}
+
+/// One v4 frame: a big-endian u32 length, then the body.
+fn v4_frame(body: &[u8]) -> Vec<u8> {
+    let mut out = (body.len() as u32).to_be_bytes().to_vec();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A raw master-server connection that notes when the server closed it.
+struct Peer {
+    stream: TcpStream,
+    opened: Instant,
+    closed: Option<Duration>,
+}
+
+impl Peer {
+    fn open(addr: SocketAddr, first: &[u8]) -> Peer {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream.write_all(first).expect("first bytes");
+        stream.set_nonblocking(true).unwrap();
+        Peer {
+            stream,
+            opened: Instant::now(),
+            closed: None,
+        }
+    }
+
+    /// Sends `bytes` (while open) and reads away whatever came, noting a close.
+    fn poke(&mut self, bytes: &[u8]) {
+        if self.closed.is_some() {
+            return;
+        }
+        let _ = self.stream.write_all(bytes);
+        let mut buf = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(n) if n > 0 => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                _ => {
+                    self.closed = Some(self.opened.elapsed());
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A v4 request answered within [`REPLY_WAIT`]; returns the response body.
+    fn call(&mut self, body: &[u8]) -> Vec<u8> {
+        self.stream.set_nonblocking(false).unwrap();
+        self.stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+        self.stream.write_all(&v4_frame(body)).expect("request");
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).expect("response length");
+        let mut response = vec![0u8; u32::from_be_bytes(len) as usize];
+        self.stream
+            .read_exact(&mut response)
+            .expect("response body");
+        self.stream.set_nonblocking(true).unwrap();
+        response
+    }
+}
+
+fn is_ok_list(response: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(response);
+    text.contains("\"status\":0") || text.contains("\"status\": 0")
+}
+
+/// A legacy peer repeating `keep` before registering, and a v4 peer sending frames that are
+/// all answered with errors, are closed at the handshake deadline; a v4 peer whose first
+/// request succeeded (a `list`) stays.
+#[test]
+fn connections_without_a_completed_first_step_are_closed_at_the_handshake_deadline() {
+    let (server, addr) = start_wz(|_| {});
+    let mut keeper = Peer::open(addr, b"keep\0");
+    let mut v4_garbage = Peer::open(addr, V4_HANDSHAKE);
+    let mut v4_lister = Peer::open(addr, V4_HANDSHAKE);
+    assert!(is_ok_list(
+        &v4_lister.call(br#"{"method": "list", "id": 1}"#)
+    ));
+
+    let deadline = Instant::now() + HANDSHAKE + Duration::from_secs(3);
+    while (keeper.closed.is_none() || v4_garbage.closed.is_none()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+        keeper.poke(b"keep\0");
+        v4_garbage.poke(&v4_frame(b"not a request"));
+        v4_lister.poke(&[]);
+    }
+    for (what, peer) in [("legacy keep", &keeper), ("v4 garbage", &v4_garbage)] {
+        let at = peer.closed.unwrap_or_else(|| panic!("{what} still open"));
+        assert!(
+            at >= HANDSHAKE - Duration::from_millis(500) && at < HANDSHAKE + Duration::from_secs(2),
+            "{what} closed {at:?} after connecting"
+        );
+    }
+    assert_eq!(v4_lister.closed, None);
+    assert!(is_ok_list(
+        &v4_lister.call(br#"{"method": "list", "id": 2}"#)
+    ));
+    assert_eq!(
+        counter(&server, "wz_protocol_errors_total", "idle_timeout"),
+        2
+    );
+}
+
+/// At `--wz-max-conns` the oldest connection that has not completed its first step is closed
+/// to make room; a connection that has (a v4 `list` answered) is never evicted.
+#[test]
+fn at_max_conns_the_oldest_unregistered_connection_makes_room() {
+    let (server, addr) = start_wz(|w| w.max_conns = 3);
+    let mut settled = Peer::open(addr, V4_HANDSHAKE);
+    assert!(is_ok_list(&settled.call(br#"{"method": "list", "id": 1}"#)));
+    let mut oldest = Peer::open(addr, b"");
+    std::thread::sleep(Duration::from_millis(50));
+    let mut younger = Peer::open(addr, b"");
+    eventually(&server, REPLY_WAIT, |s| {
+        s.counters.contains(&("wz_accepted_total", "", 3))
+    });
+    let mut newcomer = Peer::open(addr, V4_HANDSHAKE);
+    assert!(is_ok_list(
+        &newcomer.call(br#"{"method": "list", "id": 1}"#)
+    ));
+    let deadline = Instant::now() + REPLY_WAIT;
+    while oldest.closed.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        oldest.poke(&[]);
+    }
+    assert!(oldest.closed.is_some(), "the oldest was not evicted");
+    younger.poke(&[]);
+    settled.poke(&[]);
+    assert_eq!((younger.closed, settled.closed), (None, None));
+    assert_eq!(counter(&server, "wz_evicted_total", ""), 1);
+}
