@@ -233,7 +233,9 @@ impl GeneralDriver {
         loop {
             // Closed connections leave the slab after the batch; they no longer count.
             let open = self.conns.len() - self.closing.len();
-            if self.gate.is_full(open) && !self.evict_a_guest(now) {
+            let full = self.gate.is_full(open);
+            if full && self.core.oldest_guest().is_none() {
+                // Every connection is a signed-in member: newcomers wait in the backlog.
                 self.pause_accepting();
                 return;
             }
@@ -252,7 +254,7 @@ impl GeneralDriver {
                     return;
                 }
             };
-            self.admit(registry, now, stream, peer);
+            self.admit(registry, now, stream, peer, full);
         }
     }
 
@@ -262,6 +264,7 @@ impl GeneralDriver {
         now: Instant,
         mut stream: TcpStream,
         peer: SocketAddr,
+        full: bool,
     ) {
         let ip = canonical_ip(peer.ip());
         // Dropping the stream closes it at once, without a word.
@@ -274,6 +277,10 @@ impl GeneralDriver {
             self.stats.per_ip_limited += 1;
             log::debug!("general lobby: {peer} over --lobby-max-conns-per-ip, closed");
             return;
+        }
+        if full {
+            // An admitted newcomer needs the room: the oldest connection not signed in makes it.
+            self.evict_a_guest(now);
         }
         tune_accepted(&stream, true);
         let entry = self.conns.vacant_entry();
@@ -296,23 +303,21 @@ impl GeneralDriver {
         self.carry_out(registry, now);
     }
 
-    /// At the connection cap, makes room for a newcomer by closing the oldest connection
-    /// that has not signed in (issue 13: a crowd that connects and never signs in must not
-    /// hold the lobby full); false when every connection is a signed-in member.
-    fn evict_a_guest(&mut self, now: Instant) -> bool {
+    /// At the connection cap, makes room for an accepted newcomer by closing the oldest
+    /// connection that has not signed in (issue 13: a crowd that connects and never signs in
+    /// must not hold the lobby full).
+    fn evict_a_guest(&mut self, now: Instant) {
         let Some(conn) = self.core.oldest_guest() else {
-            return false;
+            return;
         };
         self.stats.guests_evicted += 1;
         log::debug!("general lobby: at --lobby-max-conns, closing {conn:?} (not signed in)");
         if self.conns.get(conn.0).is_some_and(|c| c.stream.is_open()) {
             self.close(now, conn.0);
         } else {
-            // Not an open connection of ours: the core forgets it all the same, so this
-            // loop always makes progress.
+            // Not an open connection of ours: the core forgets it all the same.
             self.core.handle_closed(now, conn);
         }
-        true
     }
 
     fn pause_accepting(&mut self) {

@@ -83,6 +83,38 @@ fn a_half_closed_connection_still_gets_its_last_replies() {
     drop(server);
 }
 
+/// At `--lobby-max-conns` a newcomer makes room by closing the oldest connection that has
+/// not signed in (issue 13: a crowd that never signs in cannot hold the lobby full); when
+/// every connection is a signed-in member, newcomers wait until one leaves.
+#[test]
+fn at_the_connection_cap_the_oldest_guest_makes_room_then_newcomers_wait() {
+    let (server, addr) = start_lobby(|c| c.general.max_conns = 2);
+    let mut alice = Client::enter(addr, "alice", &mut []);
+    let mut guest = Client::greeted(addr);
+    // The cap is reached and nobody waits: nobody is evicted.
+    assert!(guest.recv_within(Duration::from_millis(300)).is_none());
+    let mut bob = Client::greeted(addr);
+    guest.drain_until_closed(REPLY_WAIT);
+    let snap = eventually(&server, REPLY_WAIT, |s| {
+        s.counter("general_dropped_total", "evicted_guest") == Some(1)
+    });
+    assert_eq!(
+        snap.counter("general_dropped_total", "evicted_guest"),
+        Some(1)
+    );
+    bob.sign_in("bob", "", None);
+    bob.read_sync();
+    alice.recv(); // bob's MEMBER_INFO
+                  // Both connections are members now: a newcomer waits in the backlog, unanswered...
+    let mut carol = Client::connect(addr);
+    assert!(carol.recv_within(Duration::from_millis(300)).is_none());
+    // ...until a member leaves.
+    alice.drop_connection();
+    carol.expect_bytes(&golden(
+        "01000000 10000000  03 0600 'lobbyd'  02 0400 01000000",
+    ));
+}
+
 #[test]
 fn connections_over_the_per_address_cap_or_rate_are_refused_at_accept() {
     let (server, addr) = start_lobby(|c| {
