@@ -51,6 +51,8 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Members signed in between two drains of the earlier members' sockets during setup.
 const DRAIN_EVERY: usize = 64;
 const SWEEP_EVERY: Duration = Duration::from_millis(10);
+/// Least time one setup step may take: a busy machine must not fail a run before it starts.
+const SETUP_WAIT: Duration = Duration::from_secs(10);
 
 /// One line on its way to every member.
 struct InFlight {
@@ -243,7 +245,7 @@ impl Ledger {
 impl Chat {
     /// Signs the members in, one after the other, and registers their connections.
     pub fn setup(options: &Options, registry: &Registry) -> io::Result<Chat> {
-        let wait = options.timeout.max(Duration::from_secs(1));
+        let wait = options.timeout.max(SETUP_WAIT);
         let mut chunk = vec![0u8; READ_CHUNK].into_boxed_slice();
         let mut names = Usernames::new('c');
         let mut streams: Vec<(std::net::TcpStream, Vec<u8>)> = Vec::with_capacity(options.members);

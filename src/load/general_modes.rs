@@ -202,6 +202,8 @@ pub fn sign_in_frame<'a>(
             *step = SignInStep::Done { member };
             SignInEvent::Synced(member)
         }
+        // A frame meant for someone else: the server routed a broadcast to a fresh connection.
+        (SignInStep::Hello, _) => return Err("frame_before_hello"),
         _ => return Err("unexpected_frame"),
     };
     Ok(event)
@@ -664,7 +666,11 @@ mod tests {
             Some("bad_protocol_version")
         );
         assert_eq!(
-            sign_in_frame(&mut SignInStep::Hello, ServerRepr::SyncDone).err(),
+            sign_in_frame(&mut SignInStep::Hello, ServerRepr::MemberLeft { id: 4 }).err(),
+            Some("frame_before_hello")
+        );
+        assert_eq!(
+            sign_in_frame(&mut SignInStep::Challenge, ServerRepr::SyncDone).err(),
             Some("unexpected_frame")
         );
     }
