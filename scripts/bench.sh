@@ -203,11 +203,11 @@ if lobbyd_has_flag --lobby-port; then
     ROWS+=("| lobby-join | not run: $LOBBY_MEMBERS idle members did not all sign in | | | | | | |")
   fi
   stop_holding
-  wait_lobby_empty 60 || log "members of an earlier run are still signed in"
+  wait_general_members 0 60 -le || log "members of an earlier run are still signed in"
   bench lobby-chat - lobby-chat --members "$LOBBY_MEMBERS" --concurrency 8 --sources 127.0.0.2-127.0.0.254
   lines="$(awk -v r="${RATE[lobby-chat]:-0}" -v m="$LOBBY_MEMBERS" 'BEGIN { printf "%d", r / m / 2 }')"
   if [ "$lines" -gt 0 ]; then
-    wait_lobby_empty 60 || true
+    wait_general_members 0 60 -le || true
     bench lobby-chat@half - lobby-chat --members "$LOBBY_MEMBERS" --rate "$lines" --sources 127.0.0.2-127.0.0.254
   fi
   NOTES+=("lobby-chat: $LOBBY_MEMBERS members, each line to all of them (the speaker too); per second = CHAT_FROM frames delivered; lobby-chat@half: open loop at $lines lines/s")
@@ -218,7 +218,7 @@ if lobbyd_has_flag --lobby-port; then
   rss_before="$(status_kb "$LOBBYD_PID" VmRSS)"
   if hold_members "$LOBBY_IDLE" "$OUT/lobby-idle-rss.txt"; then
     # Sign-ins the tool gave up on (and retried) may count until lobbyd sees their close.
-    for _ in $(seq 1 150); do [ "$(general_members)" -le "$LOBBY_IDLE" ] && break; sleep 0.2; done
+    wait_general_members "$LOBBY_IDLE" 30 -le || true
     sleep 1
     rss_held="$(status_kb "$LOBBYD_PID" VmRSS)"
     held="$(general_members)"

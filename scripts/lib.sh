@@ -86,22 +86,13 @@ general_members() {
     END { if (!f) print 0 }'
 }
 
-# Waits until at least $1 members are signed in to the general lobby (at most $2 seconds).
+# wait_general_members N SECS [TEST]: waits at most SECS seconds until the general lobby's
+# members compare to N by TEST (default -ge: at least N; -le N after a run: the members of an
+# earlier run have left, and their departures are not broadcast during the next one).
 wait_general_members() {
   local i
   for i in $(seq 1 $(( $2 * 5 ))); do
-    [ "$(general_members)" -ge "$1" ] && return 0
-    sleep 0.2
-  done
-  return 1
-}
-
-# Waits until no member is signed in to the general lobby (at most $1 seconds): the members
-# of an earlier run have left, and their departures are not broadcast during the next one.
-wait_lobby_empty() {
-  local i
-  for i in $(seq 1 $(( $1 * 5 ))); do
-    [ "$(general_members)" = "0" ] && return 0
+    [ "$(general_members)" "${3:--ge}" "$1" ] && return 0
     sleep 0.2
   done
   return 1

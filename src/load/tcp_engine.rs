@@ -170,6 +170,39 @@ pub fn connect(source: IpAddr, target: SocketAddr) -> io::Result<TcpStream> {
     Ok(TcpStream::from_std(socket.into()))
 }
 
+/// What a protocol's frame reader found at the front of a client's bytes.
+#[derive(Debug)]
+pub enum Cut<R> {
+    /// Not a whole frame yet.
+    NeedMore,
+    /// One whole frame, parsed, and the bytes it took.
+    Frame(R, usize),
+    /// The bytes break the protocol (a frame too long, malformed): the kind of failure.
+    Fail(&'static str),
+}
+
+/// Hands every whole frame at the front of `data`, as `cut` reads it, to `each` until `each`
+/// returns a step; a frame `cut` rejects fails. Returns the bytes consumed and the step.
+pub fn each_frame_by<'a, R>(
+    data: &'a [u8],
+    cut: impl Fn(&'a [u8]) -> Cut<R>,
+    mut each: impl FnMut(R) -> Option<Step>,
+) -> (usize, Step) {
+    let mut at = 0;
+    loop {
+        match cut(data.get(at..).unwrap_or(&[])) {
+            Cut::NeedMore => return (at, Step::More),
+            Cut::Fail(kind) => return (at, Step::Fail(kind)),
+            Cut::Frame(repr, consumed) => {
+                at += consumed;
+                if let Some(step) = each(repr) {
+                    return (at, step);
+                }
+            }
+        }
+    }
+}
+
 /// A blocking TCP connection from `source` to `target` with `TCP_NODELAY` and reads that
 /// give up after `wait`: for setup steps before the clock starts.
 pub fn connect_blocking(

@@ -21,7 +21,7 @@ use crate::wire::tcp_lobby::{
 };
 
 use super::stats::Stats;
-use super::tcp_engine::{Ctx, Holding, Script, Step};
+use super::tcp_engine::{each_frame_by, Ctx, Cut, Holding, Script, Step};
 
 /// Joins in progress at once in `tcp-idle`.
 pub const IDLE_RAMP: usize = 256;
@@ -56,28 +56,22 @@ pub fn error_kind(code: ErrorCode) -> &'static str {
 
 /// Hands every complete server frame at the front of `data` to `each` until it returns a
 /// step; a malformed frame fails the cycle. Returns the bytes consumed and the step.
-pub fn each_frame(
-    data: &[u8],
-    mut each: impl FnMut(ServerRepr<'_>) -> Option<Step>,
+pub fn each_frame<'a>(
+    data: &'a [u8],
+    each: impl FnMut(ServerRepr<'a>) -> Option<Step>,
 ) -> (usize, Step) {
-    let mut at = 0;
-    loop {
-        let rest = data.get(at..).unwrap_or(&[]);
-        match next_frame_max(rest, MAX_SERVER_PAYLOAD) {
-            Next::NeedMore => return (at, Step::More),
-            Next::Oversized { .. } => return (at, Step::Fail("oversized_frame")),
-            Next::Frame { frame, consumed } => {
-                at += consumed;
-                match ServerRepr::parse(&frame) {
-                    Err(e) => return (at, Step::Fail(e.as_str())),
-                    Ok(repr) => {
-                        if let Some(step) = each(repr) {
-                            return (at, step);
-                        }
-                    }
-                }
-            }
-        }
+    each_frame_by(data, cut_frame, each)
+}
+
+/// The next TCP lobby server frame of `data`.
+fn cut_frame(data: &[u8]) -> Cut<ServerRepr<'_>> {
+    match next_frame_max(data, MAX_SERVER_PAYLOAD) {
+        Next::NeedMore => Cut::NeedMore,
+        Next::Oversized { .. } => Cut::Fail("oversized_frame"),
+        Next::Frame { frame, consumed } => match ServerRepr::parse(&frame) {
+            Ok(repr) => Cut::Frame(repr, consumed),
+            Err(e) => Cut::Fail(e.as_str()),
+        },
     }
 }
 
