@@ -51,7 +51,8 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "rate",
-        "Open loop: R requests (datagrams) per second in total. Default: closed loop.",
+        "Open loop: R requests per second in total (datagrams; connection cycles for tcp-*, \
+         wz-*, lobby-join; chat lines for lobby-chat). Default: closed loop.",
         "R",
     );
     o.optopt(
@@ -82,7 +83,7 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "size",
-        "relay, echo: bytes per request datagram; lobby-chat: bytes per chat line, 32 to 512 \
+        "relay, echo: bytes per request datagram; lobby-chat: bytes per chat line, held within 32 to 512 \
          (default 64).",
         "BYTES",
     );
