@@ -11,6 +11,7 @@ LOBBYD_PID=""
 PORT="${LOBBYD_PORT:-24242}"
 METRICS_PORT="${LOBBYD_METRICS_PORT:-24243}"
 WZ_PORT="${LOBBYD_WZ_PORT:-24290}"
+LOBBY_PORT="${LOBBYD_LOBBY_PORT:-24244}"
 INSTANCE_PORTS="${LOBBYD_INSTANCE_PORTS:-24300-24799}"
 
 log() { printf '%s\n' "$*" >&2; }
@@ -38,6 +39,7 @@ start_lobbyd() {
   local logfile="$1"; shift
   local extra=()
   if lobbyd_has_flag --wz-port; then extra+=(--wz-port "$WZ_PORT"); fi
+  if lobbyd_has_flag --lobby-port; then extra+=(--lobby-port "$LOBBY_PORT"); fi
   "$LOBBYD" --bind 127.0.0.1 --port "$PORT" --instance-ports "$INSTANCE_PORTS" \
     --metrics "127.0.0.1:$METRICS_PORT" --log warn "${extra[@]}" "$@" >"$logfile" 2>&1 &
   LOBBYD_PID=$!
@@ -78,6 +80,24 @@ metric_sum() {
 # True when a TCP listener answers on 127.0.0.1:PORT.
 tcp_port_answers() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
 
+# general_members: members signed in to the general lobby now (away ones not counted).
+general_members() {
+  http_get /metrics | awk '$1 == "lobbyd_general_members{state=\"present\"}" { print $2; f = 1 }
+    END { if (!f) print 0 }'
+}
+
+# wait_general_members N SECS [TEST]: waits at most SECS seconds until the general lobby's
+# members compare to N by TEST (default -ge: at least N; -le N after a run: the members of an
+# earlier run have left, and their departures are not broadcast during the next one).
+wait_general_members() {
+  local i
+  for i in $(seq 1 $(( $2 * 5 ))); do
+    [ "$(general_members)" "${3:--ge}" "$1" ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
 # Waits until lobbyd lists no room (at most $1 seconds); false if some remain.
 wait_rooms_gone() {
   local i
@@ -104,7 +124,10 @@ json_failures() {
 run_load() {
   local mode="$1"; shift
   local target="127.0.0.1:$PORT"
-  case "$mode" in wz-*) target="127.0.0.1:$WZ_PORT" ;; esac
+  case "$mode" in
+    wz-*) target="127.0.0.1:$WZ_PORT" ;;
+    lobby-*) target="127.0.0.1:$LOBBY_PORT" ;;
+  esac
   "$LOBBY_LOAD" "$mode" --target "$target" "$@"
 }
 
@@ -114,7 +137,10 @@ load_wrapper() {
   local mode="$1"; shift
   [ -x "$LOBBY_LOAD" ] || build_release
   local default_port=4242
-  case "$mode" in wz-*) default_port=9990 ;; esac
+  case "$mode" in
+    wz-*) default_port=9990 ;;
+    lobby-*) default_port=4243 ;;
+  esac
   case " $* " in
     *" --target "*) exec "$LOBBY_LOAD" "$mode" "$@" ;;
     *) exec "$LOBBY_LOAD" "$mode" --target "${TARGET:-127.0.0.1:$default_port}" "$@" ;;

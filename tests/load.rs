@@ -258,3 +258,89 @@ fn wz_host_registers_games() {
             >= summary.completed
     );
 }
+
+/// A server with the general lobby on and its limits out of the way: no resume grace (each
+/// cycle's member leaves at once), per-address caps and chat rates raised.
+fn general_config() -> Config {
+    let mut config = load_config();
+    config.general.port = Some(0);
+    config.general.max_conns_per_ip = 10_000;
+    config.general.conn_rate = 1_000_000;
+    config.general.core.resume_grace = Duration::ZERO;
+    config.general.core.chat_rate = 100_000;
+    config.general.core.chat_burst = 200_000;
+    config.general.core.frame_rate = 100_000;
+    config.general.core.frame_burst = 200_000;
+    config
+}
+
+#[test]
+fn lobby_join_signs_in_creates_joins_and_leaves() {
+    let server = start(general_config());
+    let mut options = tcp_options(Mode::LobbyJoin, server.general_addr().unwrap());
+    options.hold = Duration::from_millis(100);
+    let summary = run(&options);
+    let count = |name: &str| summary.extra.get(name).copied().unwrap_or(0);
+    // Every completed sync starts a cycle; all but the last few (cut by the run's end) close.
+    assert!(count("cycles") > 0, "{}", summary.to_text());
+    assert!(count("cycles") <= summary.completed);
+    assert!(count("games_created") > 0, "{}", summary.to_text());
+    // Turns alternate, so joiners meet creators whatever the timing.
+    assert!(count("joins_accepted") > 0, "{}", summary.to_text());
+    assert!(count("creators_joined") > 0, "{}", summary.to_text());
+    let snap = snapshot(&server);
+    assert!(snap.counter("general_sign_ins_total", "").unwrap_or(0) >= summary.completed);
+    assert!(snap.counter("general_joins_total", "").unwrap_or(0) >= count("joins_accepted"));
+}
+
+#[test]
+fn lobby_idle_holds_every_member() {
+    let server = start(general_config());
+    let mut options = tcp_options(Mode::LobbyIdle, server.general_addr().unwrap());
+    options.concurrency = 40;
+    let summary = run(&options);
+    assert_eq!(summary.completed, 40);
+    assert_eq!(summary.extra["held"], 40);
+    assert!(summary.extra.contains_key("all_held_ms"));
+    // Each member signed in once and held its connection: no member left during the run.
+    let snap = snapshot(&server);
+    assert_eq!(snap.counter("general_sign_ins_total", ""), Some(40));
+    assert_eq!(snap.counter("general_games_created_total", ""), Some(0));
+}
+
+#[test]
+fn lobby_chat_counts_every_copy_of_every_line() {
+    let server = start(general_config());
+    let mut options = tcp_options(Mode::LobbyChat, server.general_addr().unwrap());
+    options.members = 12;
+    options.concurrency = 3;
+    options.sources = load::sources::parse_sources("127.0.0.2-127.0.0.5").unwrap();
+    let summary = run(&options);
+    assert_eq!(summary.extra["members"], 12);
+    // Each line reaches all 12 members; only lines still in flight at the end are short.
+    assert!(summary.completed <= summary.sent * 12);
+    assert!(
+        summary.extra["unreceived_copies"] <= 3 * 12,
+        "{}",
+        summary.to_text()
+    );
+    assert_eq!(summary.extra["late_copies"], 0);
+    // The server said every line whose copies came back (all but the 3 in flight at most).
+    let said = snapshot(&server)
+        .counter("general_chat_lines_total", "")
+        .unwrap_or(0);
+    assert!(said + 3 >= summary.sent, "{said} of {}", summary.sent);
+}
+
+#[test]
+fn lobby_chat_open_loop_keeps_its_rate() {
+    let server = start(general_config());
+    let mut options = tcp_options(Mode::LobbyChat, server.general_addr().unwrap());
+    options.members = 5;
+    options.rate = Some(400.0);
+    options.duration = Duration::from_millis(800);
+    let summary = run(&options);
+    // 400 lines/s for 0.8 s is 320 lines; the pacer never sends ahead of its schedule.
+    assert!(summary.sent <= 321, "sent {}", summary.sent);
+    assert!(summary.completed <= summary.sent * 5);
+}

@@ -31,7 +31,7 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "target",
-        "Server address (default 127.0.0.1:4242, wz-* 127.0.0.1:9990).",
+        "Server address (default 127.0.0.1:4242, wz-* 127.0.0.1:9990, lobby-* 127.0.0.1:4243).",
         "ADDR",
     );
     o.optopt(
@@ -44,13 +44,15 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "concurrency",
-        "Clients; rooms for relay, connections for tcp-* and wz-* (default 16).",
+        "Clients; rooms for relay, connections for tcp-*, wz-*, lobby-join and lobby-idle, \
+         lines in flight for lobby-chat (default 16).",
         "N",
     );
     o.optopt(
         "",
         "rate",
-        "Open loop: R requests (datagrams) per second in total. Default: closed loop.",
+        "Open loop: R requests per second in total (datagrams; connection cycles for tcp-*, \
+         wz-*, lobby-join; chat lines for lobby-chat). Default: closed loop.",
         "R",
     );
     o.optopt(
@@ -74,13 +76,15 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "members",
-        "relay, tcp-cycle: members per room or party (default 4).",
+        "relay, tcp-cycle: members per room or party (default 4, at most 64); lobby-chat: \
+         members in the lobby (default 100).",
         "N",
     );
     o.optopt(
         "",
         "size",
-        "relay, echo: bytes per request datagram (default 64).",
+        "relay, echo: bytes per request datagram; lobby-chat: bytes per chat line, held within 32 to 512 \
+         (default 64).",
         "BYTES",
     );
     o.optopt(
@@ -92,7 +96,8 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "hold",
-        "wz-host: milliseconds each host keeps its game listed (default 0, at most 60000).",
+        "wz-host: milliseconds each host keeps its game listed (default 0); lobby-join: \
+         milliseconds a creator waits for a joiner (default 250); at most 60000.",
         "MS",
     );
     o.optflag(
@@ -168,10 +173,16 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     let timeout_ms = bounded(&m, "timeout", 1000, 1, 60_000)?;
     o.timeout = Duration::from_millis(timeout_ms as u64);
     o.rooms = bounded(&m, "rooms", 64, 0, 112)?;
-    o.members = bounded(&m, "members", 4, 1, 64)?;
+    let most_members = match mode {
+        Mode::LobbyChat => MAX_CONCURRENCY,
+        _ => 64,
+    };
+    o.members = bounded(&m, "members", o.members, 1, most_members)?;
     o.size = bounded(&m, "size", 64, 12, MAX_DATAGRAM)?;
     o.reply_size = bounded(&m, "reply-size", o.size, 12, MAX_DATAGRAM)?;
-    o.hold = Duration::from_millis(bounded(&m, "hold", 0, 0, 60_000)? as u64);
+    if let Some(text) = m.opt_str("hold") {
+        o.hold = Duration::from_millis(parse_in::<u64>("hold", &text, 0, 60_000)?);
+    }
     o.start = m.opt_present("start");
     o.json = m.opt_present("json");
     o.quiet = m.opt_present("quiet");
@@ -241,6 +252,17 @@ mod tests {
         assert_eq!(wz.hold, Duration::from_millis(250));
         assert_eq!(run(&["tcp-cycle"]).unwrap().target.port(), 4242);
         assert!(run(&["wz-host", "--hold", "70000"]).is_err());
+        let join = run(&["lobby-join"]).unwrap();
+        assert_eq!(join.target, "127.0.0.1:4243".parse().unwrap());
+        assert_eq!(join.hold, Duration::from_millis(250));
+        assert_eq!(
+            run(&["lobby-join", "--hold", "0"]).unwrap().hold,
+            Duration::ZERO
+        );
+        let chat = run(&["lobby-chat", "--members", "5000"]).unwrap();
+        assert_eq!((chat.members, chat.target.port()), (5000, 4243));
+        assert_eq!(run(&["lobby-chat"]).unwrap().members, 100);
+        assert!(run(&["relay", "--members", "65"]).is_err());
     }
 
     #[test]

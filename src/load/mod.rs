@@ -15,10 +15,13 @@
 //! - one module per family of modes: [`udp_rr`] (the request/reply engine over UDP) with
 //!   [`udp_modes`] (`udp-list`, `udp-create-join`, `echo`) and [`echo_server`]; [`relay`];
 //!   [`tcp_engine`] (connection-per-cycle clients over TCP) with [`tcp_modes`] (`tcp-join`,
-//!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`) and [`wz_modes`] (`wz-list`, `wz-host`).
+//!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`) and
+//!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`).
 
 pub mod args;
 pub mod echo_server;
+pub mod general_chat;
+pub mod general_modes;
 pub mod histogram;
 pub mod relay;
 pub mod runner;
@@ -56,13 +59,19 @@ pub enum Mode {
     WzList,
     /// Warzone master server: legacy hosts registering a game (`gaId`, `addg`).
     WzHost,
+    /// General lobby: connect, sign in, sync, create or join a game, leave; repeat.
+    LobbyJoin,
+    /// General lobby: `--concurrency` signed-in members held until the run ends.
+    LobbyIdle,
+    /// General lobby: `--members` members, lobby-wide chat fanned out to all of them.
+    LobbyChat,
     /// A raw UDP echo server started in this process: the machine's physical limit.
     Echo,
 }
 
 impl Mode {
     /// Every mode, in the order `--help` lists them.
-    pub const ALL: [Mode; 9] = [
+    pub const ALL: [Mode; 12] = [
         Mode::UdpList,
         Mode::UdpCreateJoin,
         Mode::Relay,
@@ -71,6 +80,9 @@ impl Mode {
         Mode::TcpIdle,
         Mode::WzList,
         Mode::WzHost,
+        Mode::LobbyJoin,
+        Mode::LobbyIdle,
+        Mode::LobbyChat,
         Mode::Echo,
     ];
 
@@ -85,6 +97,9 @@ impl Mode {
             Mode::TcpIdle => "tcp-idle",
             Mode::WzList => "wz-list",
             Mode::WzHost => "wz-host",
+            Mode::LobbyJoin => "lobby-join",
+            Mode::LobbyIdle => "lobby-idle",
+            Mode::LobbyChat => "lobby-chat",
             Mode::Echo => "echo",
         }
     }
@@ -98,7 +113,25 @@ impl Mode {
     pub const fn default_port(self) -> u16 {
         match self {
             Mode::WzList | Mode::WzHost => 9990,
+            Mode::LobbyJoin | Mode::LobbyIdle | Mode::LobbyChat => 4243,
             _ => 4242,
+        }
+    }
+
+    /// `--members` unless given: the lobby of `lobby-chat`, a room or party elsewhere.
+    pub const fn default_members(self) -> usize {
+        match self {
+            Mode::LobbyChat => 100,
+            _ => 4,
+        }
+    }
+
+    /// `--hold` unless given: how long a `lobby-join` creator waits for a joiner; none
+    /// elsewhere (a `wz-host` game is delisted at once).
+    pub const fn default_hold(self) -> Duration {
+        match self {
+            Mode::LobbyJoin => Duration::from_millis(250),
+            _ => Duration::ZERO,
         }
     }
 }
@@ -124,16 +157,17 @@ pub struct Options {
     pub timeout: Duration,
     /// `udp-list`: rooms created before measuring; `wz-list`: games registered.
     pub rooms: usize,
-    /// `relay`, `tcp-cycle`: members per room or party.
+    /// `relay`, `tcp-cycle`: members per room or party; `lobby-chat`: members in the lobby.
     pub members: usize,
-    /// `relay`, `echo`: bytes of each request datagram.
+    /// `relay`, `echo`: bytes of each request datagram; `lobby-chat`: bytes of each line.
     pub size: usize,
     /// `echo`: bytes of each reply datagram (default: `size`).
     pub reply_size: usize,
     /// `relay`: each room's owner sends START after setup, so rooms count down and play
     /// while DATA flows (and clients that stop early vanish mid-countdown or mid-game).
     pub start: bool,
-    /// `wz-host`: how long each host keeps its game listed before closing.
+    /// `wz-host`: how long each host keeps its game listed before closing; `lobby-join`: how
+    /// long a creator waits for a joiner.
     pub hold: Duration,
     /// Print a JSON summary instead of text.
     pub json: bool,
@@ -142,7 +176,8 @@ pub struct Options {
 }
 
 impl Options {
-    /// Defaults for `mode` against `target`: 5 s, 16 clients, closed loop, 127.0.0.1.
+    /// Defaults for `mode` against `target`: 5 s, 16 clients, closed loop, 127.0.0.1, and the
+    /// mode's own `members` and `hold`.
     pub fn new(mode: Mode, target: SocketAddr) -> Options {
         Options {
             mode,
@@ -154,11 +189,11 @@ impl Options {
             sources: vec![IpAddr::from([127, 0, 0, 1])],
             timeout: Duration::from_secs(1),
             rooms: 64,
-            members: 4,
+            members: mode.default_members(),
             size: 64,
             reply_size: 64,
             start: false,
-            hold: Duration::ZERO,
+            hold: mode.default_hold(),
             json: false,
             quiet: false,
         }
@@ -222,6 +257,19 @@ pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Res
             options.concurrency,
             progress,
         ),
+        Mode::LobbyJoin => run_tcp(
+            options,
+            general_modes::GeneralJoin::new(false, options.concurrency, options.hold),
+            options.concurrency,
+            progress,
+        ),
+        Mode::LobbyIdle => run_tcp(
+            options,
+            general_modes::GeneralJoin::new(true, options.concurrency, options.hold),
+            tcp_modes::IDLE_RAMP,
+            progress,
+        ),
+        Mode::LobbyChat => general_chat::run(options, progress),
     }
 }
 

@@ -170,6 +170,107 @@ pub fn connect(source: IpAddr, target: SocketAddr) -> io::Result<TcpStream> {
     Ok(TcpStream::from_std(socket.into()))
 }
 
+/// What a protocol's frame reader found at the front of a client's bytes.
+#[derive(Debug)]
+pub enum Cut<R> {
+    /// Not a whole frame yet.
+    NeedMore,
+    /// One whole frame, parsed, and the bytes it took.
+    Frame(R, usize),
+    /// The bytes break the protocol (a frame too long, malformed): the kind of failure.
+    Fail(&'static str),
+}
+
+/// Hands every whole frame at the front of `data`, as `cut` reads it, to `each` until `each`
+/// returns a step; a frame `cut` rejects fails. Returns the bytes consumed and the step.
+pub fn each_frame_by<'a, R>(
+    data: &'a [u8],
+    cut: impl Fn(&'a [u8]) -> Cut<R>,
+    mut each: impl FnMut(R) -> Option<Step>,
+) -> (usize, Step) {
+    let mut at = 0;
+    loop {
+        match cut(data.get(at..).unwrap_or(&[])) {
+            Cut::NeedMore => return (at, Step::More),
+            Cut::Fail(kind) => return (at, Step::Fail(kind)),
+            Cut::Frame(repr, consumed) => {
+                at += consumed;
+                if let Some(step) = each(repr) {
+                    return (at, step);
+                }
+            }
+        }
+    }
+}
+
+/// A blocking TCP connection from `source` to `target` with `TCP_NODELAY` and reads that
+/// give up after `wait`: for setup steps before the clock starts.
+pub fn connect_blocking(
+    source: IpAddr,
+    target: SocketAddr,
+    wait: Duration,
+) -> io::Result<std::net::TcpStream> {
+    let socket = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.bind(&SocketAddr::new(source, 0).into())?;
+    socket.connect_timeout(&target.into(), wait)?;
+    let stream: std::net::TcpStream = socket.into();
+    stream.set_read_timeout(Some(wait))?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// The held-connection counts of an idle mode (`tcp-idle`, `lobby-idle`): how many clients
+/// hold their connection now, the most at once, and when every one of them first did.
+#[derive(Debug)]
+pub struct Holding {
+    clients: usize,
+    held: usize,
+    peak: usize,
+    started: Instant,
+    all_held_at: Option<Instant>,
+}
+
+impl Holding {
+    /// Counts for `clients` clients, from now.
+    pub fn new(clients: usize) -> Holding {
+        Holding {
+            clients,
+            held: 0,
+            peak: 0,
+            started: Instant::now(),
+            all_held_at: None,
+        }
+    }
+
+    /// One more client holds its connection at `now`.
+    pub fn hold(&mut self, now: Instant) {
+        self.held += 1;
+        self.peak = self.peak.max(self.held);
+        if self.held == self.clients && self.all_held_at.is_none() {
+            self.all_held_at = Some(now);
+        }
+    }
+
+    /// A held connection ended.
+    pub fn release(&mut self) {
+        self.held = self.held.saturating_sub(1);
+    }
+
+    /// `held` and `held_peak`, and `all_held_ms` once every client held.
+    pub fn report(&self, stats: &mut Stats) {
+        stats.set("held", self.held as u64);
+        stats.set("held_peak", self.peak as u64);
+        if let Some(at) = self.all_held_at {
+            let ms = at.saturating_duration_since(self.started).as_millis();
+            stats.set("all_held_ms", u64::try_from(ms).unwrap_or(u64::MAX));
+        }
+    }
+}
+
 impl<S: Script> TcpEngine<S> {
     /// `options.concurrency` idle clients; at most `ramp` of them busy at once in closed loop.
     pub fn new(options: &Options, script: S, ramp: usize) -> TcpEngine<S> {

@@ -21,7 +21,7 @@ use crate::wire::tcp_lobby::{
 };
 
 use super::stats::Stats;
-use super::tcp_engine::{Ctx, Script, Step};
+use super::tcp_engine::{each_frame_by, Ctx, Cut, Holding, Script, Step};
 
 /// Joins in progress at once in `tcp-idle`.
 pub const IDLE_RAMP: usize = 256;
@@ -56,28 +56,22 @@ pub fn error_kind(code: ErrorCode) -> &'static str {
 
 /// Hands every complete server frame at the front of `data` to `each` until it returns a
 /// step; a malformed frame fails the cycle. Returns the bytes consumed and the step.
-pub fn each_frame(
-    data: &[u8],
-    mut each: impl FnMut(ServerRepr<'_>) -> Option<Step>,
+pub fn each_frame<'a>(
+    data: &'a [u8],
+    each: impl FnMut(ServerRepr<'a>) -> Option<Step>,
 ) -> (usize, Step) {
-    let mut at = 0;
-    loop {
-        let rest = data.get(at..).unwrap_or(&[]);
-        match next_frame_max(rest, MAX_SERVER_PAYLOAD) {
-            Next::NeedMore => return (at, Step::More),
-            Next::Oversized { .. } => return (at, Step::Fail("oversized_frame")),
-            Next::Frame { frame, consumed } => {
-                at += consumed;
-                match ServerRepr::parse(&frame) {
-                    Err(e) => return (at, Step::Fail(e.as_str())),
-                    Ok(repr) => {
-                        if let Some(step) = each(repr) {
-                            return (at, step);
-                        }
-                    }
-                }
-            }
-        }
+    each_frame_by(data, cut_frame, each)
+}
+
+/// The next TCP lobby server frame of `data`.
+fn cut_frame(data: &[u8]) -> Cut<ServerRepr<'_>> {
+    match next_frame_max(data, MAX_SERVER_PAYLOAD) {
+        Next::NeedMore => Cut::NeedMore,
+        Next::Oversized { .. } => Cut::Fail("oversized_frame"),
+        Next::Frame { frame, consumed } => match ServerRepr::parse(&frame) {
+            Ok(repr) => Cut::Frame(repr, consumed),
+            Err(e) => Cut::Fail(e.as_str()),
+        },
     }
 }
 
@@ -92,11 +86,7 @@ pub struct Joiner {
 /// `tcp-join` (`hold == false`) and `tcp-idle` (`hold == true`).
 pub struct LobbyJoin {
     hold: bool,
-    concurrency: usize,
-    held: usize,
-    held_peak: usize,
-    started: Instant,
-    all_held_after: Option<Instant>,
+    holding: Holding,
 }
 
 impl LobbyJoin {
@@ -104,11 +94,7 @@ impl LobbyJoin {
     pub fn new(hold: bool, concurrency: usize) -> LobbyJoin {
         LobbyJoin {
             hold,
-            concurrency,
-            held: 0,
-            held_peak: 0,
-            started: Instant::now(),
-            all_held_after: None,
+            holding: Holding::new(concurrency),
         }
     }
 
@@ -127,11 +113,7 @@ impl LobbyJoin {
                 let sent = c.sent.unwrap_or(ctx.now);
                 ctx.stats.complete(ctx.now.saturating_duration_since(sent));
                 if self.hold {
-                    self.held += 1;
-                    self.held_peak = self.held_peak.max(self.held);
-                    if self.held == self.concurrency && self.all_held_after.is_none() {
-                        self.all_held_after = Some(ctx.now);
-                    }
+                    self.holding.hold(ctx.now);
                     return Some(Step::Hold);
                 }
                 push(ctx.out, ClientRepr::Disconnect);
@@ -190,18 +172,13 @@ impl Script for LobbyJoin {
 
     fn ended(&mut self, _i: usize, c: &mut Joiner) {
         if self.hold && c.joined {
-            self.held -= 1;
+            self.holding.release();
         }
     }
 
     fn finish(&mut self, stats: &mut Stats) {
         if self.hold {
-            stats.set("held", self.held as u64);
-            stats.set("held_peak", self.held_peak as u64);
-            let ms = |t: Instant| t.saturating_duration_since(self.started).as_millis() as u64;
-            if let Some(t) = self.all_held_after {
-                stats.set("all_held_ms", ms(t));
-            }
+            self.holding.report(stats);
         }
     }
 }

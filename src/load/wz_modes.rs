@@ -25,15 +25,13 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, Protocol, Socket, Type};
-
 use crate::wire::wz::{
     parse_game_id, parse_status, Error, GameStruct, GameStructRepr, FIRST_BATCH_MAX,
     GAMESTRUCT_LEN, IGNORE_FIRST_BATCH, MAX_MOTD,
 };
 
 use super::stats::Stats;
-use super::tcp_engine::{Ctx, Script, Step};
+use super::tcp_engine::{connect_blocking, Ctx, Script, Step};
 use super::Options;
 
 /// Status code of a listed game / a good reply.
@@ -80,16 +78,7 @@ fn refused(code: u32) -> &'static str {
 /// Registers one game from `source`, blocking (setup, before the clock): the open host
 /// connection that keeps it listed.
 fn register(source: std::net::IpAddr, target: SocketAddr, wait: Duration) -> io::Result<TcpStream> {
-    let socket = Socket::new(
-        Domain::for_address(target),
-        Type::STREAM,
-        Some(Protocol::TCP),
-    )?;
-    socket.bind(&SocketAddr::new(source, 0).into())?;
-    socket.connect_timeout(&target.into(), wait)?;
-    let mut stream: TcpStream = socket.into();
-    stream.set_read_timeout(Some(wait))?;
-    stream.set_nodelay(true)?;
+    let mut stream = connect_blocking(source, target, wait)?;
     stream.write_all(b"gaId\0")?;
     let mut word = [0u8; 4];
     stream.read_exact(&mut word)?;
