@@ -7,16 +7,20 @@
 //! (`wire::general::next_frame`, zero-copy when a read holds whole frames; only a frame split
 //! across reads is kept, in a buffer of at most one frame), each frame goes to the core, and
 //! the core's outputs are carried out: its frames are copied from the core's arena into the
-//! connection's capped send queue, and every connection written to during one readiness
-//! event is flushed once at its end (a chat to 1,000 members costs 1,000 queue appends and,
-//! per member, one `write` per event, not one per frame).
+//! connection's capped send queue, and every connection written to during one batch of
+//! readiness events is flushed once at its end (a chat to 1,000 members costs 1,000 queue
+//! appends and, per member, one `write` per batch, not one per frame). Outputs name a
+//! connection by slab key and serial, so one queued for a connection that is gone never
+//! reaches a later one that reuses its key; and every output is carried out before a key is
+//! freed.
 //!
 //! The cost of a flood lands on the flooder: at most [`FRAMES_PER_EVENT`] frames of one
 //! connection are handled per readiness event (the rest wait, the others are served), the
 //! core answers frames over its per-connection rate with ERROR 10, and a member whose send
 //! queue passes [`SEND_QUEUE_CAP`] is dropped as a slow reader without slowing anyone else.
 //! Over `--lobby-max-conns-per-ip` or `--lobby-conn-rate` a newcomer is refused at accept; at
-//! `--lobby-max-conns` accepting pauses and resumes below 90 %.
+//! `--lobby-max-conns` the oldest connection not signed in makes room for it, and when every
+//! connection is a member accepting pauses and resumes below 90 %.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -115,6 +119,19 @@ impl GeneralDriverStats {
         f("general_bytes_out_total", "", self.bytes_out);
         f("general_frames_in_total", "", self.frames_in);
     }
+}
+
+/// The core's name for connection `key`: the slab key in the low 32 bits, the connection's
+/// serial above, so an output the core queued for a connection that is gone can never reach
+/// a later connection that reuses its slab key (it no longer matches, and is dropped).
+fn conn_id(key: usize, serial: u32) -> ConnId {
+    ConnId((u64::from(serial) << 32 | key as u64) as usize)
+}
+
+/// The slab key and serial a [`ConnId`] names.
+fn key_of(conn: ConnId) -> (usize, u32) {
+    let raw = conn.0 as u64;
+    ((raw & u64::from(u32::MAX)) as usize, (raw >> 32) as u32)
 }
 
 /// One general lobby connection.
@@ -299,7 +316,8 @@ impl GeneralDriver {
         });
         self.per_ip.add(ip);
         self.stats.accepted += 1;
-        self.core.handle_open(now, ConnId(key), peer);
+        self.core
+            .handle_open(now, conn_id(key, self.next_serial), peer);
         self.carry_out(registry, now);
     }
 
@@ -312,8 +330,10 @@ impl GeneralDriver {
         };
         self.stats.guests_evicted += 1;
         log::debug!("general lobby: at --lobby-max-conns, closing {conn:?} (not signed in)");
-        if self.conns.get(conn.0).is_some_and(|c| c.stream.is_open()) {
-            self.close(now, conn.0);
+        let (key, serial) = key_of(conn);
+        let ours = self.conns.get(key);
+        if ours.is_some_and(|c| c.stream.is_open() && c.stream.serial() == serial) {
+            self.close(now, key);
         } else {
             // Not an open connection of ours: the core forgets it all the same.
             self.core.handle_closed(now, conn);
@@ -382,6 +402,7 @@ impl GeneralDriver {
         n: usize,
         budget: &mut usize,
     ) -> bool {
+        let id = self.id(key);
         let Some(conn) = self.conns.get_mut(key) else {
             return false;
         };
@@ -408,14 +429,14 @@ impl GeneralDriver {
                     return true;
                 }
                 Next::Oversized { code, .. } => {
-                    self.core.handle_oversized(now, ConnId(key), code);
+                    self.core.handle_oversized(now, id, code);
                     self.carry_out(registry, now);
                     return false;
                 }
                 Next::Frame { frame, consumed } => {
                     *budget -= 1;
                     self.stats.frames_in += 1;
-                    self.core.handle_frame(now, ConnId(key), &frame);
+                    self.core.handle_frame(now, id, &frame);
                     at += consumed;
                     self.carry_out(registry, now);
                     if !self.conns.get(key).is_some_and(|c| c.stream.is_open()) {
@@ -436,6 +457,7 @@ impl GeneralDriver {
         key: usize,
         budget: &mut usize,
     ) -> bool {
+        let id = self.id(key);
         loop {
             let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return false;
@@ -455,14 +477,14 @@ impl GeneralDriver {
                 }
                 Next::Oversized { code, .. } => {
                     conn.partial = Vec::new();
-                    self.core.handle_oversized(now, ConnId(key), code);
+                    self.core.handle_oversized(now, id, code);
                     self.carry_out(registry, now);
                     return false;
                 }
                 Next::Frame { frame, consumed } => {
                     *budget -= 1;
                     self.stats.frames_in += 1;
-                    self.core.handle_frame(now, ConnId(key), &frame);
+                    self.core.handle_frame(now, id, &frame);
                     consumed
                 }
             };
@@ -481,7 +503,8 @@ impl GeneralDriver {
     /// away), and what is queued for it (the replies to its last frames) is still written
     /// before the socket closes, within [`LINGER`].
     fn peer_finished(&mut self, registry: &Registry, now: Instant, key: usize) {
-        self.core.handle_closed(now, ConnId(key));
+        let id = self.id(key);
+        self.core.handle_closed(now, id);
         self.carry_out(registry, now);
         if let Some(c) = self.conns.get_mut(key) {
             if c.stream.start_draining() {
@@ -489,6 +512,11 @@ impl GeneralDriver {
             }
         }
         self.flush(registry, now, key);
+    }
+
+    /// The core's name for the connection at slab key `key` (see [`conn_id`]).
+    fn id(&self, key: usize) -> ConnId {
+        conn_id(key, self.conns.get(key).map_or(0, |c| c.stream.serial()))
     }
 
     /// Marks `key` as having whole frames left for after this batch.
@@ -507,8 +535,12 @@ impl GeneralDriver {
         while let Some(output) = self.core.poll_output() {
             match output {
                 GeneralOutput::Send { conn, frames } => {
-                    let key = conn.0;
-                    let Some(c) = self.conns.get_mut(key) else {
+                    let (key, serial) = key_of(conn);
+                    let Some(c) = self
+                        .conns
+                        .get_mut(key)
+                        .filter(|c| c.stream.serial() == serial)
+                    else {
                         continue;
                     };
                     let was_idle = c.stream.pending() == 0;
@@ -530,8 +562,12 @@ impl GeneralDriver {
                     }
                 }
                 GeneralOutput::Close { conn } => {
-                    let key = conn.0;
-                    if let Some(c) = self.conns.get_mut(key) {
+                    let (key, serial) = key_of(conn);
+                    if let Some(c) = self
+                        .conns
+                        .get_mut(key)
+                        .filter(|c| c.stream.serial() == serial)
+                    {
                         if c.stream.start_draining() {
                             self.lingering.start(now, key, c.stream.serial());
                             self.dirty.push(key);
@@ -552,6 +588,19 @@ impl GeneralDriver {
                     }
                 }
             }
+        }
+    }
+
+    /// Carries out the core's outputs and writes every connection they went to, until
+    /// neither leaves anything (a failed write closes a connection, whose departure the core
+    /// announces to the others).
+    fn settle(&mut self, registry: &Registry, now: Instant) {
+        loop {
+            self.carry_out(registry, now);
+            if self.dirty.is_empty() {
+                return;
+            }
+            self.flush_dirty(registry, now);
         }
     }
 
@@ -597,7 +646,8 @@ impl GeneralDriver {
             return;
         }
         self.closing.push(key);
-        self.core.handle_closed(now, ConnId(key));
+        let id = self.id(key);
+        self.core.handle_closed(now, id);
     }
 
     /// Serves connections whose frames waited past their budget, one budget each.
@@ -650,7 +700,8 @@ impl FrontEnd for GeneralDriver {
             }
             _ => {}
         }
-        self.flush_dirty(registry, now);
+        // What this event queued is written once per event batch, in `after_events`: a chat
+        // line from each of 100 members in one batch is then one write per reader, not 100.
     }
 
     fn after_events(&mut self, registry: &Registry) {
@@ -662,7 +713,7 @@ impl FrontEnd for GeneralDriver {
         self.core.handle_timeout(now);
         self.carry_out(registry, now);
         self.serve_backlog(registry, now);
-        self.flush_dirty(registry, now);
+        self.settle(registry, now);
         while let Some((key, serial)) = self.lingering.expired(now) {
             let still_there = self.conns.get(key).is_some_and(|c| {
                 c.stream.serial() == serial && c.stream.phase() == Phase::Draining
@@ -672,6 +723,8 @@ impl FrontEnd for GeneralDriver {
                 self.close(now, key);
             }
         }
+        // Every output is carried out before a slab key is freed for reuse.
+        self.settle(registry, now);
         for key in self.closing.drain(..) {
             if let Some(conn) = self.conns.try_remove(key) {
                 self.per_ip.remove(conn.ip);
@@ -680,7 +733,7 @@ impl FrontEnd for GeneralDriver {
         }
         if self.gate.try_resume(self.conns.len(), now) {
             self.accept(registry, now);
-            self.flush_dirty(registry, now);
+            self.settle(registry, now);
         }
     }
 
@@ -711,7 +764,7 @@ impl FrontEnd for GeneralDriver {
         // ERROR(0, 0, "server shutting down") to every connection, then close after flush.
         self.core.handle_shutdown(now);
         self.carry_out(registry, now);
-        self.flush_dirty(registry, now);
+        self.settle(registry, now);
     }
 
     fn flush_shutdown(&mut self, registry: &Registry) -> bool {
@@ -734,5 +787,19 @@ impl FrontEnd for GeneralDriver {
         for conn in self.conns.drain() {
             conn.stream.release(registry);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_id_names_its_key_and_serial() {
+        for (key, serial) in [(0, 0), (1, 1), (7, u32::MAX), (u32::MAX as usize, 12345)] {
+            assert_eq!(key_of(conn_id(key, serial)), (key, serial));
+        }
+        // The same key with another serial is another connection for the core.
+        assert_ne!(conn_id(3, 1), conn_id(3, 2));
     }
 }
