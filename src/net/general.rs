@@ -54,8 +54,10 @@ use super::warn::WarnBudget;
 /// [`FLUSH_EARLY`]), so only a peer that does not read reaches it.
 pub const SEND_QUEUE_CAP: usize = 1024 * 1024;
 /// A connection with this many bytes queued is written at once rather than at the end of
-/// the readiness event.
-const FLUSH_EARLY: usize = 32 * 1024;
+/// the event batch (unless the kernel is known to be full for it), so a burst (a sign-in
+/// storm: each newcomer's MEMBER_INFO to everyone) never grows every member's queue far; the
+/// memory a queue grew to stays with the process after it drains.
+const FLUSH_EARLY: usize = 1024;
 /// How long a connection the core closed may take to read what is queued for it.
 pub const LINGER: Duration = Duration::from_secs(2);
 /// Frames of one connection handled per readiness event before serving the others.
@@ -555,7 +557,7 @@ impl GeneralDriver {
                         }
                         continue;
                     }
-                    if c.stream.pending() >= FLUSH_EARLY {
+                    if c.stream.pending() >= FLUSH_EARLY && !c.stream.is_blocked() {
                         self.flush(registry, now, key);
                     } else if was_idle {
                         self.dirty.push(key);

@@ -167,6 +167,12 @@ impl Stream {
         self.phase == Phase::Open
     }
 
+    /// The kernel took less than was queued at the last flush (WRITABLE interest is
+    /// registered): writing again before the socket says it is writable would only fail.
+    pub fn is_blocked(&self) -> bool {
+        self.writable
+    }
+
     /// Bytes waiting to be written.
     pub fn pending(&self) -> usize {
         self.out.pending()
