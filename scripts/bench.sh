@@ -222,10 +222,16 @@ if lobbyd_has_flag --lobby-port; then
     sleep 1
     rss_held="$(status_kb "$LOBBYD_PID" VmRSS)"
     held="$(general_members)"
-    per_member="$(awk -v a="$rss_before" -v b="$rss_held" -v n="$held" \
-      'BEGIN { if (n > 0) printf "%.0f", (b - a) * 1024 / n; else print "-" }')"
+    # The members are idle from here; the loop gives the sign-in storm's freed heap pages
+    # back within its trim period (net::heap::TRIM_EVERY, 5 s): read RSS again after it.
+    sleep 6
+    rss_idle="$(status_kb "$LOBBYD_PID" VmRSS)"
+    per_member() {
+      awk -v a="$rss_before" -v b="$1" -v n="$held" \
+        'BEGIN { if (n > 0) printf "%.0f", (b - a) * 1024 / n; else print "-" }'
+    }
     ROWS+=("| lobby-idle | $held held | | | | - | - | - |")
-    NOTES+=("lobby-idle: $held of $LOBBY_IDLE signed-in members held (all after about ${HOLD_SECS} s); lobbyd RSS ${rss_before} kB before, ${rss_held} kB held: ${per_member} bytes per member; peak $(status_kb "$LOBBYD_PID" VmHWM) kB")
+    NOTES+=("lobby-idle: $held of $LOBBY_IDLE signed-in members held (all after about ${HOLD_SECS} s); lobbyd RSS ${rss_before} kB before, ${rss_held} kB just after the sign-ins ($(per_member "$rss_held") bytes per member), ${rss_idle} kB after 6 s idle: $(per_member "$rss_idle") bytes per idle member; peak $(status_kb "$LOBBYD_PID" VmHWM) kB")
   else
     ROWS+=("| lobby-idle | not all $LOBBY_IDLE members signed in | | | | - | - | - |")
   fi

@@ -23,6 +23,7 @@
 //! connection is a member accepting pauses and resumes below 90 %.
 
 use std::collections::hash_map::RandomState;
+use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
@@ -58,6 +59,10 @@ pub const SEND_QUEUE_CAP: usize = 1024 * 1024;
 /// storm: each newcomer's MEMBER_INFO to everyone) never grows every member's queue far; the
 /// memory a queue grew to stays with the process after it drains.
 const FLUSH_EARLY: usize = 1024;
+/// Connections written per slice of a fan-out before the loop polls again: a sign-in to a
+/// lobby of 1,000 members queues a frame for every one of them, and a request that arrives
+/// meanwhile is served between slices instead of after the whole fan-out.
+const FLUSH_SLICE: usize = 128;
 /// How long a connection the core closed may take to read what is queued for it.
 pub const LINGER: Duration = Duration::from_secs(2);
 /// Frames of one connection handled per readiness event before serving the others.
@@ -145,6 +150,8 @@ struct Conn {
     partial: Vec<u8>,
     /// Whole frames wait in `partial` beyond this event's budget.
     backlogged: bool,
+    /// The key waits in the driver's `dirty` list for a write.
+    in_dirty: bool,
 }
 
 /// The general lobby's listener, connections and logins.
@@ -159,8 +166,12 @@ pub struct GeneralDriver {
     max_conns_per_ip: usize,
     /// `HEADER_LEN + --lobby-max-frame`: the most a connection buffers.
     frame_cap: usize,
-    /// Connections written to during this readiness event, flushed at its end.
-    dirty: Vec<usize>,
+    /// Connections with bytes queued since their last write, written a slice at a time
+    /// after the event batch ([`FLUSH_SLICE`]).
+    dirty: VecDeque<usize>,
+    /// Connections that sent frames in this event batch: their replies are written first,
+    /// ahead of the fan-out to everybody else.
+    served: Vec<usize>,
     /// Connections with whole frames left over after their budget, served after the batch.
     backlog: Vec<usize>,
     /// Connections to remove after the event batch.
@@ -237,7 +248,8 @@ impl GeneralDriver {
             }),
             gate: AcceptGate::new(settings.max_conns),
             max_conns_per_ip: settings.max_conns_per_ip,
-            dirty: Vec::new(),
+            dirty: VecDeque::new(),
+            served: Vec::new(),
             backlog: Vec::new(),
             closing: Vec::new(),
             lingering: Linger::new(LINGER),
@@ -315,6 +327,7 @@ impl GeneralDriver {
             ip,
             partial: Vec::new(),
             backlogged: false,
+            in_dirty: false,
         });
         self.per_ip.add(ip);
         self.stats.accepted += 1;
@@ -351,6 +364,7 @@ impl GeneralDriver {
     /// Reads what `key` sent and hands its frames to the core, within the budgets.
     fn read(&mut self, registry: &Registry, now: Instant, key: usize) {
         let mut budget = FRAMES_PER_EVENT;
+        self.served.push(key);
         // Frames left over from the last event come first.
         if !self.serve_partial(registry, now, key, &mut budget) {
             return;
@@ -560,7 +574,7 @@ impl GeneralDriver {
                     if c.stream.pending() >= FLUSH_EARLY && !c.stream.is_blocked() {
                         self.flush(registry, now, key);
                     } else if was_idle {
-                        self.dirty.push(key);
+                        self.mark_dirty(key);
                     }
                 }
                 GeneralOutput::Close { conn } => {
@@ -572,7 +586,7 @@ impl GeneralDriver {
                     {
                         if c.stream.start_draining() {
                             self.lingering.start(now, key, c.stream.serial());
-                            self.dirty.push(key);
+                            self.mark_dirty(key);
                         }
                     }
                 }
@@ -593,27 +607,44 @@ impl GeneralDriver {
         }
     }
 
-    /// Carries out the core's outputs and writes every connection they went to, until
-    /// neither leaves anything (a failed write closes a connection, whose departure the core
-    /// announces to the others).
-    fn settle(&mut self, registry: &Registry, now: Instant) {
-        loop {
-            self.carry_out(registry, now);
-            if self.dirty.is_empty() {
-                return;
+    /// Puts `key` on the list of connections to write after the batch (once).
+    fn mark_dirty(&mut self, key: usize) {
+        if let Some(conn) = self.conns.get_mut(key) {
+            if !conn.in_dirty {
+                conn.in_dirty = true;
+                self.dirty.push_back(key);
             }
-            self.flush_dirty(registry, now);
         }
     }
 
-    /// Writes every connection written to since the last flush.
-    fn flush_dirty(&mut self, registry: &Registry, now: Instant) {
-        let dirty = std::mem::take(&mut self.dirty);
-        for &key in &dirty {
+    /// Carries out the core's outputs, writes the replies of the connections served in this
+    /// batch, then one slice of everything else queued ([`FLUSH_SLICE`]; the rest after the
+    /// next poll, which then does not wait), and carries out what those writes caused (a
+    /// failed write closes a connection, whose departure the core announces to the others).
+    fn settle(&mut self, registry: &Registry, now: Instant) {
+        self.carry_out(registry, now);
+        let served = std::mem::take(&mut self.served);
+        for &key in &served {
             self.flush(registry, now, key);
         }
-        self.dirty = dirty;
-        self.dirty.clear();
+        self.served = served;
+        self.served.clear();
+        self.carry_out(registry, now);
+        self.flush_dirty(registry, now, FLUSH_SLICE);
+        self.carry_out(registry, now);
+    }
+
+    /// Writes up to `slice` of the connections written to since their last flush.
+    fn flush_dirty(&mut self, registry: &Registry, now: Instant, slice: usize) {
+        for _ in 0..slice {
+            let Some(key) = self.dirty.pop_front() else {
+                return;
+            };
+            if let Some(conn) = self.conns.get_mut(key) {
+                conn.in_dirty = false;
+            }
+            self.flush(registry, now, key);
+        }
     }
 
     fn flush(&mut self, registry: &Registry, now: Instant, key: usize) {
@@ -702,7 +733,7 @@ impl FrontEnd for GeneralDriver {
             }
             _ => {}
         }
-        // What this event queued is written once per event batch, in `after_events`: a chat
+        // What this event queued is written after the event batch, in `after_events`: a chat
         // line from each of 100 members in one batch is then one write per reader, not 100.
     }
 
@@ -726,7 +757,7 @@ impl FrontEnd for GeneralDriver {
             }
         }
         // Every output is carried out before a slab key is freed for reuse.
-        self.settle(registry, now);
+        self.carry_out(registry, now);
         for key in self.closing.drain(..) {
             if let Some(conn) = self.conns.try_remove(key) {
                 self.per_ip.remove(conn.ip);
@@ -740,8 +771,9 @@ impl FrontEnd for GeneralDriver {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        // Frames waiting past their budget are served after the next (immediate) poll.
-        let backlog = (!self.backlog.is_empty()).then(Instant::now);
+        // Frames waiting past their budget, and writes past this batch's slice, are served
+        // after the next (immediate) poll.
+        let backlog = (!self.backlog.is_empty() || !self.dirty.is_empty()).then(Instant::now);
         [
             self.core.poll_timeout(),
             self.lingering.next_deadline(),

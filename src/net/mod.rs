@@ -9,6 +9,7 @@
 //! `mio::Waker`, so the loop never blocks on them.
 
 pub mod general;
+pub mod heap;
 pub mod http;
 pub mod instance;
 pub mod login;

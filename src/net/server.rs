@@ -37,6 +37,7 @@ use mio::{Events, Interest, Poll, Registry, Waker};
 
 use crate::metrics::Snapshot;
 
+use super::heap::HeapTrim;
 use super::http::MetricsEndpoint;
 use super::token::{FrontEndKind, Target};
 use super::wake::PreciseWake;
@@ -91,6 +92,8 @@ pub struct Server {
     warnings: WarnBudget,
     /// Wakes the loop at its next deadline to the microsecond (mio's timeout is in ms).
     wake: PreciseWake,
+    /// Gives the heap's free pages back after a spike (`net::heap`).
+    trim: HeapTrim,
 }
 
 impl Server {
@@ -106,6 +109,7 @@ impl Server {
             signals: None,
             warnings: WarnBudget::new(Instant::now(), 60, 20),
             wake,
+            trim: HeapTrim::new(Instant::now()),
         })
     }
 
@@ -190,6 +194,7 @@ impl Server {
                 .iter()
                 .flatten()
                 .filter_map(|front_end| front_end.next_deadline())
+                .chain([self.trim.deadline()])
                 .min();
             let now = Instant::now();
             if let Some(at) = deadline {
@@ -232,6 +237,7 @@ impl Server {
             for front_end in self.front_ends.iter_mut().flatten() {
                 front_end.after_events(registry);
             }
+            self.trim.due(Instant::now());
         }
     }
 

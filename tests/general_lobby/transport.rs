@@ -457,3 +457,41 @@ fn shutdown_tells_every_connection_before_closing_it() {
         client.expect_last_bytes(&goodbye);
     }
 }
+
+#[test]
+fn a_fan_out_wider_than_one_write_slice_reaches_every_member_in_order() {
+    // The driver writes a fan-out a slice of connections at a time between polls; 300
+    // members is more than two slices. Every member gets the line, after every MEMBER_INFO
+    // queued before it (each member's frames keep their order).
+    const MEMBERS: usize = 300;
+    let (_server, addr) = start_lobby(|c| c.general.max_conns_per_ip = MEMBERS + 1);
+    let mut members: Vec<Client> = (0..MEMBERS)
+        .map(|i| {
+            let mut member = Client::greeted(addr);
+            member.sign_in(&format!("m{i}"), "", None);
+            member.read_sync();
+            member
+        })
+        .collect();
+    let speaker = members[0].id;
+    members[0].send(ClientRepr::Chat {
+        game: 0,
+        text: "to all 300",
+    });
+    let line = server_bytes(&ServerRepr::ChatFrom {
+        game: 0,
+        member: speaker,
+        text: "to all 300",
+    });
+    for (i, member) in members.iter_mut().enumerate() {
+        // Member i saw the sign-ins of members i+1.. first.
+        for _ in i + 1..MEMBERS {
+            let reply = member.recv();
+            assert!(
+                matches!(reply.repr(), ServerRepr::MemberInfo { .. }),
+                "m{i}: {reply:?} before the chat line"
+            );
+        }
+        member.expect_bytes(&line);
+    }
+}
