@@ -43,7 +43,8 @@
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
 //! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd on its
-//!   own mio loop. May import `wire`; the server never imports it.
+//!   own mio loop. May import `wire`, and `config` and `wz` for lobbyd's default limits (the
+//!   per-address caps a run keeps within); the server never imports it.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
