@@ -27,9 +27,9 @@
 //! - [`general`]: the general lobby core, sans-IO: members, chat, games with owners, join
 //!   approval, relay, game data, server-hosted games (tic-tac-toe). May import `wire`,
 //!   `time`, `ratelimit`, `accounts` (types only).
-//! - [`metrics`]: the operators' pages (`/metrics`, `/rooms`, `/wz/games`), their request
-//!   parsing and the [`metrics::Snapshot`] types, without sockets. May import the cores'
-//!   counter and room types.
+//! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
+//!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
+//!   sockets. May import the cores' counter and room types.
 //! - [`config`]: the command line, one file per protocol (`config/wz.rs`,
 //!   `config/general.rs`) over the parsing leaf `config/parse.rs`: flags into a validated
 //!   `Config`, or help, version, or a one-line usage error. May import `wire` limits,

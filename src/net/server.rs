@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Events, Interest, Poll, Registry, Waker};
 
-use crate::metrics::Snapshot;
+use crate::metrics::{ListenerView, Snapshot, STATUS_ROWS};
 
 use super::http::MetricsEndpoint;
 use super::token::{FrontEndKind, Target};
@@ -52,7 +52,7 @@ pub const SHUTDOWN_FLUSH: Duration = Duration::from_millis(500);
 pub enum Control {
     /// Stop serving and return from the loop.
     Shutdown,
-    /// Send back a [`Snapshot`] of the counters and rooms.
+    /// Send back a [`Snapshot`] of the counters and rooms (with the status page's names).
     Snapshot(Sender<Snapshot>),
 }
 
@@ -91,6 +91,8 @@ pub struct Server {
     warnings: WarnBudget,
     /// Wakes the loop at its next deadline to the microsecond (mio's timeout is in ms).
     wake: PreciseWake,
+    /// Every bound socket, for the status page.
+    listeners: Vec<ListenerView>,
 }
 
 impl Server {
@@ -106,6 +108,7 @@ impl Server {
             signals: None,
             warnings: WarnBudget::new(Instant::now(), 60, 20),
             wake,
+            listeners: Vec::new(),
         })
     }
 
@@ -117,6 +120,11 @@ impl Server {
     /// Plugs a front end in; its tokens are those of `kind`.
     pub(super) fn serve(&mut self, kind: FrontEndKind, front_end: Box<dyn FrontEnd>) {
         self.front_ends[kind as usize] = Some(front_end);
+    }
+
+    /// Every bound socket, as the status page lists them.
+    pub(super) fn set_listeners(&mut self, listeners: Vec<ListenerView>) {
+        self.listeners = listeners;
     }
 
     /// Serves the metrics endpoint on `listener`.
@@ -174,7 +182,7 @@ impl Server {
         match target {
             Target::MetricsListener => endpoint.accept(self.poll.registry()),
             Target::MetricsConn(key) => {
-                endpoint.ready(key, self.poll.registry(), || self.snapshot())
+                endpoint.ready(key, self.poll.registry(), |rows| self.snapshot(rows))
             }
             _ => {}
         }
@@ -242,7 +250,7 @@ impl Server {
                 Ok(Control::Shutdown) => return true,
                 Ok(Control::Snapshot(reply)) => {
                     // The requester may have given up waiting; that is not our problem.
-                    let _ = reply.send(self.snapshot());
+                    let _ = reply.send(self.snapshot(STATUS_ROWS));
                 }
                 Err(TryRecvError::Empty) => return false,
                 Err(TryRecvError::Disconnected) => return true,
@@ -250,9 +258,13 @@ impl Server {
         }
     }
 
-    fn snapshot(&self) -> Snapshot {
+    /// The front ends' counters, rooms and games, naming the first `detail_rows` parties and
+    /// members (only the status page asks for names; the other pages pass 0).
+    fn snapshot(&self, detail_rows: usize) -> Snapshot {
         let mut snap = Snapshot {
             uptime: self.started.elapsed(),
+            detail_rows,
+            listeners: self.listeners.clone(),
             ..Snapshot::default()
         };
         for front_end in self.front_ends.iter().flatten() {
