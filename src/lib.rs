@@ -27,9 +27,9 @@
 //! - [`general`]: the general lobby core, sans-IO: members, chat, games with owners, join
 //!   approval, relay, game data, server-hosted games (tic-tac-toe). May import `wire`,
 //!   `time`, `ratelimit`, `accounts` (types only).
-//! - [`metrics`]: the operators' pages (`/metrics`, `/rooms`, `/wz/games`), their request
-//!   parsing and the [`metrics::Snapshot`] types, without sockets. May import the cores'
-//!   counter and room types.
+//! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
+//!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
+//!   sockets. May import the cores' counter and room types.
 //! - [`config`]: the command line, one file per protocol (`config/wz.rs`,
 //!   `config/general.rs`) over the parsing leaf `config/parse.rs`: flags into a validated
 //!   `Config`, or help, version, or a one-line usage error. May import `wire` limits,
@@ -43,7 +43,8 @@
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
 //! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd on its
-//!   own mio loop. May import `wire`; the server never imports it.
+//!   own mio loop. May import `wire`, and `config` and `wz` for lobbyd's default limits (the
+//!   per-address caps a run keeps within); the server never imports it.
 
 // One `unsafe` call in the whole crate, allowed where it stands with its proof:
 // `malloc_trim` in `net::heap`.

@@ -1,6 +1,11 @@
 //! The load generator against an in-process lobbyd over loopback: each mode runs for about a
 //! second and must complete requests with no error and no timeout, and stop by itself.
 //! Nothing here asserts a rate: performance is measured by `scripts/bench.sh`, not tested.
+//!
+//! Two kinds of server: one with its limits raised and the tool's caps off (`--caps off`, as
+//! `scripts/bench.sh` runs it), and one with lobbyd's default limits, only its ports chosen by
+//! the OS, where the `lobby-load` binary must work in every mode with no flag but `--target`
+//! (issue 14, section 4: `make run`, then `lobby-load MODE`).
 
 mod common;
 
@@ -24,6 +29,7 @@ fn load_config() -> Config {
 
 fn options(mode: Mode, server: &lobbyd::net::ServerHandle) -> Options {
     let mut options = Options::new(mode, server.udp_lobby_addr().unwrap());
+    options.caps = None;
     options.duration = Duration::from_millis(800);
     options.concurrency = 4;
     // Generous: two cores shared with a compiler must not turn a slow reply into a failure.
@@ -106,6 +112,7 @@ fn relay_open_loop_keeps_its_rate() {
 #[test]
 fn echo_baseline_answers_every_datagram() {
     let mut options = Options::new(Mode::Echo, "127.0.0.1:0".parse().unwrap());
+    options.caps = None;
     options.duration = Duration::from_millis(800);
     options.concurrency = 2;
     options.size = 12;
@@ -164,8 +171,8 @@ fn binary_prints_json_and_refuses_remote_targets() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
 }
 
-/// A server with the TCP lobby and the Warzone master server on, limits out of the way:
-/// short countdowns, no reachability probes (the tool does not listen on game ports).
+/// A server with the TCP lobby and the Warzone master server on, limits out of the way and
+/// short countdowns; reachability probes on (the tool answers them on its game ports).
 fn tcp_config() -> Config {
     let mut config = Config {
         tcp_port: Some(0),
@@ -176,13 +183,13 @@ fn tcp_config() -> Config {
         ..load_config()
     };
     config.wz.port = Some(0);
-    config.wz.check_reachable = false;
     config.wz.max_games_per_ip = 1000;
     config
 }
 
 fn tcp_options(mode: Mode, target: std::net::SocketAddr) -> Options {
     let mut options = Options::new(mode, target);
+    options.caps = None;
     options.duration = Duration::from_millis(1000);
     options.concurrency = 4;
     options.timeout = Duration::from_secs(5);
@@ -248,8 +255,6 @@ fn wz_host_registers_games() {
     let server = start(tcp_config());
     let mut options = tcp_options(Mode::WzHost, server.wz_addr().unwrap());
     options.hold = Duration::from_millis(20);
-    // More addresses than the master server's rate table: every bucket starts full.
-    options.sources = load::sources::parse_sources("127.3.0.1-127.3.31.255").unwrap();
     let summary = run(&options);
     assert!(
         snapshot(&server)
@@ -343,4 +348,185 @@ fn lobby_chat_open_loop_keeps_its_rate() {
     // 400 lines/s for 0.8 s is 320 lines; the pacer never sends ahead of its schedule.
     assert!(summary.sent <= 321, "sent {}", summary.sent);
     assert!(summary.completed <= summary.sent * 5);
+}
+
+/// lobbyd as `make run` starts it, but on loopback with every port chosen by the OS: all its
+/// limits at their defaults. With OS-chosen instance ports `--max-rooms` would default to 64;
+/// it is set to the default range's 100, so the rooms limit is the one `make run` has too.
+fn default_server() -> lobbyd::net::ServerHandle {
+    let mut config = Config {
+        tcp_port: Some(0),
+        max_rooms: Config::default().max_rooms,
+        ..test_config()
+    };
+    config.wz.port = Some(0);
+    config.general.port = Some(0);
+    start(config)
+}
+
+/// Runs the `lobby-load` binary in `mode` against `target` for `secs` seconds with no other
+/// flag than a generous reply timeout (a shared 2-core machine) and `--json`; asserts exit 0,
+/// completed requests, and the stderr line saying what the run adjusted. Returns the summary
+/// and the stderr text.
+fn run_binary(mode: &str, target: std::net::SocketAddr, secs: &str) -> (serde_json::Value, String) {
+    let target = target.to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lobby-load"))
+        .args([mode, "--target", &target, "--duration", secs])
+        .args(["--timeout", "5000", "--json"])
+        .output()
+        .expect("lobby-load runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{mode}: {:?}\n{stderr}", out.status);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON summary");
+    assert!(json["completed"].as_u64().unwrap() > 0, "{mode}: {json}");
+    let note = format!("lobby-load: {mode}: ");
+    assert_eq!(stderr.matches(&note).count(), 1, "{stderr}");
+    assert_eq!(
+        json["adjusted"].as_str().map(|a| a.contains(mode)),
+        Some(true)
+    );
+    (json, stderr)
+}
+
+/// One UDP lobby mode against the defaults: 16 clients spread over loopback addresses.
+fn udp_default(mode: &str) -> serde_json::Value {
+    let server = default_server();
+    let (json, stderr) = run_binary(mode, server.udp_lobby_addr().unwrap(), "1");
+    // A one-second run prints no progress line.
+    assert!(!stderr.contains("[   1s]"), "{stderr}");
+    json
+}
+
+#[test]
+fn defaults_udp_list_spreads_its_rooms_within_max_rooms_per_ip() {
+    let json = udp_default("udp-list");
+    assert_eq!(json["extra"]["rooms_listed"], 64);
+    let adjusted = json["adjusted"].as_str().unwrap();
+    assert!(
+        adjusted.contains("64 rooms over 8 sources 127."),
+        "{adjusted}"
+    );
+}
+
+#[test]
+fn defaults_udp_create_join_keeps_rooms_within_the_caps() {
+    let json = udp_default("udp-create-join");
+    assert!(json["extra"]["cycles"].as_u64().unwrap() > 0, "{json}");
+}
+
+#[test]
+fn defaults_relay_fills_rooms_from_their_own_addresses() {
+    let json = udp_default("relay");
+    assert_eq!(json["extra"]["rooms"], 16);
+}
+
+#[test]
+fn defaults_echo_needs_no_server_and_adjusts_nothing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lobby-load"))
+        .args(["echo", "--duration", "1", "--timeout", "5000", "--json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr, "",
+        "its own server: nothing to adjust, no progress for 1 s"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json["completed"].as_u64().unwrap() > 0);
+    assert!(json["adjusted"].is_null());
+}
+
+#[test]
+fn defaults_tcp_join_paces_each_address_within_the_connection_rate() {
+    let server = default_server();
+    let (json, _) = run_binary("tcp-join", server.tcp_lobby_addr().unwrap(), "1");
+    let adjusted = json["adjusted"].as_str().unwrap();
+    assert!(adjusted.contains("--conn-rate 5"), "{adjusted}");
+    // The server refused no connection: every address kept within its rate.
+    let snap = snapshot(&server);
+    assert_eq!(
+        snap.counter("tcp_lobby_refused_total", "conn_rate"),
+        Some(0)
+    );
+}
+
+#[test]
+fn defaults_tcp_idle_holds_its_connections() {
+    let server = default_server();
+    let (json, _) = run_binary("tcp-idle", server.tcp_lobby_addr().unwrap(), "1");
+    assert_eq!(json["extra"]["held"], 16);
+}
+
+#[test]
+fn defaults_tcp_cycle_runs_parties_through_the_default_countdown() {
+    let server = default_server();
+    // A party's cycle takes lobbyd's default 5 s countdown: the one mode that needs longer.
+    let (json, stderr) = run_binary("tcp-cycle", server.tcp_lobby_addr().unwrap(), "8");
+    assert_eq!(json["extra"]["parties_failed"], 0);
+    assert!(json["countdown_lateness_us"]["samples"].as_u64().unwrap() > 0);
+    // Runs over 2 s show progress: plain lines, since stderr is not a terminal here.
+    assert!(stderr.contains("\n[   1s]"), "{stderr}");
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+}
+
+#[test]
+fn defaults_wz_list_answers_the_reachability_probes() {
+    let server = default_server();
+    let (json, _) = run_binary("wz-list", server.wz_addr().unwrap(), "1");
+    assert_eq!(json["extra"]["games_listed"], 64);
+    let snap = snapshot(&server);
+    // Probed as 4.x hosts: each game's port answered WZLR with its id.
+    assert_eq!(
+        snap.counter("wz_probe_outcomes_total", "wzlr_match"),
+        Some(64)
+    );
+}
+
+#[test]
+fn defaults_wz_host_registers_within_the_per_address_limits() {
+    let server = default_server();
+    let (json, _) = run_binary("wz-host", server.wz_addr().unwrap(), "1");
+    let registered = json["completed"].as_u64().unwrap();
+    let snap = snapshot(&server);
+    assert!(
+        snap.counter("wz_probe_outcomes_total", "wzlr_match")
+            .unwrap_or(0)
+            >= registered
+    );
+}
+
+#[test]
+fn defaults_lobby_join_resumes_its_members() {
+    let server = default_server();
+    let (json, _) = run_binary("lobby-join", server.general_addr().unwrap(), "1");
+    let count = |name: &str| json["extra"][name].as_u64().unwrap_or(0);
+    assert!(count("cycles") > 0, "{json}");
+    assert_eq!(count("resumes_refused"), 0, "{json}");
+    // The lobby holds one member per client however many cycles ran (16 by default).
+    let members = snapshot(&server).general.map_or(0, |g| g.members);
+    assert!(
+        members <= 16,
+        "{members} members after {} cycles",
+        count("cycles")
+    );
+}
+
+#[test]
+fn defaults_lobby_idle_holds_its_members() {
+    let server = default_server();
+    let (json, _) = run_binary("lobby-idle", server.general_addr().unwrap(), "1");
+    assert_eq!(json["extra"]["held"], 16);
+}
+
+#[test]
+fn defaults_lobby_chat_keeps_each_member_within_the_chat_rate() {
+    let server = default_server();
+    let (json, _) = run_binary("lobby-chat", server.general_addr().unwrap(), "1");
+    assert_eq!(json["extra"]["members"], 100);
+    assert_eq!(
+        json["errors"],
+        serde_json::json!({}),
+        "no ERROR 10 (chat rate)"
+    );
 }

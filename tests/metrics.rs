@@ -1,12 +1,21 @@
 //! The metrics endpoint over loopback: after a scripted session the counters moved by exactly
-//! the expected amounts, and /rooms lists the live rooms.
+//! the expected amounts, /rooms lists the live rooms, and the status page (`GET /`) shows
+//! every protocol's rooms, parties, games and members with their player-chosen names escaped.
 
 mod common;
+// Only a member signing in and creating a game are needed here.
+#[allow(dead_code)]
+#[path = "general_lobby/client.rs"]
+mod general_client;
+#[path = "common/tcp_client.rs"]
+mod tcp_client;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 
 use common::*;
+use lobbyd::wire::general::{ClientRepr, ServerRepr};
+use lobbyd::wire::wz::{GameStruct, GameStructRepr, GAMESTRUCT_LEN};
 
 fn get(addr: SocketAddr, path: &str) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
@@ -74,4 +83,148 @@ fn counters_move_by_exact_amounts() {
     );
     let (head, _) = get(metrics, "/nope");
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+}
+
+/// A name that is markup if a page forgets to escape it, and how it must show.
+const EVIL: &str = "<script>&\"'";
+const EVIL_HTML: &str = "&lt;script&gt;&amp;&quot;&#39;";
+
+/// Registers a legacy Warzone game named `name` (`addg` and a version 3 GAMESTRUCT) and returns
+/// the host's connection, which keeps it listed, once its status 200 is read.
+fn wz_host(addr: SocketAddr, name: &str) -> TcpStream {
+    let mut repr = GameStructRepr::zeroed(3);
+    repr.name[..name.len()].copy_from_slice(name.as_bytes());
+    repr.max_players = 4;
+    repr.current_players = 1;
+    let mut gamestruct = [0u8; GAMESTRUCT_LEN];
+    repr.emit(&mut GameStruct::new_unchecked(&mut gamestruct[..]));
+    let mut host = TcpStream::connect(addr).unwrap();
+    host.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+    host.write_all(b"addg\0").unwrap();
+    host.write_all(&gamestruct).unwrap();
+    let mut head = [0u8; 8];
+    host.read_exact(&mut head).unwrap();
+    assert_eq!(&head[..4], &200u32.to_be_bytes(), "status 200");
+    let motd_len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]) as usize;
+    host.read_exact(&mut vec![0u8; motd_len]).unwrap();
+    host
+}
+
+#[test]
+fn status_page_shows_every_protocol_and_escapes_names() {
+    let mut config = test_config();
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    config.tcp_port = Some(0);
+    config.wz.port = Some(0);
+    // The test's Warzone host has no game port to probe.
+    config.wz.check_reachable = false;
+    config.general.port = Some(0);
+    let server = start(config);
+    let metrics = server.metrics_addr().unwrap();
+
+    // A UDP room, and one JOIN_FAILED (no such room) for the refusal counters.
+    let udp = UdpClient::new();
+    let lobby = server.udp_lobby_addr().unwrap();
+    udp.send(lobby, &frame(0x01, 0x42, 1, &[]));
+    let created = udp.recv();
+    assert_eq!(created[1], 0x43, "ROOM_CREATED");
+    udp.send(lobby, &frame(0x01, 0x44, 2, &99u32.to_be_bytes()));
+    udp.recv();
+    // A TCP lobby party whose player is named with markup.
+    let mut player = tcp_client::Client::connect(server.tcp_lobby_addr().unwrap());
+    player.join(&format!("p{EVIL}"));
+    player.recv(); // its own PLAYER_JOIN
+                   // A Warzone game, a general lobby member and its game, all named with markup.
+    let _host = wz_host(server.wz_addr().unwrap(), &format!("w{EVIL}"));
+    let mut member = general_client::Client::greeted(server.general_addr().unwrap());
+    member.sign_in(&format!("m{EVIL}"), "", None);
+    member.read_sync();
+    member.send(ClientRepr::CreateGame {
+        max_players: 2,
+        game_type: "chess",
+        version: "1.0",
+        flags: 0,
+        name: &format!("g{EVIL}"),
+        password: "",
+    });
+    assert!(matches!(member.recv().repr(), ServerRepr::GameInfo(_)));
+
+    let (head, page) = get(metrics, "/");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.contains("Content-Type: text/html; charset=utf-8"),
+        "{head}"
+    );
+    assert!(page.starts_with("<!doctype html>"), "{page}");
+    assert!(page.contains("<meta http-equiv=refresh content=5>"));
+    assert!(page.contains(concat!("<h1>lobbyd ", env!("CARGO_PKG_VERSION"), "</h1>")));
+    assert!(page.contains("<p>up 00:00:"), "{page}");
+    for link in ["/metrics", "/rooms", "/wz/games"] {
+        assert!(
+            page.contains(&format!("<a href=\"{link}\">{link}</a>")),
+            "{link}"
+        );
+    }
+    // Every listener with its bound address.
+    for (name, transport, addr) in [
+        ("UDP room lobby", "udp", server.udp_lobby_addr()),
+        ("TCP lobby", "tcp", server.tcp_lobby_addr()),
+        ("Warzone master server", "tcp", server.wz_addr()),
+        ("general lobby", "tcp", server.general_addr()),
+        ("metrics and status page", "tcp", server.metrics_addr()),
+    ] {
+        let row = format!(
+            "<tr><td>{name}</td><td>{transport}</td><td>{}</td></tr>",
+            addr.unwrap()
+        );
+        assert!(page.contains(&row), "{row} in\n{page}");
+    }
+    assert!(page
+        .contains("<td>game instances</td><td>udp</td><td>127.0.0.1, ports chosen by the OS</td>"));
+    // The UDP room with its instance port and players; the party with its state and player.
+    let port = u16::from_be_bytes([created[12], created[13]]);
+    assert!(
+        page.contains("<h2>UDP rooms <small>(1)</small></h2>"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!(
+            "<tr><td>1</td><td>waiting</td><td>{port}</td><td>0 / 4</td><td>1</td></tr>"
+        )),
+        "{page}"
+    );
+    assert!(page.contains("<h2>TCP lobby parties <small>(1)</small></h2>"));
+    assert!(
+        page.contains(&format!(
+            "<td>waiting</td><td>-</td><td>1 / 4</td><td>p{EVIL_HTML}</td>"
+        )),
+        "{page}"
+    );
+    // The Warzone game, the member and its game; their names escaped, never raw.
+    assert!(page.contains(&format!("<td>w{EVIL_HTML}</td>")), "{page}");
+    assert!(
+        page.contains(&format!(
+            "<td>m{EVIL_HTML}</td><td>m{EVIL_HTML}</td><td>present</td><td>1</td>"
+        )),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("<td>g{EVIL_HTML}</td><td>chess</td>")),
+        "{page}"
+    );
+    assert!(!page.contains("<script"), "a raw name in\n{page}");
+    // The refusal counters of /metrics, by protocol.
+    assert!(
+        page.contains("<h3>UDP room lobby <small>(1)</small></h3>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<td>lobbyd_udp_lobby_join_failed_total</td><td>no_such_room</td><td>1</td>")
+    );
+    for protocol in ["TCP lobby", "Warzone master server", "general lobby"] {
+        assert!(
+            page.contains(&format!("<h3>{protocol} <small>")),
+            "{protocol}"
+        );
+    }
 }

@@ -1,10 +1,13 @@
 //! `lobby-load`: the load generator (see [`lobbyd::load`]).
 //!
 //! Thin on purpose: parse the command line, run one bounded load test, print the summary
-//! (text, or JSON with `--json`) on stdout and the progress lines on stderr. Exit 0 when
-//! every request was answered correctly, 1 when some failed or timed out (the summary says
-//! which), 2 for a usage error, 3 when the run could not start (bind, setup refused).
+//! (text, or JSON with `--json`) on stdout, and on stderr the line saying what the run
+//! adjusted to lobbyd's default limits and the progress line. Exit 0 when the run completed
+//! requests with failures (errors and timeouts) within `--max-failures`, 1 otherwise (the
+//! last stderr line says why), 2 for a usage error, 3 when the run could not start (bind,
+//! setup refused).
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use lobbyd::load::args::{parse, Command};
@@ -14,7 +17,7 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let options = match parse(&argv) {
+    let mut options = match parse(&argv) {
         Ok(Command::Help(text)) => {
             print!("{text}");
             return ExitCode::SUCCESS;
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    options.tty = std::io::stderr().is_terminal();
     let summary = match lobbyd::load::run(&options, &mut std::io::stderr()) {
         Ok(summary) => summary,
         Err(e) => {
@@ -38,9 +42,11 @@ fn main() -> ExitCode {
     } else {
         print!("{}", summary.to_text());
     }
-    if summary.failures() == 0 && summary.completed > 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    match summary.shortfall(options.max_failures) {
+        None => ExitCode::SUCCESS,
+        Some(why) => {
+            eprintln!("lobby-load: {}: {why}", options.mode.name());
+            ExitCode::from(1)
+        }
     }
 }

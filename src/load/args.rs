@@ -37,7 +37,8 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "duration",
-        "Seconds to measure (default 5, at most 3600).",
+        "Seconds to measure (default 5; tcp-cycle 12, two countdowns of lobbyd's default 5 s; \
+         at most 3600).",
         "S",
     );
     o.optopt("", "requests", "Stop after N completed requests.", "N");
@@ -58,7 +59,9 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "sources",
-        "Loopback source addresses, e.g. 127.0.0.2-127.0.0.254 or A,B (default 127.0.0.1).",
+        "Source addresses, e.g. 127.0.0.2-127.0.0.254 or A,B (default: a block of 127.0.0.0/8 \
+         sized for the mode when the target is IPv4 loopback, at a random place so runs do not \
+         meet each other's per-address state in the server).",
         "IPS",
     );
     o.optopt(
@@ -100,6 +103,22 @@ fn spec() -> getopts::Options {
          milliseconds a creator waits for a joiner (default 250); at most 60000.",
         "MS",
     );
+    o.optopt(
+        "",
+        "caps",
+        "default: keep every source address within lobbyd's default per-address limits \
+         (rooms, connections and requests per address, games, chat rate), so a server run \
+         without flags refuses nothing; off: the server's limits are raised, go as fast as \
+         the mode goes (scripts/bench.sh). What was adjusted is said in one line on stderr.",
+        "default|off",
+    );
+    o.optopt(
+        "",
+        "max-failures",
+        "Percent of requests (completed or failed) that may fail, errors and timeouts, before \
+         the exit status is 1 (default 1).",
+        "PCT",
+    );
     o.optflag(
         "",
         "allow-remote",
@@ -111,7 +130,11 @@ fn spec() -> getopts::Options {
         "relay: owners send START after setup (countdown, then play).",
     );
     o.optflag("", "json", "Print the summary as JSON.");
-    o.optflag("q", "quiet", "No progress line.");
+    o.optflag(
+        "q",
+        "quiet",
+        "No progress line (shown once a second on runs over 2 s, in place on a terminal).",
+    );
     o
 }
 
@@ -121,7 +144,10 @@ pub fn usage() -> String {
     let brief = format!(
         "Usage: lobby-load MODE [OPTIONS]\n\nMODE is one of: {}.\n\
          Every run stops by itself after --duration (or --requests) and targets loopback only\n\
-         unless --allow-remote is given. echo starts its own UDP echo server: the baseline.",
+         unless --allow-remote is given. echo starts its own UDP echo server: the baseline.\n\
+         Against lobbyd's defaults (make run) every mode works with no flags. Exit status: 0\n\
+         when the run completed within --max-failures, 1 when it did not, 2 for a usage\n\
+         error, 3 when setup failed (the message names the server flag in the way).",
         modes.join(", ")
     );
     spec().usage(&brief)
@@ -150,7 +176,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             check_local("source", ip, allow_remote)?;
         }
     }
-    let secs = number::<f64>(&m, "duration", 5.0)?;
+    let secs = number::<f64>(&m, "duration", mode.default_duration().as_secs_f64())?;
     if !(secs > 0.0 && secs <= MAX_DURATION_SECS) {
         return Err(format!("--duration must be in (0, {MAX_DURATION_SECS}]"));
     }
@@ -182,6 +208,21 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     o.reply_size = bounded(&m, "reply-size", o.size, 12, MAX_DATAGRAM)?;
     if let Some(text) = m.opt_str("hold") {
         o.hold = Duration::from_millis(parse_in::<u64>("hold", &text, 0, 60_000)?);
+    }
+    o.caps = match m.opt_str("caps").as_deref() {
+        None | Some("default") => o.caps,
+        Some("off") => None,
+        Some(other) => return Err(format!("--caps: '{other}' is neither default nor off")),
+    };
+    if let Some(text) = m.opt_str("max-failures") {
+        let pct: f64 = text
+            .trim_end_matches('%')
+            .parse()
+            .map_err(|_| format!("--max-failures: bad number '{text}'"))?;
+        if !(0.0..=100.0).contains(&pct) {
+            return Err("--max-failures must be a percentage, 0 to 100".into());
+        }
+        o.max_failures = pct / 100.0;
     }
     o.start = m.opt_present("start");
     o.json = m.opt_present("json");
@@ -244,6 +285,26 @@ mod tests {
         let o = run(&["udp-list"]).unwrap();
         assert_eq!(o.target, "127.0.0.1:4242".parse().unwrap());
         assert_eq!(o.duration, Duration::from_secs(5));
+        assert!(o.sources.is_empty(), "chosen by fit");
+        assert!(o.caps.is_some());
+        assert_eq!(o.max_failures, 0.01);
+        assert_eq!(
+            run(&["tcp-cycle"]).unwrap().duration,
+            Duration::from_secs(12)
+        );
+        assert!(run(&["relay", "--caps", "off"]).unwrap().caps.is_none());
+        assert!(run(&["relay", "--caps", "maybe"]).is_err());
+        assert_eq!(
+            run(&["relay", "--max-failures", "5%"])
+                .unwrap()
+                .max_failures,
+            0.05
+        );
+        assert_eq!(
+            run(&["relay", "--max-failures", "0"]).unwrap().max_failures,
+            0.0
+        );
+        assert!(run(&["relay", "--max-failures", "101"]).is_err());
         assert_eq!(o.rate, None);
         assert_eq!(o.rooms, 64);
         assert_eq!(run(&["echo", "--size", "12"]).unwrap().reply_size, 12);

@@ -16,9 +16,11 @@
 //!
 //! lobbyd's `--lobby-chat-rate` bounds each member's lines per second (ERROR 10 beyond, counted
 //! as `rate_limited` errors): a lobby of M members sending L lines a second gives each member
-//! L / M. Its `--idle-timeout` must be longer than setup plus run (a member that has not
-//! spoken for that long is dropped), and its per-address limits raised or the members spread
-//! over `--sources`.
+//! L / M. Under caps each member keeps within the default rate ([`super::fit::chat_budgets`]):
+//! the next member whose budget allows speaks, and when none does the line waits (closed
+//! loop) or the grant is counted as `held_by_caps` (open loop). lobbyd's `--idle-timeout` must
+//! be longer than the time between two lines of one member, and the members are spread over
+//! the run's sources, one address each by default.
 //!
 //! ```text
 //! chat text: sender index (8 hex) | line id (8 hex) | send time ns (16 hex) | '.' padding
@@ -34,6 +36,8 @@ use mio::{Interest, Poll, Registry, Token};
 
 use crate::wire::general::{ClientRepr, ServerRepr};
 
+use super::caps::Budgets;
+use super::fit::chat_budgets;
 use super::general_modes::{
     each_frame, push, sign_in, sign_in_frame, SignInEvent, SignInStep, Usernames, MAX_FRAME,
 };
@@ -93,6 +97,10 @@ pub struct Chat {
     chunk: Box<[u8]>,
     text: String,
     frame: Vec<u8>,
+    /// Each member's chat budget under caps.
+    budgets: Option<Budgets>,
+    /// Open-loop grants skipped because no member's budget allowed a line.
+    held_by_caps: u64,
 }
 
 /// Reads `stream` until it would block, handing each whole frame to `each`; the tail of a
@@ -307,6 +315,7 @@ impl Chat {
         }
         let text_len = options.size.clamp(STAMP_LEN, MAX_TEXT);
         ledger.epoch = Instant::now();
+        let budgets = chat_budgets(options, members.len());
         Ok(Chat {
             members,
             ledger,
@@ -320,15 +329,24 @@ impl Chat {
             chunk,
             text: String::with_capacity(MAX_TEXT),
             frame: Vec::with_capacity(MAX_TEXT + 64),
+            budgets,
+            held_by_caps: 0,
         })
     }
 
-    /// The next live member says one line to the lobby; false if none could.
+    /// The next live member whose budget allows says one line to the lobby; false if none
+    /// could.
     fn send(&mut self, now: Instant, stats: &mut Stats) -> bool {
         let n = self.members.len();
+        let members = &self.members;
+        let budgets = &mut self.budgets;
         let Some(k) = (0..n)
             .map(|step| (self.next_sender + step) % n)
-            .find(|&k| self.members[k].alive)
+            .filter(|&k| members[k].alive)
+            .find(|&k| match budgets.as_mut() {
+                Some(budgets) => budgets.try_take(k, now),
+                None => true,
+            })
         else {
             return false;
         };
@@ -431,7 +449,9 @@ impl Workload for Chat {
         }
         if self.open_loop {
             for _ in 0..pacer.due(now, 10_000) {
-                self.send(now, stats);
+                if !self.send(now, stats) {
+                    self.held_by_caps += 1;
+                }
             }
         } else {
             while self.ledger.in_flight.len() < self.window {
@@ -447,6 +467,9 @@ impl Workload for Chat {
         stats.set("members", members);
         stats.set("text_bytes", self.text_len as u64);
         stats.set("late_copies", self.ledger.late_copies);
+        if self.held_by_caps > 0 {
+            stats.set("held_by_caps", self.held_by_caps);
+        }
         stats.set(
             "unreceived_copies",
             (stats.sent * members).saturating_sub(stats.completed),

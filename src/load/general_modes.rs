@@ -22,17 +22,21 @@
 //! - `lobby-idle`: sign in, then hold the connection, silent, until the run ends, reading and
 //!   checking every broadcast. Counts as `tcp-idle`: `held`, `held_peak`, `all_held_ms`.
 //!
-//! lobbyd must run with `--lobby-resume-grace 0` (otherwise each closed connection leaves an
-//! away member behind for the grace and the lobby grows with every cycle), with an
-//! `--idle-timeout` longer than the run for `lobby-idle`, and with its per-address limits
-//! (`--lobby-max-conns-per-ip`, `--lobby-conn-rate`) raised or the clients spread over
-//! `--sources`.
+//! Against lobbyd's defaults (under caps): a closed member stays away for
+//! `--lobby-resume-grace` (30 s), so fresh sign-ins would grow the lobby by one member a
+//! cycle; each `lobby-join` client therefore resumes its member (SIGN_IN with the username
+//! and the token its last WELCOME gave) after a cycle that ended cleanly, and signs in afresh
+//! if the server refuses the token (`resumes_refused`, e.g. a server without grace). Held
+//! `lobby-idle` members PING every third of `--idle-timeout`. The per-address limits
+//! (`--lobby-max-conns-per-ip`, `--lobby-conn-rate`) are kept by the source pool
+//! ([`super::fit::source_pool`]). Without caps (`scripts/bench.sh`) every sign-in is fresh:
+//! lobbyd runs with `--lobby-resume-grace 0` and an `--idle-timeout` longer than the run.
 
 use std::time::{Duration, Instant};
 
 use crate::wire::general::{
     next_frame, ClientRepr, GameInfo, Next, ServerRepr, GAME_CLOSED, GAME_HOSTED, GAME_IN_PROGRESS,
-    GAME_LOCKED, HEADER_LEN, PROTOCOL_VERSION,
+    GAME_LOCKED, HEADER_LEN, PROTOCOL_VERSION, TOKEN_LEN,
 };
 
 use super::stats::Stats;
@@ -212,6 +216,14 @@ pub fn sign_in(username: &str) -> ClientRepr<'_> {
     }
 }
 
+/// A member a client can take back on its next cycle: its username and the token its last
+/// WELCOME gave.
+#[derive(Clone, Debug)]
+struct Session {
+    username: String,
+    token: [u8; TOKEN_LEN],
+}
+
 /// True for a game this tool may ask to join.
 fn joinable(game: &GameInfo<'_>) -> bool {
     game.game_type == GAME_TYPE
@@ -252,6 +264,14 @@ pub struct Visitor {
     /// The JOIN_REQUEST's request code.
     request: i32,
     stage: Stage,
+    /// The username SIGN_IN named.
+    username: String,
+    /// SIGN_IN carried a resume token.
+    resuming: bool,
+    /// The cycle ended as the script meant it to (its member can be resumed).
+    clean: bool,
+    /// A held member's next PING.
+    keepalive_at: Option<Instant>,
 }
 
 /// `lobby-join` (`hold == false`) and `lobby-idle` (`hold == true`).
@@ -260,6 +280,12 @@ pub struct GeneralJoin {
     partner_wait: Duration,
     names: Usernames,
     holding: Holding,
+    /// Each client's member to resume (`None` in every slot when resuming is off).
+    sessions: Vec<Option<Session>>,
+    resume: bool,
+    keepalive: Option<Duration>,
+    resumes: u64,
+    resumes_refused: u64,
     /// Synced members so far: even turns create, odd ones join.
     turn: i32,
     cycles: u64,
@@ -272,14 +298,26 @@ pub struct GeneralJoin {
 }
 
 impl GeneralJoin {
-    /// The script for `clients` clients; `hold` keeps each signed-in member connected, and a
-    /// creator waits `partner_wait` for a joiner.
-    pub fn new(hold: bool, clients: usize, partner_wait: Duration) -> GeneralJoin {
+    /// The script for `clients` clients; `hold` keeps each signed-in member connected (with a
+    /// PING every `keepalive`, if given), a creator waits `partner_wait` for a joiner, and
+    /// `resume` takes each client's member back on its next cycle.
+    pub fn new(
+        hold: bool,
+        clients: usize,
+        partner_wait: Duration,
+        resume: bool,
+        keepalive: Option<Duration>,
+    ) -> GeneralJoin {
         GeneralJoin {
             hold,
             partner_wait,
             names: Usernames::new(if hold { 'i' } else { 'j' }),
             holding: Holding::new(clients),
+            sessions: vec![None; clients],
+            resume,
+            keepalive,
+            resumes: 0,
+            resumes_refused: 0,
             turn: 0,
             cycles: 0,
             games_created: 0,
@@ -339,6 +377,31 @@ impl GeneralJoin {
         c.stage = Stage::Leaving { game };
     }
 
+    /// Writes SIGN_IN for client `i`: a resume of its last member if it has one, else a new
+    /// member.
+    fn write_sign_in(&mut self, i: usize, c: &mut Visitor, ctx: &mut Ctx<'_>) {
+        match self.sessions.get_mut(i).and_then(Option::take) {
+            Some(session) => {
+                push(
+                    ctx.out,
+                    &ClientRepr::SignIn {
+                        username: &session.username,
+                        password: "",
+                        resume: Some(&session.token),
+                    },
+                );
+                c.username = session.username;
+                c.resuming = true;
+            }
+            None => {
+                c.username = self.names.next_name();
+                push(ctx.out, &sign_in(&c.username));
+                c.resuming = false;
+            }
+        }
+        c.sent = Some(ctx.now);
+    }
+
     /// One frame before SYNC_DONE.
     fn signing_in(
         &mut self,
@@ -347,13 +410,31 @@ impl GeneralJoin {
         repr: ServerRepr<'_>,
         ctx: &mut Ctx<'_>,
     ) -> Option<Step> {
+        match repr {
+            ServerRepr::Challenge { failed: true, .. } if c.resuming => {
+                // The token lapsed (or the server keeps no away members): a new member.
+                self.resumes_refused += 1;
+                self.write_sign_in(i, c, ctx);
+                return None;
+            }
+            ServerRepr::Welcome { token, .. } if self.resume => {
+                if let Some(slot) = self.sessions.get_mut(i) {
+                    *slot = Some(Session {
+                        username: c.username.clone(),
+                        token: *token,
+                    });
+                }
+                if c.resuming {
+                    self.resumes += 1;
+                }
+            }
+            _ => {}
+        }
         match sign_in_frame(&mut c.sign_in, repr) {
             Err(kind) => Some(Step::Fail(kind)),
             Ok(SignInEvent::Nothing) => None,
             Ok(SignInEvent::SendSignIn) => {
-                let name = self.names.next_name();
-                push(ctx.out, &sign_in(&name));
-                c.sent = Some(ctx.now);
+                self.write_sign_in(i, c, ctx);
                 None
             }
             Ok(SignInEvent::Game(game)) => {
@@ -369,7 +450,7 @@ impl GeneralJoin {
                 if self.hold {
                     self.holding.hold(ctx.now);
                     c.stage = Stage::Held;
-                    return Some(Step::Hold);
+                    return Some(self.held(c, ctx.now));
                 }
                 self.create_or_join(i, c, ctx);
                 None
@@ -432,6 +513,7 @@ impl GeneralJoin {
                 if !accepted {
                     self.joins_refused += 1;
                     self.cycles += 1;
+                    c.clean = true;
                     return Some(Step::Done);
                 }
                 self.joins_accepted += 1;
@@ -439,12 +521,14 @@ impl GeneralJoin {
             }
             (Stage::Leaving { game }, ServerRepr::GameClosed { id }) if id == game => {
                 self.cycles += 1;
+                c.clean = true;
                 return Some(Step::Done);
             }
             (Stage::Leaving { game }, ServerRepr::GameInfo(info))
                 if info.id == game && !info.players.iter().any(|p| p == me) =>
             {
                 self.cycles += 1;
+                c.clean = true;
                 return Some(Step::Done);
             }
             // The lobby's news about others: members coming and going, their games and chat.
@@ -456,7 +540,8 @@ impl GeneralJoin {
                 | ServerRepr::GameInfo(_)
                 | ServerRepr::GameClosed { .. }
                 | ServerRepr::ChatFrom { .. }
-                | ServerRepr::JoinAsk { .. },
+                | ServerRepr::JoinAsk { .. }
+                | ServerRepr::Pong { .. },
             ) => {}
             _ => return Some(Step::Fail("unexpected_frame")),
         }
@@ -467,7 +552,7 @@ impl GeneralJoin {
     /// game sleeps until its deadline (then leaves its game, or closes), a held member holds.
     fn waiting(&mut self, c: &mut Visitor, ctx: &mut Ctx<'_>) -> Step {
         let until = match c.stage {
-            Stage::Held => return Step::Hold,
+            Stage::Held => return self.held(c, ctx.now),
             Stage::Hosting { until, .. } | Stage::Browsing { until } => until,
             _ => return Step::More,
         };
@@ -485,9 +570,19 @@ impl GeneralJoin {
             _ => {
                 self.joiners_alone += 1;
                 self.cycles += 1;
+                c.clean = true;
                 Step::Done
             }
         }
+    }
+
+    /// What a held member waits for: its next PING, or nothing.
+    fn held(&self, c: &mut Visitor, now: Instant) -> Step {
+        let Some(every) = self.keepalive else {
+            return Step::Hold;
+        };
+        let at = *c.keepalive_at.get_or_insert(now + every);
+        Step::Sleep(at.saturating_duration_since(now))
     }
 }
 
@@ -522,6 +617,11 @@ impl Script for GeneralJoin {
     }
 
     fn woken(&mut self, _i: usize, c: &mut Visitor, ctx: &mut Ctx<'_>) -> Step {
+        if c.stage == Stage::Held && c.keepalive_at.is_some_and(|at| at <= ctx.now) {
+            // PING counts as activity; its PONG is read and let pass.
+            push(ctx.out, &ClientRepr::Ping { payload: b"" });
+            c.keepalive_at = None;
+        }
         self.waiting(c, ctx)
     }
 
@@ -535,9 +635,15 @@ impl Script for GeneralJoin {
         }
     }
 
-    fn ended(&mut self, _i: usize, c: &mut Visitor) {
+    fn ended(&mut self, i: usize, c: &mut Visitor) {
         if c.stage == Stage::Held {
             self.holding.release();
+        }
+        if !c.clean {
+            // Its member may still sit in a game: the next cycle signs in afresh.
+            if let Some(slot) = self.sessions.get_mut(i) {
+                *slot = None;
+            }
         }
     }
 
@@ -553,6 +659,10 @@ impl Script for GeneralJoin {
         stats.set("joins_accepted", self.joins_accepted);
         stats.set("joins_refused", self.joins_refused);
         stats.set("joiners_alone", self.joiners_alone);
+        if self.resume {
+            stats.set("resumes", self.resumes);
+            stats.set("resumes_refused", self.resumes_refused);
+        }
     }
 }
 

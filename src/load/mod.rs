@@ -10,16 +10,23 @@
 //!   progress line each second; it stops by itself at `--duration` or `--requests`;
 //! - [`stats`] and [`histogram`]: counters, errors and timeouts by kind, latency
 //!   percentiles, the text and JSON summaries;
-//! - [`sources`]: target and source address policy (loopback only unless `--allow-remote`);
+//! - [`sources`]: target and source address policy (loopback only unless `--allow-remote`),
+//!   and the blocks of loopback addresses a run spreads over by default;
+//! - [`caps`] and [`fit`]: lobbyd's default per-address limits, the budgets that keep each
+//!   source address within them, and the one line saying what a run adjusted, so every mode
+//!   works against `make run` with no flags (`--caps off` for a server with raised limits);
 //! - [`setup`]: blocking room creation and joins before the clock starts;
 //! - one module per family of modes: [`udp_rr`] (the request/reply engine over UDP) with
 //!   [`udp_modes`] (`udp-list`, `udp-create-join`, `echo`) and [`echo_server`]; [`relay`];
 //!   [`tcp_engine`] (connection-per-cycle clients over TCP) with [`tcp_modes`] (`tcp-join`,
-//!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`) and
+//!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`, their game
+//!   ports answering lobbyd's reachability probe in [`wz_probe`]) and
 //!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`).
 
 pub mod args;
+pub mod caps;
 pub mod echo_server;
+pub mod fit;
 pub mod general_chat;
 pub mod general_modes;
 pub mod histogram;
@@ -34,10 +41,12 @@ pub mod tcp_modes;
 pub mod udp_modes;
 pub mod udp_rr;
 pub mod wz_modes;
+pub mod wz_probe;
 
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+pub use caps::Caps;
 pub use stats::Summary;
 
 /// What the load generator does.
@@ -126,6 +135,15 @@ impl Mode {
         }
     }
 
+    /// `--duration` unless given: 5 s; `tcp-cycle` 12 s, two party cycles through lobbyd's
+    /// default 5 s countdown.
+    pub const fn default_duration(self) -> Duration {
+        match self {
+            Mode::TcpCycle => Duration::from_secs(12),
+            _ => Duration::from_secs(5),
+        }
+    }
+
     /// `--hold` unless given: how long a `lobby-join` creator waits for a joiner; none
     /// elsewhere (a `wz-host` game is delisted at once).
     pub const fn default_hold(self) -> Duration {
@@ -151,8 +169,15 @@ pub struct Options {
     pub concurrency: usize,
     /// Open loop at this many requests per second in total; `None` is closed loop.
     pub rate: Option<f64>,
-    /// Source addresses the clients bind, in turn.
+    /// Source addresses the clients bind, in turn; empty (the default) lets [`fit`] choose:
+    /// a block of loopback addresses for a loopback target.
     pub sources: Vec<IpAddr>,
+    /// The server limits each source address keeps within (`--caps default`, lobbyd's
+    /// defaults); `None` (`--caps off`) sends as fast as the mode goes.
+    pub caps: Option<Caps>,
+    /// Failed requests (errors and timeouts) as a share of all answered or failed ones
+    /// above which the run counts as failed (`--max-failures`, default 0.01).
+    pub max_failures: f64,
     /// A request not answered within this counts as a timeout.
     pub timeout: Duration,
     /// `udp-list`: rooms created before measuring; `wz-list`: games registered.
@@ -173,20 +198,25 @@ pub struct Options {
     pub json: bool,
     /// No progress line.
     pub quiet: bool,
+    /// The progress line goes to a terminal: overwrite it in place instead of adding lines.
+    pub tty: bool,
 }
 
 impl Options {
-    /// Defaults for `mode` against `target`: 5 s, 16 clients, closed loop, 127.0.0.1, and the
-    /// mode's own `members` and `hold`.
+    /// Defaults for `mode` against `target`: the mode's duration, 16 clients, closed loop,
+    /// sources chosen by [`fit`], lobbyd's default caps, and the mode's own `members` and
+    /// `hold`.
     pub fn new(mode: Mode, target: SocketAddr) -> Options {
         Options {
             mode,
             target,
-            duration: Duration::from_secs(5),
+            duration: mode.default_duration(),
             max_requests: None,
             concurrency: 16,
             rate: None,
-            sources: vec![IpAddr::from([127, 0, 0, 1])],
+            sources: Vec::new(),
+            caps: Some(Caps::lobbyd_defaults()),
+            max_failures: 0.01,
             timeout: Duration::from_secs(1),
             rooms: 64,
             members: mode.default_members(),
@@ -196,18 +226,33 @@ impl Options {
             hold: mode.default_hold(),
             json: false,
             quiet: false,
+            tty: false,
         }
     }
 
-    /// The source address of client `i`.
+    /// The source address of client `i` (127.0.0.1 before [`fit`] chose any).
     pub fn source(&self, i: usize) -> IpAddr {
-        self.sources[i % self.sources.len()]
+        match self.sources.len() {
+            0 => IpAddr::from([127, 0, 0, 1]),
+            n => self.sources[i % n],
+        }
     }
 }
 
-/// Runs one load test and returns its summary. Progress lines go to `progress` (unless
-/// `quiet`); the run stops by itself after `duration` or `max_requests`.
+/// Runs one load test and returns its summary. The options are first [`fit::fit`] to the
+/// server (the line saying what changed goes to `progress`, quiet or not), progress lines
+/// follow (unless `quiet`); the run stops by itself after `duration` or `max_requests`.
 pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Result<Summary> {
+    let fitted = fit::fit(options);
+    if let Some(note) = &fitted.note {
+        writeln!(progress, "lobby-load: {note}")?;
+    }
+    let mut summary = run_fitted(&fitted.options, progress)?;
+    summary.adjusted = fitted.note;
+    Ok(summary)
+}
+
+fn run_fitted(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Result<Summary> {
     match options.mode {
         Mode::UdpList => udp_rr::run_exchange(
             options,
@@ -229,13 +274,13 @@ pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Res
         Mode::Relay => relay::run(options, progress),
         Mode::TcpJoin => run_tcp(
             options,
-            tcp_modes::LobbyJoin::new(false, options.concurrency),
+            tcp_modes::LobbyJoin::new(false, options.concurrency, None),
             options.concurrency,
             progress,
         ),
         Mode::TcpIdle => run_tcp(
             options,
-            tcp_modes::LobbyJoin::new(true, options.concurrency),
+            tcp_modes::LobbyJoin::new(true, options.concurrency, keepalive(options)),
             tcp_modes::IDLE_RAMP,
             progress,
         ),
@@ -259,18 +304,45 @@ pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Res
         ),
         Mode::LobbyJoin => run_tcp(
             options,
-            general_modes::GeneralJoin::new(false, options.concurrency, options.hold),
+            general_modes::GeneralJoin::new(
+                false,
+                options.concurrency,
+                options.hold,
+                resumes(options),
+                None,
+            ),
             options.concurrency,
             progress,
         ),
         Mode::LobbyIdle => run_tcp(
             options,
-            general_modes::GeneralJoin::new(true, options.concurrency, options.hold),
+            general_modes::GeneralJoin::new(
+                true,
+                options.concurrency,
+                options.hold,
+                false,
+                keepalive(options),
+            ),
             tcp_modes::IDLE_RAMP,
             progress,
         ),
         Mode::LobbyChat => general_chat::run(options, progress),
     }
+}
+
+/// How often a held connection shows it is alive: under caps, a third of lobbyd's default
+/// `--idle-timeout`; without, never (the server's is raised past the run).
+fn keepalive(options: &Options) -> Option<Duration> {
+    options.caps.as_ref().map(Caps::keepalive)
+}
+
+/// Whether `lobby-join` clients resume their member: under caps, when lobbyd's default
+/// `--lobby-resume-grace` would keep each closed one away.
+fn resumes(options: &Options) -> bool {
+    options
+        .caps
+        .as_ref()
+        .is_some_and(|caps| !caps.resume_grace.is_zero())
 }
 
 /// Runs a TCP script with at most `ramp` clients busy at once (closed loop).

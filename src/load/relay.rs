@@ -7,6 +7,9 @@
 //! payload. Each copy is checked: well-formed (the crate's `wire::instance`), from the slot
 //! that sent it, to a member of the same room.
 //!
+//! When the run ends every member sends LEAVE, so the rooms finish and are reaped after the
+//! server's grace rather than held until its idle timeout.
+//!
 //! With `--start` the owner sends START once the room is full: the room counts down and
 //! plays while the DATA flows (COUNTDOWN and STARTED are not relay traffic and are skipped).
 //!
@@ -287,6 +290,17 @@ impl Workload for Relay {
     }
 
     fn finish(&mut self, _now: Instant, stats: &mut Stats) {
+        for room in &self.rooms {
+            let len = ClientRepr {
+                seq: room.next_id as u16,
+                msg: ClientMsg::Leave,
+            }
+            .emit(&mut self.buf[..]);
+            for member in &room.members {
+                // Best effort: a lost LEAVE lets the seat lapse by idleness.
+                let _ = member.send_to(&self.buf[..len], room.instance);
+            }
+        }
         let expected = stats.sent * (self.members as u64 - 1);
         stats.set("rooms", self.rooms.len() as u64);
         stats.set("datagram_bytes", (self.opaque_len + DATA_OVERHEAD) as u64);

@@ -4,6 +4,10 @@
 //! after every poll (to send, to pace, to sweep timeouts). The loop owns the clock: it
 //! stops at the deadline or once `--requests` completed, whatever the server does, so every
 //! run is bounded in time and count.
+//!
+//! The progress line (stderr in the binary) comes once a second on runs longer than
+//! [`PROGRESS_AFTER`], unless `--quiet`: rewritten in place with `\r` on a terminal, one line
+//! per second otherwise (a log file or a pipe).
 
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -17,6 +21,8 @@ use super::Options;
 const MAX_POLL_WAIT: Duration = Duration::from_millis(10);
 /// Poll wait in open loop, the pacing granularity.
 const PACED_POLL_WAIT: Duration = Duration::from_millis(1);
+/// Runs this short or shorter show no progress line: the summary follows at once.
+pub const PROGRESS_AFTER: Duration = Duration::from_secs(2);
 
 /// One mode's clients.
 pub trait Workload {
@@ -83,6 +89,8 @@ pub fn drive(
     let mut pacer = Pacer::new(start, options.rate);
     let mut next_report = start + Duration::from_secs(1);
     let mut last_completed = 0u64;
+    let show_progress = !options.quiet && options.duration > PROGRESS_AFTER;
+    let mut shown = false;
     let wait_cap = if pacer.is_open_loop() {
         PACED_POLL_WAIT
     } else {
@@ -110,24 +118,38 @@ pub fn drive(
         }
         workload.tick(poll.registry(), now, &mut pacer, &mut stats);
         if now >= next_report {
-            if !options.quiet {
-                report(progress, now - start, &stats, last_completed)?;
+            if show_progress {
+                report(progress, options.tty, now - start, &stats, last_completed)?;
+                shown = true;
             }
             last_completed = stats.completed;
             stats.interval.clear();
             next_report += Duration::from_secs(1);
         }
     }
+    if shown && options.tty {
+        // The summary starts on a line of its own.
+        writeln!(progress)?;
+    }
     let stop = Instant::now();
     workload.finish(stop, &mut stats);
     Ok(Summary::new(options, target, &stats, stop - start))
 }
 
-fn report(out: &mut dyn Write, at: Duration, stats: &Stats, last: u64) -> io::Result<()> {
+/// One progress line: on a terminal it replaces the previous one (`\r`, then erase to the end
+/// of the line), elsewhere it is a line of its own.
+fn report(
+    out: &mut dyn Write,
+    tty: bool,
+    at: Duration,
+    stats: &Stats,
+    last: u64,
+) -> io::Result<()> {
     let p = Percentiles::of(&stats.interval);
-    writeln!(
+    let (start, end) = if tty { ("\r", "\x1b[K") } else { ("", "\n") };
+    write!(
         out,
-        "[{:>4.0}s] {:>9}/s  p50 {:>8.1}us  p99 {:>8.1}us  max {:>9.1}us  errors {}  timeouts {}",
+        "{start}[{:>4.0}s] {:>9}/s  p50 {:>8.1}us  p99 {:>8.1}us  max {:>9.1}us  errors {}  timeouts {}{end}",
         at.as_secs_f64(),
         stats.completed - last,
         p.p50,
@@ -135,7 +157,8 @@ fn report(out: &mut dyn Write, at: Duration, stats: &Stats, last: u64) -> io::Re
         p.max,
         stats.errors.values().sum::<u64>(),
         stats.timeouts.values().sum::<u64>(),
-    )
+    )?;
+    out.flush()
 }
 
 #[cfg(test)]
@@ -153,6 +176,27 @@ mod tests {
         // A 1 s stall: 990 due, only 100 sent now, the rest forgotten.
         assert_eq!(pacer.due(start + Duration::from_millis(1000), 100), 100);
         assert_eq!(pacer.due(start + Duration::from_millis(1001), 100), 1);
+    }
+
+    #[test]
+    fn progress_lines_overwrite_on_a_terminal_only() {
+        let mut stats = Stats::default();
+        stats.complete(Duration::from_micros(5));
+        let mut plain = Vec::new();
+        report(&mut plain, false, Duration::from_secs(3), &stats, 0).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        assert!(
+            plain.starts_with("[   3s]") && plain.ends_with('\n'),
+            "{plain:?}"
+        );
+        let mut tty = Vec::new();
+        report(&mut tty, true, Duration::from_secs(3), &stats, 0).unwrap();
+        let tty = String::from_utf8(tty).unwrap();
+        assert!(
+            tty.starts_with("\r[   3s]") && tty.ends_with("\x1b[K"),
+            "{tty:?}"
+        );
+        assert!(!tty.contains('\n'));
     }
 
     #[test]

@@ -104,24 +104,38 @@ fn lobby_reply(
     )
 }
 
-/// CREATE_ROOM from `socket`: the new room, or an error if the lobby refused.
+/// How long a refused CREATE_ROOM is tried again: the rooms of a run that just ended hold
+/// their ports for lobbyd's `--reap-grace` (2 s by default).
+const CREATE_PATIENCE: Duration = Duration::from_secs(3);
+/// Pause between two tries.
+const CREATE_RETRY: Duration = Duration::from_millis(100);
+
+/// CREATE_ROOM from `socket`: the new room, or an error if the lobby still refused it after
+/// [`CREATE_PATIENCE`] of tries.
 pub fn create_room(
     socket: &UdpSocket,
     lobby: SocketAddr,
     seq: u16,
     timeout: Duration,
 ) -> io::Result<RoomRef> {
-    match lobby_reply(socket, lobby, Request::CreateRoom, seq, timeout)? {
-        Ok((room, port)) => Ok(RoomRef {
-            room,
-            instance: SocketAddr::new(lobby.ip(), port),
-        }),
-        Err(()) => Err(io::Error::other(format!(
-            "the lobby at {lobby} refused CREATE_ROOM from {} (JOIN_FAILED): raise lobbyd's \
-             --max-rooms / --max-rooms-per-ip, or spread clients with --sources",
-            socket.local_addr()?.ip()
-        ))),
+    let give_up = Instant::now() + CREATE_PATIENCE;
+    loop {
+        match lobby_reply(socket, lobby, Request::CreateRoom, seq, timeout)? {
+            Ok((room, port)) => {
+                return Ok(RoomRef {
+                    room,
+                    instance: SocketAddr::new(lobby.ip(), port),
+                })
+            }
+            Err(()) if Instant::now() < give_up => std::thread::sleep(CREATE_RETRY),
+            Err(()) => break,
+        }
     }
+    Err(io::Error::other(format!(
+        "the lobby at {lobby} refused CREATE_ROOM from {} (JOIN_FAILED): raise lobbyd's \
+             --max-rooms / --max-rooms-per-ip, or spread clients with --sources",
+        socket.local_addr()?.ip()
+    )))
 }
 
 /// JOIN_ROOM from `socket`, then HELLO on the instance: the member's slot.
@@ -195,6 +209,18 @@ pub fn start(socket: &UdpSocket, instance: SocketAddr, seq: u16) -> io::Result<(
     }
     .emit(&mut buf);
     socket.send_to(&buf[..len], instance).map(drop)
+}
+
+/// Sends LEAVE from `socket` (a member) to `instance`, so the room finishes and is reaped
+/// when the run ends instead of lapsing by idleness; best effort, nothing answers it.
+pub fn leave(socket: &UdpSocket, instance: SocketAddr, seq: u16) {
+    let mut buf = [0u8; 16];
+    let len = ClientRepr {
+        seq,
+        msg: ClientMsg::Leave,
+    }
+    .emit(&mut buf);
+    let _ = socket.send_to(&buf[..len], instance);
 }
 
 /// Sends PING from `socket` to `instance` and discards whatever is queued on the socket, so a

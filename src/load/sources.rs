@@ -4,7 +4,13 @@
 //! user passes `--allow-remote`. `--sources 127.0.0.2-127.0.0.254` spreads client sockets
 //! over loopback source addresses, so per-IP limits of the server can be exercised (one
 //! address) or avoided (many); on Linux every 127/8 address is local without configuration.
+//! Without `--sources`, a run against an IPv4 loopback target takes a block of [`spread`]
+//! addresses at a random place in 127.1.0.0-127.254.255.255, so the per-address state a
+//! previous run left in the server (rate buckets, rooms in their reap grace, away members)
+//! is not met again.
 
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// Most source addresses one run may use.
@@ -49,6 +55,34 @@ pub fn parse_sources(text: &str) -> Result<Vec<IpAddr>, String> {
     Ok(list)
 }
 
+/// First and last address [`spread`] picks from: 127.0.0.0/16 (where 127.0.0.1 and local
+/// resolvers live) and the 127.255.0.0/16 broadcast end are left alone.
+const SPREAD_FIRST: u32 = u32::from_be_bytes([127, 1, 0, 0]);
+const SPREAD_LAST: u32 = u32::from_be_bytes([127, 254, 255, 255]);
+
+/// `count` consecutive loopback addresses (at most [`MAX_SOURCES`]) at a random place in
+/// 127.1.0.0-127.254.255.255.
+pub fn spread(count: usize) -> Vec<IpAddr> {
+    let count = count.clamp(1, MAX_SOURCES) as u32;
+    let places = SPREAD_LAST - SPREAD_FIRST + 1 - count;
+    // std's randomly keyed hasher: a different block in every process.
+    let first =
+        SPREAD_FIRST + (RandomState::new().hash_one(std::process::id()) % u64::from(places)) as u32;
+    (first..first + count)
+        .map(|n| IpAddr::V4(Ipv4Addr::from(n)))
+        .collect()
+}
+
+/// `A-B` for a run of addresses, `A` for one, `A, B, ...` for a few: how the one-line
+/// summary of a run's adjustments names them.
+pub fn describe(addrs: &[IpAddr]) -> String {
+    match addrs {
+        [] => "none".to_owned(),
+        [one] => one.to_string(),
+        [first, .., last] => format!("{} sources {first}-{last}", addrs.len()),
+    }
+}
+
 /// Refuses non-loopback addresses unless `allow_remote`.
 pub fn check_local(what: &str, ip: IpAddr, allow_remote: bool) -> Result<(), String> {
     if allow_remote || is_loopback(ip) {
@@ -77,6 +111,22 @@ mod tests {
         assert!(parse_sources("127.0.0.9-127.0.0.1").is_err());
         assert!(parse_sources("127.0.0.0-127.255.255.255").is_err());
         assert!(parse_sources("localhost").is_err());
+    }
+
+    #[test]
+    fn spread_blocks_are_consecutive_loopback_addresses() {
+        let block = spread(300);
+        assert_eq!(block.len(), 300);
+        assert!(block.iter().all(|&ip| is_loopback(ip)));
+        let first = match block[0] {
+            IpAddr::V4(v4) => u32::from(v4),
+            IpAddr::V6(_) => panic!("IPv4 expected"),
+        };
+        assert!(first >= SPREAD_FIRST && first + 299 <= SPREAD_LAST);
+        assert_eq!(block[299], IpAddr::V4(Ipv4Addr::from(first + 299)));
+        assert_eq!(spread(MAX_SOURCES + 5).len(), MAX_SOURCES);
+        assert!(describe(&block).starts_with("300 sources 127."));
+        assert_eq!(describe(&block[..1]), block[0].to_string());
     }
 
     #[test]

@@ -132,6 +132,8 @@ pub struct Summary {
     pub extra: BTreeMap<&'static str, u64>,
     /// `tcp-cycle`: COUNTDOWN lateness percentiles and sample count.
     pub lateness: Option<(Percentiles, u64)>,
+    /// What the run adjusted to the server's limits (the line [`super::fit`] printed).
+    pub adjusted: Option<String>,
 }
 
 impl Summary {
@@ -155,12 +157,34 @@ impl Summary {
                 .lateness
                 .as_ref()
                 .map(|h| (Percentiles::of(h), h.count())),
+            adjusted: None,
         }
     }
 
     /// Errors plus timeouts.
     pub fn failures(&self) -> u64 {
         self.errors.values().sum::<u64>() + self.timeouts.values().sum::<u64>()
+    }
+
+    /// Why the run counts as failed, if it does: nothing completed, or failures (errors and
+    /// timeouts) are more than `max_failures` of the requests that completed or failed.
+    pub fn shortfall(&self, max_failures: f64) -> Option<String> {
+        if self.completed == 0 {
+            return Some(format!(
+                "nothing completed in {:.1} s",
+                self.elapsed.as_secs_f64()
+            ));
+        }
+        let failures = self.failures();
+        let share = failures as f64 / (self.completed + failures) as f64;
+        (share > max_failures).then(|| {
+            format!(
+                "{failures} of {} requests failed ({:.2} %, more than --max-failures {} %)",
+                self.completed + failures,
+                share * 100.0,
+                max_failures * 100.0
+            )
+        })
     }
 
     /// The summary as one JSON object.
@@ -179,6 +203,7 @@ impl Summary {
             "errors": self.errors,
             "timeouts": self.timeouts,
             "extra": self.extra,
+            "adjusted": self.adjusted,
             "countdown_lateness_us": self.lateness.map(|(p, n)| {
                 let mut v = percentiles(&p);
                 v["samples"] = n.into();
@@ -269,6 +294,15 @@ mod tests {
         let text = summary.to_text();
         assert!(text.contains("errors: bad_reply=1"), "{text}");
         assert!(text.contains("50/s"), "{text}");
+        // 3 failed of 103: within 5 %, not within 1 %.
+        assert_eq!(summary.shortfall(0.05), None);
+        let over = summary.shortfall(0.01).unwrap();
+        assert!(over.contains("3 of 103 requests failed"), "{over}");
+        let nothing = Summary::new(&options, "x".into(), &Stats::default(), Duration::ZERO);
+        assert!(nothing
+            .shortfall(1.0)
+            .unwrap()
+            .contains("nothing completed"));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! receives is one sample: arrival minus due time.
 //!
 //! On GAME_START each member closes its lobby connection (RFC 5.8), says HELLO with its hash
-//! as token on the announced instance port (from its source address; the announced IP is
+//! as token on the announced instance port (from its connection's source address; the announced IP is
 //! used when it is loopback or the target, else the target's), checks that WELCOME gives it
 //! its lobby number as slot, sends LEAVE, and starts over. One completed request is one
 //! party whose members were all welcomed; its latency runs from START_REQ to the last
@@ -69,7 +69,6 @@ struct Tally {
 /// The `tcp-cycle` script.
 pub struct Cycle {
     members: usize,
-    sources: Vec<IpAddr>,
     target: SocketAddr,
     by_hash: HashMap<u64, usize>,
     start_sent: Vec<Option<Instant>>,
@@ -85,7 +84,6 @@ impl Cycle {
     pub fn new(options: &Options) -> Cycle {
         Cycle {
             members: options.members,
-            sources: options.sources.clone(),
             target: options.target,
             by_hash: HashMap::with_capacity(options.concurrency),
             start_sent: vec![None; options.concurrency],
@@ -139,13 +137,7 @@ impl Cycle {
         ctx.stats.lateness(ctx.now.saturating_duration_since(due));
     }
 
-    fn game_start(
-        &mut self,
-        i: usize,
-        p: &mut Player,
-        gs: GameStart<'_>,
-        ctx: &mut Ctx<'_>,
-    ) -> Step {
+    fn game_start(&mut self, p: &mut Player, gs: GameStart<'_>, ctx: &mut Ctx<'_>) -> Step {
         let Some((number, hash)) = p.me else {
             return Step::Fail("unexpected_frame");
         };
@@ -170,8 +162,7 @@ impl Cycle {
             self.target.ip()
         };
         let instance = SocketAddr::new(ip, gs.udp_port);
-        let source = self.sources[i % self.sources.len()];
-        let socket = UdpSocket::bind(SocketAddr::new(source, 0)).and_then(|mut socket| {
+        let socket = UdpSocket::bind(SocketAddr::new(ctx.source, 0)).and_then(|mut socket| {
             ctx.registry
                 .register(&mut socket, ctx.aux_token, Interest::READABLE)?;
             Ok(socket)
@@ -245,7 +236,7 @@ impl Cycle {
             }
             ServerRepr::PlayerLeft { number } => p.roster.retain(|m| m.0 != number),
             ServerRepr::Countdown { remaining } => self.countdown(p, remaining, ctx),
-            ServerRepr::GameStart(gs) => return Some(self.game_start(i, p, gs, ctx)),
+            ServerRepr::GameStart(gs) => return Some(self.game_start(p, gs, ctx)),
             ServerRepr::Error { code, .. } => return Some(Step::Fail(error_kind(code))),
             ServerRepr::ConnectAck { .. } => return Some(Step::Fail("unexpected_frame")),
         }

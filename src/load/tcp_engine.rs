@@ -1,9 +1,10 @@
 //! Connection-per-cycle load over TCP, the engine behind `tcp-join`, `tcp-cycle`, `tcp-idle`,
 //! `wz-list` and `wz-host`.
 //!
-//! Each client repeats one *cycle*: connect (non-blocking, from the next `--sources` address:
-//! cycles take the addresses in turn, so per-address limits and ports are spread),
-//! talk, close. What it says and how the replies are judged is a [`Script`]; the engine does
+//! Each client repeats one *cycle*: connect (non-blocking, from the next address of the run's
+//! [`SourcePool`]: cycles take the addresses in turn, so per-address limits and ports are
+//! spread, and under caps an address whose connection budget is spent is skipped; when the
+//! next few all are, the cycle waits for the next tick), talk, close. What it says and how the replies are judged is a [`Script`]; the engine does
 //! the rest: connects, reads into one shared 64 KiB buffer, keeps only the unconsumed tail of
 //! a reply split across reads (bounded by [`Script::MAX_PENDING`]), queues what a partial
 //! write left (bounded by [`MAX_UNSENT`]), deadlines, and starting cycles: closed loop (every
@@ -24,6 +25,8 @@ use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::caps::SourcePool;
+use super::fit::source_pool;
 use super::runner::{Pacer, Workload};
 use super::stats::Stats;
 use super::Options;
@@ -36,6 +39,8 @@ pub const MAX_UNSENT: usize = 64 * 1024;
 const SWEEP_EVERY: Duration = Duration::from_millis(10);
 /// Most cycle starts the pacer hands out at once.
 const BURST_CAP: u64 = 10_000;
+/// The source of a client between cycles (never seen by a script: it has no connection).
+const UNSPECIFIED: IpAddr = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
 /// `EINPROGRESS`: a non-blocking connect under way (Linux, then the BSDs' value).
 const EINPROGRESS: i32 = if cfg!(target_os = "linux") { 115 } else { 36 };
 
@@ -61,6 +66,8 @@ pub enum Step {
 pub struct Ctx<'a> {
     /// When the event was seen.
     pub now: Instant,
+    /// The source address of the client's connection.
+    pub source: IpAddr,
     /// Where to register a socket of the script's own.
     pub registry: &'a Registry,
     /// The token for that socket.
@@ -127,6 +134,8 @@ struct Slot<C> {
     unsent: Vec<u8>,
     deadline: Option<Instant>,
     sleeping: bool,
+    /// The pool address of the current cycle.
+    source: Option<usize>,
     state: C,
 }
 
@@ -134,9 +143,10 @@ struct Slot<C> {
 pub struct TcpEngine<S: Script> {
     script: S,
     slots: Vec<Slot<S::Client>>,
-    sources: Vec<IpAddr>,
-    /// Each cycle connects from the next source address in turn.
-    next_source: usize,
+    /// Each cycle connects from the next source address allowed.
+    pool: SourcePool,
+    /// Open-loop cycle starts skipped because no address was within its budget.
+    held_by_caps: u64,
     target: SocketAddr,
     timeout: Duration,
     ramp: usize,
@@ -286,11 +296,12 @@ impl<S: Script> TcpEngine<S> {
                     unsent: Vec::new(),
                     deadline: None,
                     sleeping: false,
+                    source: None,
                     state: S::Client::default(),
                 })
                 .collect(),
-            sources: options.sources.clone(),
-            next_source: 0,
+            pool: source_pool(options),
+            held_by_caps: 0,
             target: options.target,
             timeout: options.timeout,
             ramp: ramp.clamp(1, n.max(1)),
@@ -304,10 +315,13 @@ impl<S: Script> TcpEngine<S> {
         }
     }
 
-    /// Starts client `i`'s cycle: a new connection.
-    fn start(&mut self, i: usize, registry: &Registry, now: Instant, stats: &mut Stats) {
-        let source = self.sources[self.next_source % self.sources.len()];
-        self.next_source = self.next_source.wrapping_add(1);
+    /// Starts client `i`'s cycle: a new connection; false (and nothing done) when no source
+    /// address is within its budget now.
+    fn start(&mut self, i: usize, registry: &Registry, now: Instant, stats: &mut Stats) -> bool {
+        let Some(k) = self.pool.take(now) else {
+            return false;
+        };
+        let source = self.pool.addr(k);
         let stream = connect(source, self.target).and_then(|mut stream| {
             registry.register(
                 &mut stream,
@@ -324,12 +338,14 @@ impl<S: Script> TcpEngine<S> {
                 slot.phase = Phase::Connecting;
                 slot.deadline = Some(now + self.timeout);
                 slot.sleeping = false;
+                slot.source = Some(k);
                 slot.carry.clear();
                 slot.unsent.clear();
                 self.busy += 1;
                 stats.sent += 1;
             }
             Err(e) => {
+                self.pool.release(k);
                 stats.error(match e.raw_os_error() {
                     // EADDRNOTAVAIL, EMFILE, ENFILE: out of ports or descriptors.
                     Some(99) => "no_free_port",
@@ -339,6 +355,7 @@ impl<S: Script> TcpEngine<S> {
                 self.retry.push(i);
             }
         }
+        true
     }
 
     /// Ends client `i`'s cycle: closes what is open; the client becomes idle.
@@ -357,6 +374,9 @@ impl<S: Script> TcpEngine<S> {
         slot.deadline = None;
         slot.sleeping = false;
         slot.phase = Phase::Idle;
+        if let Some(k) = slot.source.take() {
+            self.pool.release(k);
+        }
         self.script.ended(i, &mut slot.state);
         slot.state = S::Client::default();
         self.idle.push_back(i);
@@ -447,8 +467,12 @@ impl<S: Script> TcpEngine<S> {
         stats: &mut Stats,
         f: impl FnOnce(&mut S, &mut S::Client, &mut Ctx<'_>) -> R,
     ) -> R {
+        let source = self.slots[i]
+            .source
+            .map_or(UNSPECIFIED, |k| self.pool.addr(k));
         let mut ctx = Ctx {
             now,
+            source,
             registry,
             aux_token: Token(self.slots.len() + i),
             stats,
@@ -497,8 +521,10 @@ impl<S: Script> TcpEngine<S> {
             let Some(stream) = slot.stream.as_mut() else {
                 return;
             };
+            let source = slot.source.map_or(UNSPECIFIED, |k| self.pool.addr(k));
             let mut ctx = Ctx {
                 now,
+                source,
                 registry,
                 aux_token,
                 stats,
@@ -562,7 +588,12 @@ impl<S: Script> TcpEngine<S> {
         if self.open_loop {
             for _ in 0..pacer.due(now, BURST_CAP) {
                 match self.idle.pop_front() {
-                    Some(i) => self.start(i, registry, now, stats),
+                    Some(i) => {
+                        if !self.start(i, registry, now, stats) {
+                            self.idle.push_front(i);
+                            self.held_by_caps += 1;
+                        }
+                    }
                     None => stats.error("no_idle_client"),
                 }
             }
@@ -571,7 +602,11 @@ impl<S: Script> TcpEngine<S> {
                 let Some(i) = self.idle.pop_front() else {
                     break;
                 };
-                self.start(i, registry, now, stats);
+                if !self.start(i, registry, now, stats) {
+                    // Every address near the cursor is at its limits: the next tick.
+                    self.idle.push_front(i);
+                    break;
+                }
             }
         }
     }
@@ -640,6 +675,9 @@ impl<S: Script> Workload for TcpEngine<S> {
     }
 
     fn finish(&mut self, _now: Instant, stats: &mut Stats) {
+        if self.held_by_caps > 0 {
+            stats.set("held_by_caps", self.held_by_caps);
+        }
         self.script.finish(stats);
         for i in 0..self.slots.len() {
             self.end(i);

@@ -10,10 +10,13 @@
 //!   connection includes its player record and its share of a party, what an operator pays
 //!   per idle player. At most [`IDLE_RAMP`] joins are in progress at once, so the listen
 //!   backlog never overflows. Counts: `held` at the end, `held_peak`, and `all_held_ms`, when
-//!   every client first held its connection. The server's `--idle-timeout` must be longer
-//!   than the run, and its `--max-rooms` at least `concurrency / --max-players` parties.
+//!   every client first held its connection. Under caps each held connection sends
+//!   READY_REQ(not ready) every third of lobbyd's default `--idle-timeout` (a request that
+//!   changes nothing and tells its party nothing, but keeps it from being closed as idle);
+//!   without caps the server's `--idle-timeout` must be longer than the run. Its `--max-rooms`
+//!   must allow `concurrency / --max-players` parties ([`super::fit`] clamps under caps).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::wire::tcp_lobby::{
     name_field, next_frame_max, ClientRepr, ErrorCode, Next, ServerRepr, HEADER_LEN,
@@ -81,21 +84,35 @@ pub struct Joiner {
     sent: Option<Instant>,
     me: Option<(u8, u64)>,
     joined: bool,
+    /// A held connection's next keepalive.
+    keepalive_at: Option<Instant>,
 }
 
 /// `tcp-join` (`hold == false`) and `tcp-idle` (`hold == true`).
 pub struct LobbyJoin {
     hold: bool,
     holding: Holding,
+    keepalive: Option<Duration>,
 }
 
 impl LobbyJoin {
-    /// The script for `concurrency` clients; `hold` keeps each joined connection open.
-    pub fn new(hold: bool, concurrency: usize) -> LobbyJoin {
+    /// The script for `concurrency` clients; `hold` keeps each joined connection open, and
+    /// shows it alive every `keepalive` if given.
+    pub fn new(hold: bool, concurrency: usize, keepalive: Option<Duration>) -> LobbyJoin {
         LobbyJoin {
             hold,
             holding: Holding::new(concurrency),
+            keepalive,
         }
+    }
+
+    /// What a held connection waits for: its next keepalive, or nothing.
+    fn held(&self, c: &mut Joiner, now: Instant) -> Step {
+        let Some(every) = self.keepalive else {
+            return Step::Hold;
+        };
+        let at = *c.keepalive_at.get_or_insert(now + every);
+        Step::Sleep(at.saturating_duration_since(now))
     }
 
     /// Judges one frame; `Some` ends the batch.
@@ -114,7 +131,7 @@ impl LobbyJoin {
                 ctx.stats.complete(ctx.now.saturating_duration_since(sent));
                 if self.hold {
                     self.holding.hold(ctx.now);
-                    return Some(Step::Hold);
+                    return Some(self.held(c, ctx.now));
                 }
                 push(ctx.out, ClientRepr::Disconnect);
                 None
@@ -149,9 +166,19 @@ impl Script for LobbyJoin {
         let (used, step) = each_frame(data, |repr| self.frame(c, repr, ctx));
         // A held connection stays held whatever its party says afterwards.
         match step {
-            Step::More if self.hold && c.joined => (used, Step::Hold),
+            Step::More if self.hold && c.joined => (used, self.held(c, ctx.now)),
             _ => (used, step),
         }
+    }
+
+    fn woken(&mut self, _i: usize, c: &mut Joiner, ctx: &mut Ctx<'_>) -> Step {
+        if !(self.hold && c.joined) {
+            return Step::Done;
+        }
+        // Not ready, as it is: nothing changes, nobody is told, the idle timer restarts.
+        push(ctx.out, ClientRepr::ReadyReq { ready: false });
+        c.keepalive_at = None;
+        self.held(c, ctx.now)
     }
 
     fn eof(&mut self, _i: usize, c: &mut Joiner, _ctx: &mut Ctx<'_>) -> Step {

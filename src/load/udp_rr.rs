@@ -6,6 +6,11 @@
 //! closed loop (one request in flight per client, the next sent as soon as the answer comes)
 //! or open loop (the [`Pacer`] hands sends out round robin, up to [`WINDOW`] in flight per
 //! client). Nothing is allocated per request.
+//!
+//! Under lobbyd's default caps each source address keeps to its request budget
+//! ([`super::fit::udp_budgets`]): a client whose address has spent it waits (closed loop), or
+//! the pacer's grant is skipped and counted as `held_by_caps` (open loop); and a mode may hold
+//! a client back for limits of its own ([`Exchange::may_send`]).
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
@@ -14,6 +19,8 @@ use std::time::{Duration, Instant};
 use mio::net::UdpSocket;
 use mio::{Interest, Poll, Registry, Token};
 
+use super::caps::Budgets;
+use super::fit::{udp_budgets, SMALL_REPLY};
 use super::runner::{drive, Pacer, Workload};
 use super::stats::{Stats, Summary};
 use super::Options;
@@ -46,6 +53,9 @@ pub enum Verdict {
     Answer(u16),
     /// An answer to this request, but not the one wanted (counted as an error of this kind).
     Failed(u16, &'static str),
+    /// The server declined this request at one of its limits the run keeps to (counted by the
+    /// mode, neither completed nor failed: the client waits and goes on).
+    Declined(u16),
     /// Not an answer (a notification the mode does not care about).
     Ignore,
     /// Malformed or unexpected, answering nothing (counted as an error of this kind).
@@ -54,6 +64,16 @@ pub enum Verdict {
 
 /// One UDP request/reply protocol, seen from its clients.
 pub trait Exchange {
+    /// The longest reply one request gets, in bytes: what it costs in the server's reply-bytes
+    /// budget of the client's address.
+    fn reply_len(&self) -> usize {
+        SMALL_REPLY
+    }
+    /// Whether client `client` may send its next request at `now`; a client told no is asked
+    /// again at the next tick (limits of the mode's own, such as rooms alive per address).
+    fn may_send(&mut self, _client: usize, _now: Instant) -> bool {
+        true
+    }
     /// Writes client `client`'s next request, with sequence id `seq`, into `buf`.
     fn request(&mut self, client: usize, seq: u16, buf: &mut [u8]) -> Outgoing;
     /// Judges a datagram client `client` received.
@@ -66,6 +86,17 @@ pub trait Exchange {
     fn chores(&mut self, _now: Instant) {}
     /// The run is over.
     fn finish(&mut self, _stats: &mut Stats) {}
+}
+
+/// What became of a client's turn to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sent {
+    /// Its request is on the way.
+    Yes,
+    /// The socket refused it (counted): try again at the next tick.
+    Failed,
+    /// Its address's budget, or the mode, says not yet: try again at the next tick.
+    NotYet,
 }
 
 struct Client {
@@ -87,6 +118,11 @@ pub struct Engine<E> {
     recv_buf: Box<[u8; BUF_LEN]>,
     send_buf: Box<[u8; BUF_LEN]>,
     open_loop: bool,
+    /// Each source address's request budget (`None` without caps).
+    budgets: Option<Budgets>,
+    sources: usize,
+    /// Open-loop grants skipped because the client's address had spent its budget.
+    held_by_caps: u64,
 }
 
 impl<E: Exchange> Engine<E> {
@@ -104,6 +140,7 @@ impl<E: Exchange> Engine<E> {
             });
         }
         let open_loop = options.rate.is_some();
+        let budgets = udp_budgets(options, exchange.reply_len());
         Ok(Engine {
             idle: if open_loop {
                 Vec::new()
@@ -118,15 +155,26 @@ impl<E: Exchange> Engine<E> {
             recv_buf: Box::new([0; BUF_LEN]),
             send_buf: Box::new([0; BUF_LEN]),
             open_loop,
+            budgets,
+            sources: options.sources.len().max(1),
+            held_by_caps: 0,
         })
     }
 
-    /// Sends client `i`'s next request (and any unanswered messages before it); false if
-    /// the socket refused it.
-    fn send(&mut self, i: usize, now: Instant, stats: &mut Stats) -> bool {
-        let client = &mut self.clients[i];
+    /// Sends client `i`'s next request (and any unanswered messages before it), if the mode
+    /// and its address's budget allow it now.
+    fn send(&mut self, i: usize, now: Instant, stats: &mut Stats) -> Sent {
         // A script may send a few unanswered messages in a row; bounded all the same.
         for _ in 0..4 {
+            if !self.exchange.may_send(i, now) {
+                return Sent::NotYet;
+            }
+            if let Some(budgets) = self.budgets.as_mut() {
+                if !budgets.try_take(i % self.sources, now) {
+                    return Sent::NotYet;
+                }
+            }
+            let client = &mut self.clients[i];
             let seq = client.seq;
             client.seq = client.seq.wrapping_add(1);
             let out = self.exchange.request(i, seq, &mut self.send_buf[..]);
@@ -135,7 +183,7 @@ impl<E: Exchange> Engine<E> {
                     io::ErrorKind::WouldBlock => "send_would_block",
                     _ => "send_failed",
                 });
-                return false;
+                return Sent::Failed;
             }
             stats.sent += 1;
             if !out.awaits_reply {
@@ -147,9 +195,9 @@ impl<E: Exchange> Engine<E> {
             } else {
                 client.outstanding += 1;
             }
-            return true;
+            return Sent::Yes;
         }
-        true
+        Sent::Yes
     }
 
     fn sweep(&mut self, now: Instant, stats: &mut Stats) {
@@ -190,7 +238,8 @@ impl<E: Exchange> Workload for Engine<E> {
             };
             let (seq, failure) = match self.exchange.reply(i, &self.recv_buf[..len], stats) {
                 Verdict::Answer(seq) => (seq, None),
-                Verdict::Failed(seq, kind) => (seq, Some(kind)),
+                Verdict::Failed(seq, kind) => (seq, Some(Some(kind))),
+                Verdict::Declined(seq) => (seq, Some(None)),
                 Verdict::Ignore => continue,
                 Verdict::Bad(kind) => {
                     stats.error(kind);
@@ -205,9 +254,10 @@ impl<E: Exchange> Workload for Engine<E> {
                     client.outstanding -= 1;
                     match failure {
                         None => stats.complete(now.saturating_duration_since(sent)),
-                        Some(kind) => stats.error(kind),
+                        Some(Some(kind)) => stats.error(kind),
+                        Some(None) => {}
                     }
-                    if !self.open_loop && !self.send(i, now, stats) {
+                    if !self.open_loop && self.send(i, now, stats) != Sent::Yes {
                         self.idle.push(i);
                     }
                 }
@@ -223,9 +273,9 @@ impl<E: Exchange> Workload for Engine<E> {
             self.sweep(now, stats);
             self.next_sweep = now + SWEEP_EVERY;
         }
-        // Clients whose send fails stay idle and are retried at the next tick.
+        // Clients whose send fails or must wait stay idle and are retried at the next tick.
         let mut idle = std::mem::take(&mut self.idle);
-        idle.retain(|&i| !self.send(i, now, stats));
+        idle.retain(|&i| self.send(i, now, stats) != Sent::Yes);
         self.idle = idle;
         if self.clients.is_empty() {
             return;
@@ -233,11 +283,16 @@ impl<E: Exchange> Workload for Engine<E> {
         for _ in 0..pacer.due(now, BURST_CAP) {
             let i = self.next_client;
             self.next_client = (self.next_client + 1) % self.clients.len();
-            self.send(i, now, stats);
+            if self.send(i, now, stats) == Sent::NotYet {
+                self.held_by_caps += 1;
+            }
         }
     }
 
     fn finish(&mut self, _now: Instant, stats: &mut Stats) {
+        if self.held_by_caps > 0 {
+            stats.set("held_by_caps", self.held_by_caps);
+        }
         self.exchange.finish(stats);
     }
 }

@@ -14,12 +14,14 @@
 //!   `gaId` written to the status read). It keeps the game listed for `--hold` ms, then
 //!   closes (which delists it) and starts over.
 //!
-//! Reachability: lobbyd probes a host's game port before listing it. This tool does not
-//! listen on game ports, so lobbyd must run with `--wz-check-reachable off` (bench.sh does);
-//! otherwise each registration is refused with 408. The per-address limits (16 connections,
-//! `--wz-max-games-per-ip`, 30 registrations a minute with a burst of 20, in a table of the
-//! 4096 most recent addresses) are avoided by spreading clients over `--sources`: more than
-//! 4096 addresses make every address's bucket start fresh.
+//! Reachability: lobbyd probes a host's game port before listing it, so each host listens on
+//! a game port of its own, announces it in its GAMESTRUCT and answers the probe as a 4.x host
+//! does ([`super::wz_probe`]). The per-address limits (16 connections that may host,
+//! `--wz-max-games-per-ip`, 30 registrations a minute with a burst of 20) are kept by
+//! spreading hosts over the run's sources: under caps `wz-list` registers at most
+//! `--wz-max-games-per-ip` games per address and `wz-host` takes each cycle's address from a
+//! pool that keeps every address within its registration rate and games at once
+//! ([`super::fit::source_pool`]).
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -30,8 +32,10 @@ use crate::wire::wz::{
     GAMESTRUCT_LEN, IGNORE_FIRST_BATCH, MAX_MOTD,
 };
 
+use super::fit::games_per_host;
 use super::stats::Stats;
 use super::tcp_engine::{connect_blocking, Ctx, Script, Step};
+use super::wz_probe::{register_answering, GamePort};
 use super::Options;
 
 /// Status code of a listed game / a good reply.
@@ -41,8 +45,8 @@ const KEEP_EVERY: Duration = Duration::from_secs(20);
 /// Most games a list reply may announce (lobbyd lists at most 200; this only bounds a bad one).
 const MAX_LISTED: u32 = 100_000;
 
-/// A version 4 GAMESTRUCT as a 4.x host fills it, carrying `game_id`.
-pub fn host_gamestruct(game_id: u32) -> [u8; GAMESTRUCT_LEN] {
+/// A version 4 GAMESTRUCT as a 4.x host fills it, carrying `game_id` and its game port.
+pub fn host_gamestruct(game_id: u32, game_port: u16) -> [u8; GAMESTRUCT_LEN] {
     let mut repr = GameStructRepr::zeroed(4);
     let put = |field: &mut [u8], text: &[u8]| field[..text.len()].copy_from_slice(text);
     put(&mut repr.name, b"lobby-load");
@@ -55,15 +59,16 @@ pub fn host_gamestruct(game_id: u32) -> [u8; GAMESTRUCT_LEN] {
     repr.game_version_major = 0x4000;
     repr.game_version_minor = 0x4f;
     repr.game_id = game_id;
+    repr.host_port = game_port;
     let mut buf = [0u8; GAMESTRUCT_LEN];
     repr.emit(&mut GameStruct::new_unchecked(&mut buf[..]));
     buf
 }
 
 /// `addg\0` + GAMESTRUCT into `out`.
-fn push_addg(out: &mut Vec<u8>, game_id: u32) {
+fn push_addg(out: &mut Vec<u8>, game_id: u32, game_port: u16) {
     out.extend_from_slice(b"addg\0");
-    out.extend_from_slice(&host_gamestruct(game_id));
+    out.extend_from_slice(&host_gamestruct(game_id, game_port));
 }
 
 fn refused(code: u32) -> &'static str {
@@ -75,28 +80,33 @@ fn refused(code: u32) -> &'static str {
     }
 }
 
-/// Registers one game from `source`, blocking (setup, before the clock): the open host
-/// connection that keeps it listed.
+/// Registers one game from `source`, blocking (setup, before the clock), its game port
+/// answering the reachability probe meanwhile: the open host connection that keeps it listed.
 fn register(source: std::net::IpAddr, target: SocketAddr, wait: Duration) -> io::Result<TcpStream> {
+    let game_port = std::net::TcpListener::bind(SocketAddr::new(source, 0))?;
+    let port = game_port.local_addr()?.port();
     let mut stream = connect_blocking(source, target, wait)?;
     stream.write_all(b"gaId\0")?;
     let mut word = [0u8; 4];
     stream.read_exact(&mut word)?;
     let id = parse_game_id(&word).map_err(|e| io::Error::other(e.as_str()))?;
     let mut out = Vec::with_capacity(5 + GAMESTRUCT_LEN);
-    push_addg(&mut out, id);
-    stream.write_all(&out)?;
-    let mut head = [0u8; 8];
-    stream.read_exact(&mut head)?;
-    let code = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
-    let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]) as usize;
-    let mut motd = vec![0u8; len.min(MAX_MOTD)];
-    stream.read_exact(&mut motd)?;
+    push_addg(&mut out, id, port);
+    let (code, motd) = register_answering(&game_port, id, wait, || {
+        stream.write_all(&out)?;
+        let mut head = [0u8; 8];
+        stream.read_exact(&mut head)?;
+        let code = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        let len = u32::from_be_bytes([head[4], head[5], head[6], head[7]]) as usize;
+        let mut motd = vec![0u8; len.min(MAX_MOTD)];
+        stream.read_exact(&mut motd)?;
+        Ok((code, motd))
+    })?;
     if code != OK {
         return Err(io::Error::other(format!(
             "the master server at {target} refused a game from {source} with status {code} \
-             ({}): run lobbyd with --wz-check-reachable off and --wz-max-games-per-ip / \
-             --wz-max-games high enough, or spread hosts with --sources",
+             ({}): lobbyd's --wz-max-games-per-ip / --wz-max-games must allow --rooms games \
+             over the hosts' addresses (--sources)",
             String::from_utf8_lossy(&motd)
         )));
     }
@@ -255,11 +265,13 @@ pub struct WzList {
 }
 
 impl WzList {
-    /// Registers `options.rooms` games (hosts spread over the sources).
+    /// Registers `options.rooms` games (hosts spread over the sources, as many per address as
+    /// the caps allow).
     pub fn setup(options: &Options) -> io::Result<WzList> {
         let wait = options.timeout.max(Duration::from_secs(1));
+        let per_host = games_per_host(options);
         let hosts = (0..options.rooms)
-            .map(|r| register(options.source(r), options.target, wait))
+            .map(|r| register(options.source(r / per_host), options.target, wait))
             .collect::<io::Result<Vec<_>>>()?;
         Ok(WzList {
             expected: options.rooms as u32,
@@ -347,6 +359,12 @@ pub enum HostStep {
 pub struct Host {
     sent: Option<Instant>,
     step: HostStep,
+    /// The id `gaId` gave.
+    game_id: u32,
+    /// Its game port, answering the probe, and the port number.
+    port: Option<(GamePort, u16)>,
+    /// When a listed game's hold ends.
+    hold_until: Option<Instant>,
 }
 
 /// `wz-host`.
@@ -366,6 +384,8 @@ impl Script for WzHost {
     const MAX_PENDING: usize = 8 + MAX_MOTD;
 
     fn opened(&mut self, _i: usize, c: &mut Host, ctx: &mut Ctx<'_>) {
+        // A port that cannot be opened fails the cycle when the id comes.
+        c.port = GamePort::open(ctx.source, ctx.registry, ctx.aux_token).ok();
         ctx.out.extend_from_slice(b"gaId\0");
         c.sent = Some(ctx.now);
     }
@@ -389,7 +409,11 @@ impl Script for WzHost {
                     Ok(0) => return (used, Step::Fail("zero_game_id")),
                     Ok(id) => {
                         used += 4;
-                        push_addg(ctx.out, id);
+                        let Some((_, port)) = c.port else {
+                            return (used, Step::Fail("game_port_bind_failed"));
+                        };
+                        c.game_id = id;
+                        push_addg(ctx.out, id, port);
                         c.step = HostStep::Status;
                     }
                 },
@@ -403,6 +427,9 @@ impl Script for WzHost {
                         let sent = c.sent.unwrap_or(ctx.now);
                         ctx.stats.complete(ctx.now.saturating_duration_since(sent));
                         c.step = HostStep::Listed;
+                        // Probed (the status comes after the probe's verdict): the port is done.
+                        c.port = None;
+                        c.hold_until = Some(ctx.now + self.hold);
                         // `--hold 0` ends the cycle now: a zero sleep would wait for the
                         // engine's next 10 ms sweep and cap the rate at the tool, not lobbyd.
                         let step = if rest.len() > end {
@@ -417,6 +444,19 @@ impl Script for WzHost {
                 },
                 HostStep::Listed => return (data.len(), Step::Fail("unexpected_bytes")),
             }
+        }
+    }
+
+    fn aux_ready(&mut self, _i: usize, c: &mut Host, ctx: &mut Ctx<'_>) -> Step {
+        if let Some((port, _)) = c.port.as_mut() {
+            if let Err(kind) = port.ready(ctx.registry, ctx.aux_token, c.game_id) {
+                return Step::Fail(kind);
+            }
+        }
+        // What the host was doing: holding its listed game, or waiting for its status.
+        match c.hold_until {
+            Some(until) => Step::Sleep(until.saturating_duration_since(ctx.now)),
+            None => Step::More,
         }
     }
 

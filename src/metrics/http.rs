@@ -10,6 +10,8 @@ pub const MAX_REQUEST_LEN: usize = 4096;
 /// Where a parsed request goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
+    /// `GET /`: the status page (HTML).
+    Status,
     /// `GET /metrics`.
     Metrics,
     /// `GET /rooms`.
@@ -48,6 +50,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<Route>, HttpError> {
         (Some("GET" | "HEAD"), Some(path)) => {
             // Query strings are ignored.
             match path.split('?').next() {
+                Some("/" | "/index.html") => Route::Status,
                 Some("/metrics") => Route::Metrics,
                 Some("/rooms") => Route::Rooms,
                 Some("/wz/games") => Route::WzGames,
@@ -95,6 +98,10 @@ mod tests {
         assert_eq!(
             parse_request(b"GET /rooms?x=1 HTTP/1.0\r\n\r\n"),
             Ok(Some(Route::Rooms))
+        );
+        assert_eq!(
+            parse_request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Ok(Some(Route::Status))
         );
         assert_eq!(
             parse_request(b"GET /nope HTTP/1.1\r\n\r\n"),

@@ -1,8 +1,10 @@
-//! The operators' HTTP endpoint, minus the sockets: request parsing and the two pages.
+//! The operators' HTTP endpoint, minus the sockets: request parsing and the pages.
 //!
-//! `--metrics ADDR` serves `GET /metrics` (Prometheus text exposition format 0.0.4: every
+//! `--metrics ADDR` serves `GET /` (the status page for a browser, [`status_page`]),
+//! `GET /metrics` (Prometheus text exposition format 0.0.4: every
 //! counter of the core and the driver, by protocol and reason, plus gauges for rooms by state,
-//! players, instances and tables) and `GET /rooms` (the live rooms as JSON). Requests are
+//! players, instances and tables), `GET /rooms` (the live rooms as JSON) and `GET /wz/games`
+//! (the Warzone master server's games as JSON). Requests are
 //! parsed with `httparse` from a bounded buffer; one request per connection, answered and
 //! closed. The driver owns the sockets; nothing here blocks or allocates without bound.
 
@@ -12,11 +14,14 @@ use crate::lobby::RoomState;
 
 pub mod http;
 pub mod snapshot;
+pub mod status_page;
 
 pub use http::{parse_request, response, HttpError, Route, MAX_REQUEST_LEN};
 pub use snapshot::{
-    Counter, GeneralGameInfo, GeneralSnapshot, RoomView, Snapshot, WzGameInfo, WzSnapshot,
+    Counter, GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, ListenerView, RoomView, Snapshot,
+    WzGameInfo, WzSnapshot,
 };
+pub use status_page::{escape_html, render_status_page, STATUS_ROWS};
 
 /// Writes every counter and gauge of `snap` in the Prometheus text format.
 pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
@@ -212,6 +217,7 @@ mod tests {
                     members: 2,
                     reservations: 1,
                     max_players: 4,
+                    players: Vec::new(),
                 },
                 RoomView {
                     room: RoomId(2),
@@ -221,6 +227,7 @@ mod tests {
                     members: 3,
                     reservations: 0,
                     max_players: 4,
+                    players: Vec::new(),
                 },
             ],
             open_instances: 1,
@@ -229,6 +236,7 @@ mod tests {
             uptime: Duration::from_millis(1500),
             wz: None,
             general: None,
+            ..Snapshot::default()
         }
     }
 

@@ -15,6 +15,17 @@ use crate::lobby::{LobbyStats, RoomId, RoomState};
 /// line per name).
 pub type Counter = (&'static str, &'static str, u64);
 
+/// One bound socket as operators see it (the status page's listener table).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerView {
+    /// What it serves: "UDP room lobby", "TCP lobby", ...
+    pub name: &'static str,
+    /// `"udp"` or `"tcp"`.
+    pub transport: &'static str,
+    /// The bound address, or for the game instances their port range.
+    pub address: String,
+}
+
 /// One room as operators see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoomView {
@@ -32,6 +43,9 @@ pub struct RoomView {
     pub reservations: usize,
     /// Seats.
     pub max_players: usize,
+    /// A party's players' names in slot order, for the first [`Snapshot::detail_rows`]
+    /// parties (empty otherwise, and for UDP rooms, whose players have no names).
+    pub players: Vec<String>,
 }
 
 /// One master-server game as operators see it (`/wz/games`).
@@ -86,12 +100,29 @@ pub struct GeneralGameInfo {
     pub max_players: usize,
 }
 
+/// One general lobby member as operators see it (the status page).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeneralMemberInfo {
+    /// Its id.
+    pub id: i32,
+    /// Its username.
+    pub username: String,
+    /// Its display name.
+    pub display_name: String,
+    /// Its connection dropped and its resume grace runs.
+    pub away: bool,
+    /// Games it plays in.
+    pub games: usize,
+}
+
 /// The general lobby's members, games and gauges at one instant (its counters are in
 /// [`Snapshot::counters`]).
 #[derive(Clone, Debug, Default)]
 pub struct GeneralSnapshot {
     /// Members signed in or away (within their resume grace).
     pub members: usize,
+    /// The first [`Snapshot::detail_rows`] members, in id order.
+    pub member_list: Vec<GeneralMemberInfo>,
     /// Of those, members away.
     pub members_away: usize,
     /// Open connections, signed in or not.
@@ -103,11 +134,16 @@ pub struct GeneralSnapshot {
 /// The server's counters and rooms at one instant.
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
+    /// How many parties and members the front ends describe by name (the status page's
+    /// rows; 0 for the counters-only pages, which then copy no names).
+    pub detail_rows: usize,
+    /// Every bound socket, in the order lobbyd logs them at start.
+    pub listeners: Vec<ListenerView>,
     /// The R-Type core's counters (UDP room lobby, instances, TCP parties).
     pub lobby: LobbyStats,
     /// Every other counter, front end by front end, in the order they are rendered.
     pub counters: Vec<Counter>,
-    /// Every live R-Type room and party.
+    /// Every live R-Type room and party, by id.
     pub rooms: Vec<RoomView>,
     /// Instance sockets open.
     pub open_instances: usize,

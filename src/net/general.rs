@@ -38,9 +38,9 @@ use slab::Slab;
 use crate::accounts::{LoginPolicy, VerifyResult};
 use crate::config::GeneralSettings;
 use crate::general::{ConnId, GeneralConfig, GeneralLobby, GeneralOutput, JobId, TokenSource};
-use crate::metrics::{GeneralGameInfo, GeneralSnapshot, Snapshot};
+use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, Snapshot};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
-use crate::wire::general::{next_frame, Next, HEADER_LEN};
+use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 
 use super::login::Logins;
 use super::server::FrontEnd;
@@ -695,10 +695,22 @@ impl GeneralDriver {
         }
     }
 
-    /// Games and gauges for the operators' pages.
-    fn games_snapshot(&self) -> GeneralSnapshot {
+    /// Games and gauges for the operators' pages, and the first `named` members by name.
+    fn games_snapshot(&self, named: usize) -> GeneralSnapshot {
         GeneralSnapshot {
             members: self.core.member_count(),
+            member_list: self
+                .core
+                .members()
+                .take(named)
+                .map(|m| GeneralMemberInfo {
+                    id: m.id.0,
+                    username: m.username.to_owned(),
+                    display_name: m.display_name.to_owned(),
+                    away: m.flags & MEMBER_AWAY != 0,
+                    games: m.games,
+                })
+                .collect(),
             members_away: self.core.member_count() - self.core.present_count(),
             connections: self.conns.len(),
             games: self
@@ -789,7 +801,7 @@ impl FrontEnd for GeneralDriver {
         let core = self.core.stats();
         snap.add_counters(|f| core.visit(f));
         snap.add_counters(|f| self.stats.visit(f));
-        snap.general = Some(self.games_snapshot());
+        snap.general = Some(self.games_snapshot(snap.detail_rows));
     }
 
     fn shutdown(&mut self, registry: &Registry) {

@@ -3,7 +3,8 @@
 //! One request per connection: read the head into a buffer capped at
 //! [`metrics::MAX_REQUEST_LEN`], answer, close once written. At most [`MAX_CONNS`] are open;
 //! more are accepted and closed at once, so a scraper storm cannot grow memory. Pages are
-//! rendered by [`crate::metrics`]; nothing here blocks the loop.
+//! rendered by [`crate::metrics`] from a snapshot taken for that request only (names of
+//! parties and members only for the status page, `GET /`); nothing here blocks the loop.
 
 use std::io::{self, Read, Write};
 
@@ -83,8 +84,14 @@ impl MetricsEndpoint {
         }
     }
 
-    /// Reads a request, answers it with pages rendered from `snapshot()`, writes it out.
-    pub fn ready(&mut self, key: usize, registry: &Registry, snapshot: impl FnOnce() -> Snapshot) {
+    /// Reads a request, answers it with pages rendered from `snapshot(rows)` (naming `rows`
+    /// parties and members at most), writes it out.
+    pub fn ready(
+        &mut self,
+        key: usize,
+        registry: &Registry,
+        snapshot: impl FnOnce(usize) -> Snapshot,
+    ) {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
@@ -110,19 +117,24 @@ impl MetricsEndpoint {
             }
             let (status, content_type, body) = match metrics::parse_request(&conn.request) {
                 Ok(None) => return,
+                Ok(Some(Route::Status)) => {
+                    let mut body = String::new();
+                    metrics::render_status_page(&snapshot(metrics::STATUS_ROWS), &mut body);
+                    (200, "text/html; charset=utf-8", body)
+                }
                 Ok(Some(Route::Metrics)) => {
                     let mut body = String::new();
-                    metrics::render_prometheus(&snapshot(), &mut body);
+                    metrics::render_prometheus(&snapshot(0), &mut body);
                     (200, "text/plain; version=0.0.4", body)
                 }
                 Ok(Some(Route::Rooms)) => {
                     let mut body = String::new();
-                    metrics::render_rooms_json(&snapshot(), &mut body);
+                    metrics::render_rooms_json(&snapshot(0), &mut body);
                     (200, "application/json", body)
                 }
                 Ok(Some(Route::WzGames)) => {
                     let mut body = String::new();
-                    metrics::render_wz_games_json(&snapshot(), &mut body);
+                    metrics::render_wz_games_json(&snapshot(0), &mut body);
                     (200, "application/json", body)
                 }
                 Ok(Some(Route::NotFound)) => (404, "text/plain", "not found\n".into()),

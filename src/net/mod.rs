@@ -40,7 +40,7 @@ use crate::accounts::store::check_database;
 use crate::accounts::LoginPolicy;
 use crate::config::{Config, InstancePorts};
 use crate::lobby::{Lobby, LobbyConfig, PartyConfig};
-use crate::metrics::Snapshot;
+use crate::metrics::{ListenerView, Snapshot};
 use crate::ratelimit::PerIpConfig;
 
 use general::GeneralDriver;
@@ -113,6 +113,38 @@ struct Bound {
     metrics: Option<SocketAddr>,
     wz: Option<SocketAddr>,
     general: Option<SocketAddr>,
+}
+
+impl Bound {
+    /// The bound sockets as the status page lists them, the instance port range among them.
+    fn listeners(&self, config: &Config) -> Vec<ListenerView> {
+        let instances = match config.instance_ports {
+            InstancePorts::Range { lo, hi } => format!("{}:{lo}-{hi}", config.bind),
+            InstancePorts::Ephemeral => format!("{}, ports chosen by the OS", config.bind),
+        };
+        let view = |name, transport, addr: Option<SocketAddr>| {
+            addr.map(|addr| ListenerView {
+                name,
+                transport,
+                address: addr.to_string(),
+            })
+        };
+        [
+            view("UDP room lobby", "udp", self.udp_lobby),
+            self.udp_lobby.map(|_| ListenerView {
+                name: "game instances",
+                transport: "udp",
+                address: instances,
+            }),
+            view("TCP lobby", "tcp", self.tcp_lobby),
+            view("Warzone master server", "tcp", self.wz),
+            view("general lobby", "tcp", self.general),
+            view("metrics and status page", "tcp", self.metrics),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 /// Names the listener and address in a bind error, so the operator sees which flag to change
@@ -237,17 +269,19 @@ fn build(config: &Config) -> io::Result<Built> {
     if let Some((listener, _)) = metrics_listener {
         server.serve_metrics(listener)?;
     }
+    let addrs = Bound {
+        udp_lobby,
+        tcp_lobby,
+        metrics,
+        wz,
+        general,
+    };
+    server.set_listeners(addrs.listeners(config));
     Ok(Built {
         server,
         waker,
         control,
-        addrs: Bound {
-            udp_lobby,
-            tcp_lobby,
-            metrics,
-            wz,
-            general,
-        },
+        addrs,
     })
 }
 
@@ -331,7 +365,9 @@ impl ServerHandle {
         self.addrs.general
     }
 
-    /// The counters and rooms, as the loop sees them between two events.
+    /// The counters and rooms, as the loop sees them between two events, with the names of
+    /// as many parties and members as the status page shows
+    /// ([`crate::metrics::STATUS_ROWS`]).
     pub fn snapshot(&self) -> io::Result<Snapshot> {
         let (reply, receiver) = mpsc::channel();
         self.send(Control::Snapshot(reply))?;

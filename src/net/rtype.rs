@@ -18,6 +18,7 @@ use mio::Registry;
 
 use crate::lobby::{ConnId, Lobby, Output, RoomId};
 use crate::metrics::{RoomView, Snapshot};
+use crate::wire::tcp_lobby::validate_name;
 
 use super::server::FrontEnd;
 use super::tcp::{TcpInput, TcpLobby};
@@ -234,8 +235,21 @@ impl FrontEnd for RtypeFrontEnd {
                 members: room.member_count() + self.lobby.lobby_members(room.id),
                 reservations: room.reservation_count(),
                 max_players: room.max_players(),
+                players: Vec::new(),
             })
             .collect();
+        snap.rooms.sort_unstable_by_key(|view| view.room.0);
+        // Names only for the status page, and only for the parties it shows.
+        let parties = snap.rooms.iter_mut().filter_map(|view| {
+            let party = self.lobby.party(view.room)?;
+            Some((view, party))
+        });
+        for (view, party) in parties.take(snap.detail_rows) {
+            view.players = party
+                .members()
+                .map(|(_, member)| validate_name(&member.name).unwrap_or("?").to_owned())
+                .collect();
+        }
         snap.open_instances = self.udp.open_instances();
         snap.ports_in_use = self.udp.ports_in_use();
         snap.rate_table_len = self.lobby.rate_table_len();

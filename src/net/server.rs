@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Events, Interest, Poll, Registry, Waker};
 
-use crate::metrics::Snapshot;
+use crate::metrics::{ListenerView, Snapshot, STATUS_ROWS};
 
 use super::heap::HeapTrim;
 use super::http::MetricsEndpoint;
@@ -53,7 +53,7 @@ pub const SHUTDOWN_FLUSH: Duration = Duration::from_millis(500);
 pub enum Control {
     /// Stop serving and return from the loop.
     Shutdown,
-    /// Send back a [`Snapshot`] of the counters and rooms.
+    /// Send back a [`Snapshot`] of the counters and rooms (with the status page's names).
     Snapshot(Sender<Snapshot>),
 }
 
@@ -94,6 +94,8 @@ pub struct Server {
     wake: PreciseWake,
     /// Gives the heap's free pages back after a spike (`net::heap`).
     trim: HeapTrim,
+    /// Every bound socket, for the status page.
+    listeners: Vec<ListenerView>,
 }
 
 impl Server {
@@ -110,6 +112,7 @@ impl Server {
             warnings: WarnBudget::new(Instant::now(), 60, 20),
             wake,
             trim: HeapTrim::new(Instant::now()),
+            listeners: Vec::new(),
         })
     }
 
@@ -121,6 +124,11 @@ impl Server {
     /// Plugs a front end in; its tokens are those of `kind`.
     pub(super) fn serve(&mut self, kind: FrontEndKind, front_end: Box<dyn FrontEnd>) {
         self.front_ends[kind as usize] = Some(front_end);
+    }
+
+    /// Every bound socket, as the status page lists them.
+    pub(super) fn set_listeners(&mut self, listeners: Vec<ListenerView>) {
+        self.listeners = listeners;
     }
 
     /// Serves the metrics endpoint on `listener`.
@@ -178,7 +186,7 @@ impl Server {
         match target {
             Target::MetricsListener => endpoint.accept(self.poll.registry()),
             Target::MetricsConn(key) => {
-                endpoint.ready(key, self.poll.registry(), || self.snapshot())
+                endpoint.ready(key, self.poll.registry(), |rows| self.snapshot(rows))
             }
             _ => {}
         }
@@ -248,7 +256,7 @@ impl Server {
                 Ok(Control::Shutdown) => return true,
                 Ok(Control::Snapshot(reply)) => {
                     // The requester may have given up waiting; that is not our problem.
-                    let _ = reply.send(self.snapshot());
+                    let _ = reply.send(self.snapshot(STATUS_ROWS));
                 }
                 Err(TryRecvError::Empty) => return false,
                 Err(TryRecvError::Disconnected) => return true,
@@ -256,9 +264,13 @@ impl Server {
         }
     }
 
-    fn snapshot(&self) -> Snapshot {
+    /// The front ends' counters, rooms and games, naming the first `detail_rows` parties and
+    /// members (only the status page asks for names; the other pages pass 0).
+    fn snapshot(&self, detail_rows: usize) -> Snapshot {
         let mut snap = Snapshot {
             uptime: self.started.elapsed(),
+            detail_rows,
+            listeners: self.listeners.clone(),
             ..Snapshot::default()
         };
         for front_end in self.front_ends.iter().flatten() {
