@@ -4,9 +4,10 @@
 # servers on core 0, clients on core 1, alternating pairs, each pair printed, medians at the end.
 #
 #   raw:    scripts/baselines/relay_rr.c's blocking server: one recvfrom per datagram, then FANOUT
-#           (= members - 1) sendto of the same bytes; driven by relay_rr's client: ROOMS groups
-#           of MEMBERS sockets, one SIZE-byte datagram in flight per group, the next member
-#           sending once FANOUT copies are back.
+#           (= members - 1) sendto of the same bytes to the sender's group mates (its group: the
+#           MEMBERS consecutive ports around the sender's, bound here from RELAY_RAW_PORTS, 44000
+#           up); driven by relay_rr's client: ROOMS groups of MEMBERS sockets, one SIZE-byte
+#           datagram in flight per group, the next member sending once FANOUT copies are back.
 #   load:   lobbyd, ROOMS rooms of MEMBERS members driven by `lobby-load relay --size SIZE
 #           --members MEMBERS --concurrency ROOMS` (relayed copies received per second): the
 #           issue's target is load / raw >= 1.0.
@@ -30,14 +31,16 @@ trap 'rm -rf "$T"' EXIT
 ratio() { python3 -c "import sys; print('%.3f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# Binds ROOMS x MEMBERS sockets on 127.0.0.2-254 (distinct addresses within a room: lobbyd keeps
-# one seat per address and room), makes them members of lobbyd rooms when MODE is lobbyd (or
-# aims them at the C server when MODE is raw), then runs relay_rr's client on core 1 over them.
+# Binds ROOMS x MEMBERS sockets and makes them members of lobbyd rooms when MODE is lobbyd (on
+# 127.0.0.2-254: distinct addresses within a room, as lobbyd keeps one seat per address and
+# room), or aims them at the C server when MODE is raw (on 127.0.0.1, consecutive ports from
+# RELAY_RAW_PORTS), then runs relay_rr's client on core 1 over them.
 drive() {
-  python3 - "$1" "$T/relay_rr" "$SECS" "$ROOMS" "$MEMBERS" "$SIZE" "$P" "$LP" <<'PY'
+  python3 - "$1" "$T/relay_rr" "$SECS" "$ROOMS" "$MEMBERS" "$SIZE" "$P" "$LP" "${RELAY_RAW_PORTS:-44000}" <<'PY'
 import socket, struct, subprocess, sys, zlib
-mode, client, secs, rooms, members, size, raw_port, lobby_port = sys.argv[1:9]
-rooms, members, size = int(rooms), int(members), int(size)
+mode, client, secs, rooms, members, size, raw_port, lobby_port, raw_ports = sys.argv[1:10]
+rooms, members, size, raw_ports = int(rooms), int(members), int(size), int(raw_ports)
+raw_ports -= raw_ports % members   # groups start at a multiple of MEMBERS (relay_rr's rule)
 def frame(code, seq, payload):
     body = struct.pack(">BBHHH", 1, code, seq, len(payload), len(payload)) + payload
     return body + struct.pack(">I", zlib.crc32(body))
@@ -52,7 +55,11 @@ for r in range(rooms):
     group = []
     for k in range(members):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.%d" % (2 + (r * members + k) % 253), 0)); s.settimeout(2)
+        if mode == "lobbyd":
+            s.bind(("127.0.0.%d" % (2 + (r * members + k) % 253), 0))
+        else:   # the C server finds a member's group mates by port
+            s.bind(("127.0.0.1", raw_ports + r * members + k))
+        s.settimeout(2)
         group.append(s)
     dest = ("127.0.0.1", int(raw_port))
     if mode == "lobbyd":

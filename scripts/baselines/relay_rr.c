@@ -3,8 +3,10 @@
    instances and this server alike.
 
    usage: relay_rr server PORT FANOUT
-            blocking: one recvfrom per datagram, then FANOUT sendto of the same bytes back to
-            its sender (lobbyd sends a DATA to the FANOUT other members of the room).
+            blocking: one recvfrom per datagram, then FANOUT sendto of the same bytes, as lobbyd
+            sends a DATA to the FANOUT other members of its room: to the FANOUT ports that
+            share the sender's group of FANOUT + 1 consecutive ports (port / (FANOUT + 1)) on
+            the sender's address, so the destinations come from arithmetic, not a table.
           relay_rr client SECONDS FANOUT < PLAN
             PLAN: one line per member socket, "GROUP FD DEST_IPV4 DEST_PORT HEX_DATAGRAM", the
             sockets inherited open (set up by the script: members of one lobbyd room, or
@@ -49,11 +51,17 @@ static int server(int port, int fanout) {
   a.sin_family = AF_INET; a.sin_port = htons(port); a.sin_addr.s_addr = htonl(0x7f000001);
   if (bind(s, (void *)&a, sizeof a)) { perror("bind"); return 1; }
   static char buf[65536];
+  int size = fanout + 1;
   for (;;) {
     struct sockaddr_in from; socklen_t fl = sizeof from;
     ssize_t n = recvfrom(s, buf, sizeof buf, 0, (void *)&from, &fl);
     if (n < 0) continue;
-    for (int i = 0; i < fanout; i++) sendto(s, buf, n, 0, (void *)&from, fl);
+    int sender = ntohs(from.sin_port), first = sender - sender % size;
+    for (int p = first; p < first + size; p++) {
+      if (p == sender) continue;
+      from.sin_port = htons(p);
+      sendto(s, buf, n, 0, (void *)&from, fl);
+    }
   }
 }
 
