@@ -5,9 +5,10 @@
 #
 #   raw:    scripts/baselines/relay_rr.c's blocking server: one recvfrom per datagram, then FANOUT
 #           (= members - 1) sendto of the same bytes to the sender's group mates (its group: the
-#           MEMBERS consecutive ports around the sender's, bound here from RELAY_RAW_PORTS, 44000
-#           up); driven by relay_rr's client: ROOMS groups of MEMBERS sockets, one SIZE-byte
-#           datagram in flight per group, the next member sending once FANOUT copies are back.
+#           MEMBERS consecutive ports around the sender's, bound here from RELAY_RAW_PORTS,
+#           44000 up, skipping ports in use); driven by relay_rr's client: ROOMS groups of
+#           MEMBERS sockets, one SIZE-byte datagram in flight per group, the next member sending
+#           once FANOUT copies are back.
 #   load:   lobbyd, ROOMS rooms of MEMBERS members driven by `lobby-load relay --size SIZE
 #           --members MEMBERS --concurrency ROOMS` (relayed copies received per second): the
 #           issue's target is load / raw >= 1.0.
@@ -50,17 +51,33 @@ def until(s, code):
         if len(d) > 1 and d[1] == code:
             return d
 lobby = ("127.0.0.1", int(lobby_port))
+def raw_group():
+    # MEMBERS consecutive free ports starting at a multiple of MEMBERS (the C server finds a
+    # member's group mates by port); ports another process holds are skipped.
+    global raw_ports
+    while raw_ports + members <= 65536:
+        group = []
+        try:
+            for k in range(members):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); group.append(s)
+                s.bind(("127.0.0.1", raw_ports + k))
+            return group
+        except OSError:
+            for s in group:
+                s.close()
+        finally:
+            raw_ports += members
+    sys.exit("no free group of %d ports" % members)
 plan, sockets = [], []
 for r in range(rooms):
-    group = []
-    for k in range(members):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        if mode == "lobbyd":
+    if mode == "lobbyd":
+        group = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for k in range(members)]
+        for k, s in enumerate(group):
             s.bind(("127.0.0.%d" % (2 + (r * members + k) % 253), 0))
-        else:   # the C server finds a member's group mates by port
-            s.bind(("127.0.0.1", raw_ports + r * members + k))
+    else:
+        group = raw_group()
+    for s in group:
         s.settimeout(2)
-        group.append(s)
     dest = ("127.0.0.1", int(raw_port))
     if mode == "lobbyd":
         group[0].sendto(frame(0x42, r, b""), lobby)
@@ -111,6 +128,7 @@ for r in $(seq "$PAIRS"); do
   start_lobbyd
   same=$(drive lobbyd)
   kill $l; wait $l 2>/dev/null
+  [ -n "$raw" ] && [ -n "$load" ] && [ -n "$same" ] || { echo "pair $r: a run failed"; continue; }
   loads+=("$(ratio "$load" "$raw")"); sames+=("$(ratio "$same" "$raw")")
   echo "pair $r: raw $raw/s lobby-load relay $load/s (${loads[-1]}) relay_rr client through lobbyd $same/s (${sames[-1]})"
 done
