@@ -28,7 +28,8 @@ P=${RELAY_PORT:-43100}; LP=$((P + 142)); T=$(mktemp -d)
 [ -x "$B" ] && [ -x "$L" ] || { echo "build first (make build)"; exit 1; }
 gcc -O2 -o "$T/relay_rr" "$D/baselines/relay_rr.c" || exit 1
 ulimit -n 20000 2>/dev/null
-trap 'rm -rf "$T"' EXIT
+e=; l=
+trap 'kill $e $l 2>/dev/null; rm -rf "$T"' EXIT   # no server outlives the script
 ratio() { python3 -c "import sys; print('%.3f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
