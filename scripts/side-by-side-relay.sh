@@ -33,10 +33,11 @@ trap 'kill $e $l 2>/dev/null; rm -rf "$T"' EXIT   # no server outlives the scrip
 ratio() { python3 -c "import sys; print('%.3f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-# Binds ROOMS x MEMBERS sockets and makes them members of lobbyd rooms when MODE is lobbyd (on
-# 127.0.0.2-254: distinct addresses within a room, as lobbyd keeps one seat per address and
-# room), or aims them at the C server when MODE is raw (on 127.0.0.1, consecutive ports from
-# RELAY_RAW_PORTS), then runs relay_rr's client on core 1 over them.
+# Binds ROOMS x MEMBERS sockets on 127.0.0.1 and makes them members of lobbyd rooms when MODE is
+# lobbyd (each member's JOIN_ROOM reservation is claimed by its HELLO before the next joins, so
+# one address serves a whole room), or aims them at the C server when MODE is raw (consecutive
+# ports from RELAY_RAW_PORTS), then runs relay_rr's client on core 1 over them. Every run's
+# sockets, lobby-load's included, are on 127.0.0.1: the same destinations for both servers.
 drive() {
   python3 - "$1" "$T/relay_rr" "$SECS" "$ROOMS" "$MEMBERS" "$SIZE" "$P" "$LP" "${RELAY_RAW_PORTS:-44000}" <<'PY'
 import socket, struct, subprocess, sys, zlib
@@ -73,8 +74,8 @@ plan, sockets = [], []
 for r in range(rooms):
     if mode == "lobbyd":
         group = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for k in range(members)]
-        for k, s in enumerate(group):
-            s.bind(("127.0.0.%d" % (2 + (r * members + k) % 253), 0))
+        for s in group:
+            s.bind(("127.0.0.1", 0))
     else:
         group = raw_group()
     for s in group:
@@ -123,7 +124,7 @@ for r in $(seq "$PAIRS"); do
   kill $e; wait $e 2>/dev/null
   start_lobbyd
   load=$(taskset -c 1 "$L" relay --target "127.0.0.1:$LP" --size "$SIZE" --members "$MEMBERS" \
-    --concurrency "$ROOMS" --sources 127.0.0.2-127.0.0.254 --duration "$SECS" --json -q 2>/dev/null |
+    --concurrency "$ROOMS" --sources 127.0.0.1 --duration "$SECS" --json -q 2>/dev/null |
     python3 -c 'import json,sys; print([json.loads(l) for l in sys.stdin if l.startswith("{")][-1]["per_second"])')
   kill $l; wait $l 2>/dev/null
   start_lobbyd

@@ -257,17 +257,17 @@ impl<S: Copy + Eq> SendQueue<S> {
     /// Sends the queued datagrams `start..end` (one socket's run, see
     /// [`SendQueue::run_at`]) on `socket`; `received` holds the slots relays point at.
     /// `outcome` gets each datagram's result and length, in order.
-    pub fn send_run(
-        &self,
+    pub fn send_run<'a>(
+        &'a self,
         socket: BorrowedFd<'_>,
         (start, end): (usize, usize),
-        received: &RecvBatch,
+        received: &'a RecvBatch,
         mut outcome: impl FnMut(io::Result<usize>, usize),
     ) {
         let Some(run) = self.queued.get(start..end) else {
             return;
         };
-        let bytes = |q: &Queued<S>| -> &[u8] {
+        let bytes = |q: &'a Queued<S>| -> &'a [u8] {
             let slot = match q.bytes {
                 Bytes::Own { slot } => self.slots.get(slot),
                 Bytes::Received { slot } => received.slots.get(slot),
@@ -280,46 +280,12 @@ impl<S: Copy + Eq> SendQueue<S> {
             outcome(result.map_err(io::Error::from), one.len);
             return;
         }
-        let iovs: [IoSlice<'_>; BATCH] =
-            std::array::from_fn(|i| IoSlice::new(run.get(i).map_or(&[][..], bytes)));
-        let mut controls: [SendAncillaryBuffer<'_, '_, '_>; BATCH] =
-            std::array::from_fn(|_| SendAncillaryBuffer::default());
-        // `sendmmsg` takes a contiguous array: entries past the run are built (empty, no
-        // address) but never passed to the kernel.
-        let mut i = 0;
-        let mut msgs: [MMsgHdr<'_>; BATCH] = controls.each_mut().map(|control| {
-            let iov = std::slice::from_ref(&iovs[i]);
-            let msg = match run.get(i) {
-                Some(q) => MMsgHdr::new_with_addr(&q.to, iov, control),
-                None => MMsgHdr::new(iov, control),
-            };
-            i += 1;
-            msg
-        });
-        let mut next = 0;
-        while next < run.len() {
-            match sendmmsg(socket, &mut msgs[next..run.len()], SendFlags::empty()) {
-                Ok(sent) if sent > 0 => {
-                    let done = (next + sent).min(run.len());
-                    for (msg, q) in msgs[next..done].iter().zip(&run[next..done]) {
-                        outcome(Ok(msg.bytes_sent()), q.len);
-                    }
-                    next = done;
-                }
-                // Nothing sent and no error (not seen in practice): count the first datagram
-                // as failed so the loop always ends.
-                Ok(_) => {
-                    outcome(Err(io::ErrorKind::WriteZero.into()), run[next].len);
-                    next += 1;
-                }
-                // The first datagram failed (an error past the first is not reported: the
-                // call returns the count sent, and the next call starts at the failed one).
-                // Count it and go on with the rest, as one `send_to` each did.
-                Err(e) => {
-                    outcome(Err(e.into()), run[next].len);
-                    next += 1;
-                }
-            }
+        // The headers are built for each call (they borrow the datagrams), in an array sized
+        // to the run: a relay's 3 copies should not pay for 64 headers.
+        match run.len() {
+            0..=4 => send_batch::<S, 4>(socket, run, bytes, outcome),
+            5..=16 => send_batch::<S, 16>(socket, run, bytes, outcome),
+            _ => send_batch::<S, BATCH>(socket, run, bytes, outcome),
         }
     }
 
@@ -327,5 +293,57 @@ impl<S: Copy + Eq> SendQueue<S> {
     pub fn clear(&mut self) {
         self.queued.clear();
         self.slots_used = 0;
+    }
+}
+
+/// Sends `run` (at most `N` datagrams, one socket) with `sendmmsg` calls until each one went
+/// or failed; `outcome` gets each datagram's result and length, in order.
+fn send_batch<'d, S, const N: usize>(
+    socket: BorrowedFd<'_>,
+    run: &'d [Queued<S>],
+    bytes: impl Fn(&'d Queued<S>) -> &'d [u8],
+    mut outcome: impl FnMut(io::Result<usize>, usize),
+) {
+    let run = &run[..run.len().min(N)];
+    let iovs: [IoSlice<'_>; N] =
+        std::array::from_fn(|i| IoSlice::new(run.get(i).map_or(&[][..], &bytes)));
+    let mut controls: [SendAncillaryBuffer<'_, '_, '_>; N] =
+        std::array::from_fn(|_| SendAncillaryBuffer::default());
+    // `sendmmsg` takes a contiguous array: entries past the run are built (empty, no address)
+    // but never passed to the kernel.
+    let mut i = 0;
+    let mut msgs: [MMsgHdr<'_>; N] = controls.each_mut().map(|control| {
+        let iov = std::slice::from_ref(&iovs[i]);
+        let msg = match run.get(i) {
+            Some(q) => MMsgHdr::new_with_addr(&q.to, iov, control),
+            None => MMsgHdr::new(iov, control),
+        };
+        i += 1;
+        msg
+    });
+    let mut next = 0;
+    while next < run.len() {
+        match sendmmsg(socket, &mut msgs[next..run.len()], SendFlags::empty()) {
+            Ok(sent) if sent > 0 => {
+                let done = (next + sent).min(run.len());
+                for (msg, q) in msgs[next..done].iter().zip(&run[next..done]) {
+                    outcome(Ok(msg.bytes_sent()), q.len);
+                }
+                next = done;
+            }
+            // Nothing sent and no error (not seen in practice): count the first datagram as
+            // failed so the loop always ends.
+            Ok(_) => {
+                outcome(Err(io::ErrorKind::WriteZero.into()), run[next].len);
+                next += 1;
+            }
+            // The first datagram failed (an error past the first is not reported: the call
+            // returns the count sent, and the next call starts at the failed one). Count it
+            // and go on with the rest, as one `send_to` each did.
+            Err(e) => {
+                outcome(Err(e.into()), run[next].len);
+                next += 1;
+            }
+        }
     }
 }
