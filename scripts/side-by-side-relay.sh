@@ -124,7 +124,7 @@ for r in $(seq "$PAIRS"); do
   kill $e; wait $e 2>/dev/null
   start_lobbyd
   load=$(taskset -c 1 "$L" relay --target "127.0.0.1:$LP" --size "$SIZE" --members "$MEMBERS" \
-    --concurrency "$ROOMS" --sources 127.0.0.1 --duration "$SECS" --json -q 2>/dev/null |
+    --concurrency "$ROOMS" --sources 127.0.0.1 --caps off --duration "$SECS" --json -q 2>/dev/null |
     python3 -c 'import json,sys; print([json.loads(l) for l in sys.stdin if l.startswith("{")][-1]["per_second"])')
   kill $l; wait $l 2>/dev/null
   start_lobbyd
