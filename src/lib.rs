@@ -36,7 +36,8 @@
 //!   `accounts` and the cores' config types.
 //! - [`net`]: the driver, the only module that imports `mio`. `server.rs` is the loop and
 //!   documents the one seam (`FrontEnd`) every front end plugs into: `rtype.rs` (the R-Type
-//!   core with its UDP sockets in `udp.rs` and its TCP lobby in `tcp.rs`), `wz.rs`,
+//!   core with its UDP sockets in `udp.rs`, read and written in `recvmmsg`/`sendmmsg`
+//!   batches by `batch.rs`, and its TCP lobby in `tcp.rs`), `wz.rs`,
 //!   `general.rs`; `stream.rs` is the one TCP stream transport under the three TCP front
 //!   ends, `login.rs` the password-check bridge any core can use, `token.rs` the tokens.
 //!   Every listener is bound in `net::build`. May import everything above except `load`.

@@ -129,6 +129,11 @@ fn spec() -> getopts::Options {
         "start",
         "relay: owners send START after setup (countdown, then play).",
     );
+    o.optflag(
+        "",
+        "blocking",
+        "echo: a blocking std server, one recv + one send per datagram (default: a mio loop).",
+    );
     o.optflag("", "json", "Print the summary as JSON.");
     o.optflag(
         "q",
@@ -225,6 +230,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         o.max_failures = pct / 100.0;
     }
     o.start = m.opt_present("start");
+    o.blocking = m.opt_present("blocking");
     o.json = m.opt_present("json");
     o.quiet = m.opt_present("quiet");
     Ok(Command::Run(Box::new(o)))
@@ -373,5 +379,11 @@ mod tests {
         assert!(run(&["udp-list", "--sources", "192.0.2.1"]).is_err());
         let o = run(&["udp-list", "--target", "192.0.2.1:4242", "--allow-remote"]).unwrap();
         assert_eq!(o.target.ip(), "192.0.2.1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn echo_blocking_is_a_flag() {
+        assert!(run(&["echo", "--blocking"]).unwrap().blocking);
+        assert!(!run(&["echo"]).unwrap().blocking);
     }
 }

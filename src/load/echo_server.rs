@@ -1,11 +1,15 @@
 //! The baseline: a raw UDP echo server on its own thread, the least work a server can do per
 //! datagram on this machine.
 //!
-//! It is built like lobbyd's loop (one thread, one mio `Poll`, edge-triggered, drain until
-//! `WouldBlock`, one `send_to` per datagram), so the ratio of a lobbyd mode to `echo` in the
-//! same session measures what lobbyd's own work costs, not the kernel. It answers each
-//! datagram with `reply_size` bytes: the request copied to the front, zeros after it, so a
-//! 12-byte request can draw a reply the size of a 64-room ROOM_LIST.
+//! By default it is built like lobbyd's loop before batching (one thread, one mio `Poll`,
+//! edge-triggered, drain until `WouldBlock`, one `send_to` per datagram), so the ratio of a
+//! lobbyd mode to `echo` in the same session measures what lobbyd's own work costs. With
+//! `--blocking` ([`EchoServer::start_blocking`]) it is the simplest server std allows, no mio:
+//! a blocking `recv_from` and one `send_to` per datagram, like `../shared/baselines/udp_rr.c`
+//! (issue 14: a mio baseline is itself slower than that, so a ratio to it alone flatters
+//! lobbyd). Either answers each datagram with `reply_size` bytes: the request copied to the
+//! front, zeros after it, so a 12-byte request can draw a reply the size of a 64-room
+//! ROOM_LIST.
 
 use std::io;
 use std::net::SocketAddr;
@@ -37,6 +41,25 @@ impl EchoServer {
         let thread = std::thread::Builder::new()
             .name("echo".into())
             .spawn(move || serve(poll, socket, reply_size, &flag))?;
+        Ok(EchoServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Binds `bind` and serves on a new thread with blocking std sockets: one `recv_from`
+    /// and one `send_to` per datagram, no poll.
+    pub fn start_blocking(bind: SocketAddr, reply_size: usize) -> io::Result<EchoServer> {
+        let socket = std::net::UdpSocket::bind(bind)?;
+        let addr = socket.local_addr()?;
+        // The stop flag is looked at between datagrams and after this much silence.
+        socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("echo".into())
+            .spawn(move || serve_blocking(&socket, reply_size, &flag))?;
         Ok(EchoServer {
             addr,
             stop,
@@ -97,12 +120,10 @@ fn serve(
                 // ICMP errors of earlier sends surface here; keep serving.
                 Err(_) => continue,
             };
-            // The reply starts with the request (so the client can match it) and is padded
-            // with zeros; the tail may still hold bytes of an earlier, longer datagram.
-            if reply_size > len {
-                buf[len..reply_size].fill(0);
-            }
-            if socket.send_to(&buf[..reply_size], from).is_ok() {
+            if socket
+                .send_to(reply(&mut buf, len, reply_size), from)
+                .is_ok()
+            {
                 answered += 1;
             }
         }
@@ -110,13 +131,46 @@ fn serve(
     Ok(answered)
 }
 
+/// The blocking server's loop: one `recv_from`, one `send_to`, until `stop`.
+fn serve_blocking(
+    socket: &std::net::UdpSocket,
+    reply_size: usize,
+    stop: &AtomicBool,
+) -> io::Result<u64> {
+    let mut buf = vec![0u8; 65_536];
+    let mut answered = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let (len, from) = match socket.recv_from(&mut buf) {
+            Ok(received) => received,
+            // The read timeout (to look at `stop`), a signal, or an ICMP error of an
+            // earlier send: keep serving.
+            Err(_) => continue,
+        };
+        if socket
+            .send_to(reply(&mut buf, len, reply_size), from)
+            .is_ok()
+        {
+            answered += 1;
+        }
+    }
+    Ok(answered)
+}
+
+/// The reply to the `len`-byte request at the front of `buf`: the request, padded with zeros
+/// to `reply_size` bytes (the tail may still hold bytes of an earlier, longer datagram).
+fn reply(buf: &mut [u8], len: usize, reply_size: usize) -> &[u8] {
+    if reply_size > len {
+        buf[len..reply_size].fill(0);
+    }
+    &buf[..reply_size]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn echoes_with_the_reply_size() {
-        let server = EchoServer::start("127.0.0.1:0".parse().unwrap(), 40).unwrap();
+    /// One 4-byte request to `server`, answered with 40 bytes; then stopped.
+    fn echoes_with_the_reply_size(server: EchoServer) {
         let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         client
             .set_read_timeout(Some(Duration::from_secs(5)))
@@ -129,5 +183,17 @@ mod tests {
         assert_eq!(&buf[..4], &[1, 2, 3, 4]);
         assert!(buf[4..40].iter().all(|&b| b == 0));
         assert_eq!(server.stop().unwrap(), 1);
+    }
+
+    #[test]
+    fn mio_server_echoes_with_the_reply_size() {
+        let bind = "127.0.0.1:0".parse().unwrap();
+        echoes_with_the_reply_size(EchoServer::start(bind, 40).unwrap());
+    }
+
+    #[test]
+    fn blocking_server_echoes_with_the_reply_size() {
+        let bind = "127.0.0.1:0".parse().unwrap();
+        echoes_with_the_reply_size(EchoServer::start_blocking(bind, 40).unwrap());
     }
 }

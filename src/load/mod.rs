@@ -191,6 +191,9 @@ pub struct Options {
     /// `relay`: each room's owner sends START after setup, so rooms count down and play
     /// while DATA flows (and clients that stop early vanish mid-countdown or mid-game).
     pub start: bool,
+    /// `echo`: the server is a blocking std loop (one `recv_from` + one `send_to` per
+    /// datagram) instead of a mio loop.
+    pub blocking: bool,
     /// `wz-host`: how long each host keeps its game listed before closing; `lobby-join`: how
     /// long a creator waits for a joiner.
     pub hold: Duration,
@@ -223,6 +226,7 @@ impl Options {
             size: 64,
             reply_size: 64,
             start: false,
+            blocking: false,
             hold: mode.default_hold(),
             json: false,
             quiet: false,
@@ -268,7 +272,8 @@ fn run_fitted(options: &Options, progress: &mut dyn std::io::Write) -> std::io::
         ),
         Mode::Echo => {
             let echo = udp_modes::Echo::start(options)?;
-            let target = format!("echo server {}", echo.addr());
+            let kind = if options.blocking { "blocking " } else { "" };
+            let target = format!("{kind}echo server {}", echo.addr());
             udp_rr::run_exchange(options, target, echo, progress)
         }
         Mode::Relay => relay::run(options, progress),

@@ -392,10 +392,15 @@ pub struct Echo {
 const ECHO_CODE: u8 = 0xEE;
 
 impl Echo {
-    /// Starts the echo server on the target's IP, port chosen by the OS.
+    /// Starts the echo server (blocking with `--blocking`, else on mio) on the target's IP,
+    /// port chosen by the OS.
     pub fn start(options: &Options) -> io::Result<Echo> {
-        let server =
-            EchoServer::start(SocketAddr::new(options.target.ip(), 0), options.reply_size)?;
+        let bind = SocketAddr::new(options.target.ip(), 0);
+        let server = if options.blocking {
+            EchoServer::start_blocking(bind, options.reply_size)?
+        } else {
+            EchoServer::start(bind, options.reply_size)?
+        };
         Ok(Echo {
             addr: server.addr(),
             server: Some(server),

@@ -8,6 +8,7 @@
 //! the real addresses from it). Control messages reach the loop through a channel plus a
 //! `mio::Waker`, so the loop never blocks on them.
 
+pub mod batch;
 pub mod general;
 pub mod heap;
 pub mod http;

@@ -5,10 +5,13 @@
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`). Readiness on a UDP
 //! socket or a TCP lobby connection gives decoded inputs ([`super::udp`], [`super::tcp`])
 //! that go to the core one at a time; after each, every output the core queued is carried
-//! out by [`RtypeFrontEnd::dispatch`]: replies and instance messages to `udp`, frames and
-//! closes to `tcp` (written at once), instance sockets bound or closed. So the core's queue
-//! never holds more than one input's outputs, and a member's frames reach its party's sockets
-//! as they are produced. No protocol logic here.
+//! out by [`RtypeFrontEnd::dispatch`]: replies, instance messages and relays queued in `udp`,
+//! frames and closes to `tcp` (written at once), instance sockets bound or closed. So the
+//! core's queue never holds more than one input's outputs. UDP sockets are read a batch at a
+//! time (`recvmmsg`), and the datagrams queued while serving a batch leave together
+//! (`sendmmsg`) before the next read and before each `ready` returns to the loop, so a
+//! member's datagrams reach its room mates within the event that produced them. No protocol
+//! logic here.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -23,10 +26,11 @@ use crate::wire::tcp_lobby::validate_name;
 use super::server::FrontEnd;
 use super::tcp::{TcpInput, TcpLobby};
 use super::token::Target;
-use super::udp::{Received, UdpLobby};
+use super::udp::{Batch, Received, UdpLobby, BATCH};
 
-/// Datagrams read from one socket before serving the others (fairness under flood).
-const RECV_BUDGET: usize = 256;
+/// Full batches read from one socket before serving the others (fairness under flood):
+/// `RECV_BATCHES * BATCH` datagrams.
+const RECV_BATCHES: usize = 4;
 
 /// The R-Type lobby core and its sockets.
 pub struct RtypeFrontEnd {
@@ -51,46 +55,67 @@ impl RtypeFrontEnd {
         }
     }
 
+    /// Reads the lobby socket batch by batch, each datagram to the core in turn; the
+    /// replies are queued and leave in one `sendmmsg` before the next read.
     fn lobby_readable(&mut self, registry: &Registry) {
-        for _ in 0..RECV_BUDGET {
-            match self.udp.recv_lobby() {
-                Received::Empty => return,
-                Received::Lobby { from, seq, request } => {
-                    let now = Instant::now();
+        for _ in 0..RECV_BATCHES {
+            let count = match self.udp.recv_lobby() {
+                Batch::Read(count) => count,
+                Batch::Empty => return,
+                Batch::Failed => continue,
+            };
+            let now = Instant::now();
+            for index in 0..count {
+                if let Received::Lobby { from, seq, request } = self.udp.lobby_datagram(index) {
                     self.lobby.handle_lobby_request(now, from, seq, request);
                     self.dispatch(registry);
                 }
-                Received::Dropped | Received::Instance { .. } | Received::Data { .. } => {}
+            }
+            if count < BATCH {
+                // A short batch drained the socket: the next datagram raises a new event.
+                return;
             }
         }
         // Budget spent with data possibly left: come back without waiting for a new edge.
         self.udp.requeue(registry, Target::LobbyUdp);
     }
 
+    /// Reads instance `key` batch by batch, as [`Self::lobby_readable`] does.
     fn instance_readable(&mut self, registry: &Registry, key: usize) {
-        for _ in 0..RECV_BUDGET {
-            let (room, received) = self.udp.recv_instance(key);
-            let Some(room) = room else {
+        for _ in 0..RECV_BATCHES {
+            let (Some(room), batch) = self.udp.recv_instance(key) else {
                 return;
             };
-            match received {
-                Received::Empty => return,
-                Received::Instance { from, seq, request } => {
-                    let now = Instant::now();
-                    self.lobby
-                        .handle_instance_request(now, room, from, seq, request);
-                    self.dispatch(registry);
+            let count = match batch {
+                Batch::Read(count) => count,
+                Batch::Empty => return,
+                Batch::Failed => continue,
+            };
+            let now = Instant::now();
+            for index in 0..count {
+                match self.udp.instance_datagram(room, index) {
+                    Received::Instance { from, seq, request } => {
+                        self.lobby
+                            .handle_instance_request(now, room, from, seq, request);
+                        self.dispatch(registry);
+                    }
+                    Received::Data {
+                        from,
+                        target,
+                        index,
+                    } => self.relay(now, key, room, from, target, index),
+                    Received::Dropped | Received::Lobby { .. } => {}
                 }
-                Received::Data { from, target, len } => {
-                    self.relay(Instant::now(), key, room, from, target, len)
-                }
-                Received::Dropped | Received::Lobby { .. } => {}
+            }
+            if count < BATCH {
+                return;
             }
         }
         self.udp.requeue(registry, Target::Instance(key));
     }
 
-    /// Forwards a DATA datagram: the core picks the destinations, `udp` rewrites it in place.
+    /// Forwards a DATA datagram: the core picks the destinations, `udp` rewrites it in place
+    /// and queues a copy for each.
     fn relay(
         &mut self,
         now: Instant,
@@ -98,14 +123,14 @@ impl RtypeFrontEnd {
         room: RoomId,
         from: SocketAddr,
         target: u8,
-        len: usize,
+        index: usize,
     ) {
         let mut destinations = std::mem::take(&mut self.destinations);
         if let Some(sender) = self
             .lobby
             .relay_data(now, room, from, target, &mut destinations)
         {
-            self.udp.relay(key, sender, &destinations, len);
+            self.udp.relay(key, sender, &destinations, index);
         }
         self.destinations = destinations;
     }
@@ -198,6 +223,8 @@ impl FrontEnd for RtypeFrontEnd {
             Target::TcpConn(key) => self.tcp_ready(registry, key, event),
             _ => {}
         }
+        // No datagram waits past the event that produced it.
+        self.udp.flush();
     }
 
     fn after_events(&mut self, registry: &Registry) {
@@ -262,6 +289,7 @@ impl FrontEnd for RtypeFrontEnd {
         // Every TCP lobby member is told the server is going away (docs/protocols/tcp-lobby.md).
         self.lobby.handle_shutdown();
         self.dispatch(registry);
+        self.udp.flush();
     }
 
     fn flush_shutdown(&mut self, registry: &Registry) -> bool {

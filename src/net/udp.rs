@@ -1,16 +1,23 @@
 //! The R-Type UDP sockets: the room lobby socket and the game-instance sockets.
 //!
 //! Implements the datagram half of `docs/protocols/udp-lobby.md` and
-//! `docs/protocols/instance.md`: each `recv_*` reads one datagram, parses it with `wire` and
-//! returns the decoded input (or counts the drop); each `send_*` encodes one output of the core
-//! and sends it. Who decides is the [`crate::lobby::Lobby`] core, driven by the R-Type front end
+//! `docs/protocols/instance.md`. Datagrams come and go in batches (`net::batch`, issue 14
+//! section 1): `recv_lobby` / `recv_instance` read up to [`BATCH`] datagrams with one
+//! `recvmmsg` (first sending what is queued, since a relay's bytes are still in the receive
+//! slots), `lobby_datagram` / `instance_datagram` parse one of them where it landed and
+//! return the decoded input (or count the drop); each `send_*` and `relay` encodes one output
+//! of the core into the send queue, and `flush` writes the queue with one `sendmmsg` per run
+//! of datagrams leaving from the same socket, in the order they were queued. The front end
+//! flushes before it returns to the loop, so no datagram waits past the readiness event that
+//! produced it. Who decides is the [`crate::lobby::Lobby`] core, driven by the R-Type front end
 //! (`net::rtype`); nothing here calls back into it. Sends that would block drop the datagram
-//! and count it. Instance sockets closed by the core are removed after the event batch, so a
-//! reused slab key never sees a stale event.
+//! and count it. Instance sockets closed by the core are removed after the event batch (the
+//! queue flushed first), so a reused slab key never sees a stale event.
 
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsFd;
 use std::time::Instant;
 
 use mio::net::UdpSocket;
@@ -27,23 +34,30 @@ use crate::wire::udp_lobby::{
     self, Reply, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState as WireRoomState,
 };
 
+use super::batch::{RecvBatch, SendQueue, SLOT_LEN};
 use super::instance::{Instance, PortPool};
 use super::stats::UdpStats;
 use super::token::Target;
 use super::warn::WarnBudget;
 
-/// Largest datagram we accept; anything longer is truncated by the kernel and then fails the
-/// length check, so it is dropped as malformed.
-const RECV_BUF_LEN: usize = 2048;
-/// Room for the largest reply (a ROOM_LIST of at most 112 records is 1472 bytes).
-const SEND_BUF_LEN: usize = 2048;
+pub use super::batch::BATCH;
 
-/// What one read from a UDP socket gave.
+/// What one read (`recvmmsg`) of a UDP socket gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Received {
+pub enum Batch {
+    /// This many datagrams (1 to [`BATCH`]) are in the receive batch; fewer than [`BATCH`]
+    /// means the socket was drained.
+    Read(usize),
     /// Nothing left to read (`WouldBlock`), or the socket is gone.
     Empty,
-    /// A datagram that was dropped before the core (malformed, counted) or a receive error.
+    /// A receive error (counted unless `Interrupted`); the socket may hold more.
+    Failed,
+}
+
+/// One datagram of the receive batch, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Received {
+    /// A datagram that was dropped before the core (malformed, counted).
     Dropped,
     /// A lobby request for the core.
     Lobby {
@@ -63,24 +77,24 @@ pub enum Received {
         /// The request.
         request: InstanceRequest,
     },
-    /// A DATA datagram to relay: it stays in the receive buffer, `len` bytes long.
+    /// A DATA datagram to relay: it stays in its receive slot.
     Data {
         /// Its sender.
         from: SocketAddr,
         /// The slot (or broadcast) it is for.
         target: u8,
-        /// Its length in the receive buffer.
-        len: usize,
+        /// Its index in the receive batch.
+        index: usize,
     },
 }
 
-/// Which of the two send buffers holds a datagram.
-#[derive(Clone, Copy)]
-enum Buffer {
-    /// `send_buf`: every reply but ROOM_LIST.
-    Send,
-    /// `list_buf`: the ROOM_LIST, whose records are kept between requests.
-    List,
+/// The socket a queued datagram leaves from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Socket {
+    /// The UDP lobby socket.
+    Lobby,
+    /// Instance `key` of the slab.
+    Instance(usize),
 }
 
 /// The UDP lobby socket, the instance sockets and their buffers.
@@ -91,10 +105,13 @@ pub struct UdpLobby {
     by_room: HashMap<RoomId, usize>,
     ports: PortPool,
     bind_ip: IpAddr,
-    recv_buf: Box<[u8; RECV_BUF_LEN]>,
-    send_buf: Box<[u8; SEND_BUF_LEN]>,
-    /// The last ROOM_LIST sent: its records stay in place between requests.
-    list_buf: Box<[u8; SEND_BUF_LEN]>,
+    /// The datagrams of the last read, whichever socket it was.
+    recv: RecvBatch,
+    /// Datagrams waiting for `flush`.
+    queue: SendQueue<Socket>,
+    /// The last ROOM_LIST built: its records stay in place between requests and are copied
+    /// into each reply.
+    list_buf: Box<[u8; SLOT_LEN]>,
     /// The core's list generation `list_buf`'s records were built at, and their count.
     list_cache: Option<(u64, usize)>,
     /// Instance slab keys to remove once the current event batch is done.
@@ -125,9 +142,9 @@ impl UdpLobby {
             by_room: HashMap::new(),
             ports,
             bind_ip,
-            recv_buf: Box::new([0; RECV_BUF_LEN]),
-            send_buf: Box::new([0; SEND_BUF_LEN]),
-            list_buf: Box::new([0; SEND_BUF_LEN]),
+            recv: RecvBatch::new(),
+            queue: SendQueue::new(),
+            list_buf: Box::new([0; SLOT_LEN]),
             list_cache: None,
             closing: Vec::new(),
             stats: UdpStats::default(),
@@ -146,18 +163,42 @@ impl UdpLobby {
         self.ports.in_use()
     }
 
-    /// Reads and decodes one datagram from the lobby socket.
-    pub fn recv_lobby(&mut self) -> Received {
+    /// Reads a batch from the lobby socket (after sending what is queued).
+    pub fn recv_lobby(&mut self) -> Batch {
+        self.flush();
         let Some(socket) = self.socket.as_ref() else {
-            return Received::Empty;
+            return Batch::Empty;
         };
-        let (len, from) = match socket.recv_from(&mut self.recv_buf[..]) {
-            Ok(received) => received,
-            Err(e) => return self.recv_error(e, "udp lobby"),
+        match self.recv.recv(socket) {
+            Ok(n) => Batch::Read(n),
+            Err(e) => self.recv_error(e, "udp lobby"),
+        }
+    }
+
+    /// Reads a batch from instance `key` (after sending what is queued), with the room it
+    /// serves (`None`: no such instance).
+    pub fn recv_instance(&mut self, key: usize) -> (Option<RoomId>, Batch) {
+        self.flush();
+        let Some(instance) = self.instances.get(key) else {
+            return (None, Batch::Empty);
+        };
+        let room = instance.room;
+        let batch = match self.recv.recv(&instance.socket) {
+            Ok(n) => Batch::Read(n),
+            Err(e) => self.recv_error(e, "instance"),
+        };
+        (Some(room), batch)
+    }
+
+    /// Decodes datagram `index` of the batch read from the lobby socket.
+    pub fn lobby_datagram(&mut self, index: usize) -> Received {
+        let Some((datagram, from)) = self.recv.datagram(index) else {
+            self.stats.recv_errors += 1;
+            return Received::Dropped;
         };
         self.stats.lobby_datagrams_in += 1;
-        self.stats.udp_bytes_in += len as u64;
-        match RequestRepr::parse(&self.recv_buf[..len]) {
+        self.stats.udp_bytes_in += datagram.len() as u64;
+        match RequestRepr::parse(datagram) {
             Ok(RequestRepr { seq, request }) => Received::Lobby {
                 from,
                 seq,
@@ -175,23 +216,23 @@ impl UdpLobby {
         }
     }
 
-    /// Reads and decodes one datagram from instance `key`, with the room it serves.
-    pub fn recv_instance(&mut self, key: usize) -> (Option<RoomId>, Received) {
-        let Some(instance) = self.instances.get(key) else {
-            return (None, Received::Empty);
-        };
-        let room = instance.room;
-        let (len, from) = match instance.socket.recv_from(&mut self.recv_buf[..]) {
-            Ok(received) => received,
-            Err(e) => return (Some(room), self.recv_error(e, "instance")),
+    /// Decodes datagram `index` of the batch read from `room`'s instance socket.
+    pub fn instance_datagram(&mut self, room: RoomId, index: usize) -> Received {
+        let Some((datagram, from)) = self.recv.datagram(index) else {
+            self.stats.recv_errors += 1;
+            return Received::Dropped;
         };
         self.stats.instance_datagrams_in += 1;
-        self.stats.udp_bytes_in += len as u64;
-        let received = match ClientRepr::parse(&self.recv_buf[..len]) {
+        self.stats.udp_bytes_in += datagram.len() as u64;
+        match ClientRepr::parse(datagram) {
             Ok(ClientRepr { seq, msg }) => {
                 let request = match msg {
                     ClientMsg::Data { target, .. } => {
-                        return (Some(room), Received::Data { from, target, len })
+                        return Received::Data {
+                            from,
+                            target,
+                            index,
+                        }
                     }
                     ClientMsg::Hello { token } => InstanceRequest::Hello { token },
                     ClientMsg::Leave => InstanceRequest::Leave,
@@ -205,42 +246,85 @@ impl UdpLobby {
                 self.stats.instance_drop(error);
                 Received::Dropped
             }
-        };
-        (Some(room), received)
+        }
     }
 
-    fn recv_error(&mut self, e: io::Error, what: &str) -> Received {
+    fn recv_error(&mut self, e: io::Error, what: &str) -> Batch {
         match e.kind() {
-            io::ErrorKind::WouldBlock => Received::Empty,
-            io::ErrorKind::Interrupted => Received::Dropped,
+            io::ErrorKind::WouldBlock => Batch::Empty,
+            io::ErrorKind::Interrupted => Batch::Failed,
             _ => {
                 // ICMP errors from earlier sends surface here on some systems; keep going.
                 self.stats.recv_errors += 1;
                 log::debug!("{what} recv: {e}");
-                Received::Dropped
+                Batch::Failed
             }
         }
     }
 
-    /// Forwards the DATA datagram in the receive buffer (`len` bytes, from instance `key`) to
-    /// `destinations`, rewritten in place for delivery (same length), so the payload is never
-    /// copied.
-    pub fn relay(&mut self, key: usize, sender: u8, destinations: &[SocketAddr], len: usize) {
-        instance_wire::rewrite_data_for_delivery(&mut self.recv_buf[..len], sender);
-        if let Some(instance) = self.instances.get(key) {
-            for to in destinations {
-                let result = instance.socket.send_to(&self.recv_buf[..len], *to);
-                self.stats.count_send(result, len);
-            }
+    /// Queues the DATA datagram `index` of the batch (read from instance `key`) for
+    /// `destinations`, rewritten in place for delivery (same length): every copy is sent
+    /// from the receive slot, so the payload is never copied.
+    pub fn relay(&mut self, key: usize, sender: u8, destinations: &[SocketAddr], index: usize) {
+        let datagram = self.recv.datagram_mut(index);
+        let len = datagram.len();
+        instance_wire::rewrite_data_for_delivery(datagram, sender);
+        if !self.instances.contains(key) {
+            return;
+        }
+        for to in destinations {
+            self.make_room();
+            let queued = self
+                .queue
+                .push_received(Socket::Instance(key), *to, index, len);
+            debug_assert!(queued, "the queue was flushed to make room");
         }
     }
 
-    /// Sends the core's reply to a lobby request (`lobby` is read for ROOM_LIST).
+    /// Sends what is queued now, if the queue is full.
+    fn make_room(&mut self) {
+        if self.queue.is_full() {
+            self.flush();
+        }
+    }
+
+    /// Writes every queued datagram: one `sendmmsg` per run of the same socket (more only
+    /// when one fails), each outcome counted as one `send_to`'s was.
+    pub fn flush(&mut self) {
+        let mut start = 0;
+        while let Some((socket, run_start, run_end)) = self.queue.run_at(start) {
+            let socket = match socket {
+                Socket::Lobby => self.socket.as_ref(),
+                Socket::Instance(key) => self.instances.get(key).map(|i| &i.socket),
+            };
+            // A socket gone since (never within a batch: removal waits for `flush`): the
+            // datagrams go nowhere, as a send on a closed socket did.
+            if let Some(socket) = socket {
+                let stats = &mut self.stats;
+                self.queue.send_run(
+                    socket.as_fd(),
+                    (run_start, run_end),
+                    &self.recv,
+                    |result, len| stats.count_send(result, len),
+                );
+            }
+            start = run_end;
+        }
+        self.queue.clear();
+    }
+
+    /// Queues the core's reply to a lobby request (`lobby` is read for ROOM_LIST).
     pub fn send_lobby_reply(&mut self, to: SocketAddr, seq: u16, reply: LobbyReply, lobby: &Lobby) {
         let reply = match reply {
             LobbyReply::RoomList => {
-                let len = self.room_list_datagram(seq, lobby);
-                self.send_from_lobby(to, Buffer::List, len);
+                let count = self.room_list_records(lobby);
+                self.make_room();
+                let records = &self.list_buf[..udp_lobby::room_list_len(count)];
+                let queued = self.queue.push_emitted(Socket::Lobby, to, |slot| {
+                    slot[..records.len()].copy_from_slice(records);
+                    udp_lobby::finish_room_list(slot, seq, count)
+                });
+                debug_assert!(queued, "the queue was flushed to make room");
                 return;
             }
             LobbyReply::RoomCreated { room, port } => Reply::RoomCreated {
@@ -253,29 +337,21 @@ impl UdpLobby {
             },
             LobbyReply::JoinFailed(_) => Reply::JoinFailed,
         };
-        let len = ReplyRepr { seq, reply }.emit(&mut self.send_buf[..]);
-        self.send_from_lobby(to, Buffer::Send, len);
+        self.make_room();
+        let queued = self.queue.push_emitted(Socket::Lobby, to, |slot| {
+            ReplyRepr { seq, reply }.emit(slot)
+        });
+        debug_assert!(queued, "the queue was flushed to make room");
     }
 
-    /// Sends the first `len` bytes of `buffer` from the UDP lobby socket.
-    fn send_from_lobby(&mut self, to: SocketAddr, buffer: Buffer, len: usize) {
-        let bytes = match buffer {
-            Buffer::Send => &self.send_buf[..len],
-            Buffer::List => &self.list_buf[..len],
-        };
-        if let Some(socket) = self.socket.as_ref() {
-            let result = socket.send_to(bytes, to);
-            self.stats.count_send(result, len);
-        }
-    }
-
-    /// A ROOM_LIST answering `seq` in `list_buf`, its length returned. The records are
-    /// rebuilt only when the core's list generation moved since they were written; otherwise
-    /// only header, count and checksum are rewritten (profiled: building the list was most
-    /// of lobbyd's user time under a LIST_ROOMS load, docs/BENCHMARKS.md).
-    fn room_list_datagram(&mut self, seq: u16, lobby: &Lobby) -> usize {
+    /// The records of the current ROOM_LIST in `list_buf`, their count returned. They are
+    /// rebuilt only when the core's list generation moved since they were written; each
+    /// reply copies them and writes its own header, count and checksum (profiled: building
+    /// the list was most of lobbyd's user time under a LIST_ROOMS load,
+    /// docs/BENCHMARKS.md).
+    fn room_list_records(&mut self, lobby: &Lobby) -> usize {
         let generation = lobby.list_generation();
-        let count = match self.list_cache {
+        match self.list_cache {
             Some((built, count)) if built == generation => count,
             _ => {
                 let records = lobby.room_list().map(|info: RoomInfo| RoomRecord {
@@ -289,11 +365,10 @@ impl UdpLobby {
                 self.list_cache = Some((generation, count));
                 count
             }
-        };
-        udp_lobby::finish_room_list(&mut self.list_buf[..], seq, count)
+        }
     }
 
-    /// Sends one of the core's instance messages from `room`'s socket.
+    /// Queues one of the core's instance messages from `room`'s socket.
     pub fn send_instance_message(
         &mut self,
         room: RoomId,
@@ -320,16 +395,14 @@ impl UdpLobby {
             InstanceMessage::Started => ServerMsg::Started,
             InstanceMessage::Pong => ServerMsg::Pong,
         };
-        let len = ServerRepr { seq, msg }.emit(&mut self.send_buf[..]);
-        let Some(instance) = self.instance_of(room) else {
+        let Some(&key) = self.by_room.get(&room) else {
             return;
         };
-        let result = instance.socket.send_to(&self.send_buf[..len], to);
-        self.stats.count_send(result, len);
-    }
-
-    fn instance_of(&self, room: RoomId) -> Option<&Instance> {
-        self.instances.get(*self.by_room.get(&room)?)
+        self.make_room();
+        let queued = self.queue.push_emitted(Socket::Instance(key), to, |slot| {
+            ServerRepr { seq, msg }.emit(slot)
+        });
+        debug_assert!(queued, "the queue was flushed to make room");
     }
 
     /// Binds and registers `room`'s instance socket; its port, or `None` when no port could
@@ -380,8 +453,10 @@ impl UdpLobby {
         }
     }
 
-    /// Removes the instance sockets closed in this batch and returns their ports.
+    /// Removes the instance sockets closed in this batch and returns their ports, after
+    /// sending what is still queued (a closing instance's last messages go out first).
     pub fn remove_closed(&mut self, registry: &Registry, now: Instant) {
+        self.flush();
         for key in self.closing.drain(..) {
             if let Some(mut instance) = self.instances.try_remove(key) {
                 if let Err(e) = registry.deregister(&mut instance.socket) {

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Side-by-side throughput of lobbyd's game-instance relay against the simplest C server doing
+# the same socket work (issue 14, section 1), in the manner of ../shared/baselines/side-by-side.sh:
+# servers on core 0, clients on core 1, alternating pairs, each pair printed, medians at the end.
+#
+#   raw:    scripts/baselines/relay_rr.c's blocking server: one recvfrom per datagram, then FANOUT
+#           (= members - 1) sendto of the same bytes to the sender's group mates (its group: the
+#           MEMBERS consecutive ports around the sender's, bound here from RELAY_RAW_PORTS,
+#           44000 up, skipping ports in use); driven by relay_rr's client: ROOMS groups of
+#           MEMBERS sockets, one SIZE-byte datagram in flight per group, the next member sending
+#           once FANOUT copies are back.
+#   load:   lobbyd, ROOMS rooms of MEMBERS members driven by `lobby-load relay --size SIZE
+#           --members MEMBERS --concurrency ROOMS` (relayed copies received per second): the
+#           issue's target is load / raw >= 1.0.
+#   same:   lobbyd again, the same rooms set up here (Python: CREATE_ROOM, JOIN_ROOM, HELLO) and
+#           driven by relay_rr's client, the very client of the raw run: same / raw compares
+#           the servers alone.
+#
+# usage: scripts/side-by-side-relay.sh [PAIRS] [SECONDS]     (from the project root, after `make build`)
+# env: RELAY_ROOMS (16), RELAY_MEMBERS (4), RELAY_SIZE (64 bytes per datagram), LOBBYD and
+#      LOBBY_LOAD (default target/release/...; e.g. an older build to compare), RELAY_PORT
+#      (43100: the C server; lobbyd's lobby on +142, its instances on +200..+299).
+set -u
+PAIRS=${1:-5}; SECS=${2:-2}; D=$(cd "$(dirname "$0")" && pwd)
+B=${LOBBYD:-target/release/lobbyd}; L=${LOBBY_LOAD:-target/release/lobby-load}
+ROOMS=${RELAY_ROOMS:-16}; MEMBERS=${RELAY_MEMBERS:-4}; SIZE=${RELAY_SIZE:-64}
+P=${RELAY_PORT:-43100}; LP=$((P + 142)); T=$(mktemp -d)
+[ -x "$B" ] && [ -x "$L" ] || { echo "build first (make build)"; exit 1; }
+gcc -O2 -o "$T/relay_rr" "$D/baselines/relay_rr.c" || exit 1
+ulimit -n 20000 2>/dev/null
+e=; l=
+trap 'kill $e $l 2>/dev/null; rm -rf "$T"' EXIT   # no server outlives the script
+ratio() { python3 -c "import sys; print('%.3f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# Binds ROOMS x MEMBERS sockets on 127.0.0.1 and makes them members of lobbyd rooms when MODE is
+# lobbyd (each member's JOIN_ROOM reservation is claimed by its HELLO before the next joins, so
+# one address serves a whole room), or aims them at the C server when MODE is raw (consecutive
+# ports from RELAY_RAW_PORTS), then runs relay_rr's client on core 1 over them. Every run's
+# sockets, lobby-load's included, are on 127.0.0.1: the same destinations for both servers.
+drive() {
+  python3 - "$1" "$T/relay_rr" "$SECS" "$ROOMS" "$MEMBERS" "$SIZE" "$P" "$LP" "${RELAY_RAW_PORTS:-44000}" <<'PY'
+import socket, struct, subprocess, sys, zlib
+mode, client, secs, rooms, members, size, raw_port, lobby_port, raw_ports = sys.argv[1:10]
+rooms, members, size, raw_ports = int(rooms), int(members), int(size), int(raw_ports)
+raw_ports -= raw_ports % members   # groups start at a multiple of MEMBERS (relay_rr's rule)
+def frame(code, seq, payload):
+    body = struct.pack(">BBHHH", 1, code, seq, len(payload), len(payload)) + payload
+    return body + struct.pack(">I", zlib.crc32(body))
+def until(s, code):
+    while True:
+        d = s.recv(2048)
+        if len(d) > 1 and d[1] == code:
+            return d
+lobby = ("127.0.0.1", int(lobby_port))
+def raw_group():
+    # MEMBERS consecutive free ports starting at a multiple of MEMBERS (the C server finds a
+    # member's group mates by port); ports another process holds are skipped.
+    global raw_ports
+    while raw_ports + members <= 65536:
+        group = []
+        try:
+            for k in range(members):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); group.append(s)
+                s.bind(("127.0.0.1", raw_ports + k))
+            return group
+        except OSError:
+            for s in group:
+                s.close()
+        finally:
+            raw_ports += members
+    sys.exit("no free group of %d ports" % members)
+plan, sockets = [], []
+for r in range(rooms):
+    if mode == "lobbyd":
+        group = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for k in range(members)]
+        for s in group:
+            s.bind(("127.0.0.1", 0))
+    else:
+        group = raw_group()
+    for s in group:
+        s.settimeout(2)
+    dest = ("127.0.0.1", int(raw_port))
+    if mode == "lobbyd":
+        group[0].sendto(frame(0x42, r, b""), lobby)
+        room_id, port = struct.unpack(">IH", until(group[0], 0x43)[8:14])
+        dest = ("127.0.0.1", port)
+        for k, s in enumerate(group):
+            if k:
+                s.sendto(frame(0x44, r, struct.pack(">I", room_id)), lobby)
+                until(s, 0x45)
+            s.sendto(frame(0x01, k, b""), dest)
+            until(s, 0x02)   # WELCOME (PEER_JOINED may come first)
+    data = frame(0x04, r, b"\xff" + bytes(max(size - 13, 0)))   # DATA to every other member
+    for s in group:
+        plan.append("%d %d %s %d %s" % (r, s.fileno(), dest[0], dest[1], data.hex()))
+    sockets += group
+for s in sockets:   # leftover PEER_JOINED
+    s.setblocking(False)
+    try:
+        while True:
+            s.recv(2048)
+    except BlockingIOError:
+        pass
+out = subprocess.run(["taskset", "-c", "1", client, "client", secs, str(members - 1)],
+                     input="\n".join(plan) + "\n", pass_fds=[s.fileno() for s in sockets],
+                     capture_output=True, text=True)
+import json
+print(json.loads(out.stdout)["cps"])
+PY
+}
+
+start_lobbyd() {
+  taskset -c 0 "$B" --port "$LP" --tcp-port 0 --wz-port 0 --lobby-port 0 --bind 127.0.0.1 \
+    --instance-ports "$((P + 200))-$((P + 299))" --udp-rate 100000000 --udp-reply-bytes 0 \
+    --max-rooms-per-ip 100 >"$T/lobbyd.log" 2>&1 & l=$!; sleep 0.4
+  kill -0 $l 2>/dev/null || { echo "lobbyd did not start:"; tail -3 "$T/lobbyd.log"; exit 1; }
+}
+
+loads=(); sames=()
+for r in $(seq "$PAIRS"); do
+  taskset -c 0 "$T/relay_rr" server "$P" $((MEMBERS - 1)) & e=$!; sleep 0.2
+  raw=$(drive raw)
+  kill $e; wait $e 2>/dev/null
+  start_lobbyd
+  load=$(taskset -c 1 "$L" relay --target "127.0.0.1:$LP" --size "$SIZE" --members "$MEMBERS" \
+    --concurrency "$ROOMS" --sources 127.0.0.1 --caps off --duration "$SECS" --json -q 2>/dev/null |
+    python3 -c 'import json,sys; print([json.loads(l) for l in sys.stdin if l.startswith("{")][-1]["per_second"])')
+  kill $l; wait $l 2>/dev/null
+  start_lobbyd
+  same=$(drive lobbyd)
+  kill $l; wait $l 2>/dev/null
+  [ -n "$raw" ] && [ -n "$load" ] && [ -n "$same" ] || { echo "pair $r: a run failed"; continue; }
+  loads+=("$(ratio "$load" "$raw")"); sames+=("$(ratio "$same" "$raw")")
+  echo "pair $r: raw $raw/s lobby-load relay $load/s (${loads[-1]}) relay_rr client through lobbyd $same/s (${sames[-1]})"
+done
+echo "median ratio lobby-load relay / raw $(median "${loads[@]}")"
+echo "median ratio same client / raw $(median "${sames[@]}")"
