@@ -121,7 +121,9 @@ pub fn usage() -> String {
     let brief = format!(
         "Usage: lobby-load MODE [OPTIONS]\n\nMODE is one of: {}.\n\
          Every run stops by itself after --duration (or --requests) and targets loopback only\n\
-         unless --allow-remote is given. echo starts its own UDP echo server: the baseline.",
+         unless --allow-remote is given. echo starts its own UDP echo server: the baseline.\n\
+         hostile-* modes are attackers (scripts/hostile.sh): --concurrency connections held,\n\
+         --rate junk connections (hostile-udp: datagrams) a second, --members the flooded party.",
         modes.join(", ")
     );
     spec().usage(&brief)

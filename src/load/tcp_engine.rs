@@ -170,6 +170,28 @@ pub fn connect(source: IpAddr, target: SocketAddr) -> io::Result<TcpStream> {
     Ok(TcpStream::from_std(socket.into()))
 }
 
+/// [`connect`], registered READABLE and WRITABLE under `token`.
+pub fn connect_registered(
+    source: IpAddr,
+    target: SocketAddr,
+    registry: &Registry,
+    token: Token,
+) -> io::Result<TcpStream> {
+    let mut stream = connect(source, target)?;
+    registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
+    Ok(stream)
+}
+
+/// The kind a failed [`connect`] counts as.
+pub fn connect_error_kind(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        // EADDRNOTAVAIL, EMFILE, ENFILE: out of ports or descriptors.
+        Some(99) => "no_free_port",
+        Some(23 | 24) => "no_file_descriptor",
+        _ => "connect_failed",
+    }
+}
+
 /// What a protocol's frame reader found at the front of a client's bytes.
 #[derive(Debug)]
 pub enum Cut<R> {
@@ -308,15 +330,7 @@ impl<S: Script> TcpEngine<S> {
     fn start(&mut self, i: usize, registry: &Registry, now: Instant, stats: &mut Stats) {
         let source = self.sources[self.next_source % self.sources.len()];
         self.next_source = self.next_source.wrapping_add(1);
-        let stream = connect(source, self.target).and_then(|mut stream| {
-            registry.register(
-                &mut stream,
-                Token(i),
-                Interest::READABLE | Interest::WRITABLE,
-            )?;
-            Ok(stream)
-        });
-        match stream {
+        match connect_registered(source, self.target, registry, Token(i)) {
             Ok(stream) => {
                 let slot = &mut self.slots[i];
                 slot.state = S::Client::default();
@@ -330,12 +344,7 @@ impl<S: Script> TcpEngine<S> {
                 stats.sent += 1;
             }
             Err(e) => {
-                stats.error(match e.raw_os_error() {
-                    // EADDRNOTAVAIL, EMFILE, ENFILE: out of ports or descriptors.
-                    Some(99) => "no_free_port",
-                    Some(23 | 24) => "no_file_descriptor",
-                    _ => "connect_failed",
-                });
+                stats.error(connect_error_kind(&e));
                 self.retry.push(i);
             }
         }
