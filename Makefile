@@ -1,7 +1,7 @@
 # lobbyd: the two commands a newcomer needs are `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run build test lint fmt bench soak clean
+.PHONY: run build test lint fmt bench soak hostile clean
 
 run:
 	$(CARGO) run --release --bin lobbyd --
@@ -23,9 +23,14 @@ fmt:
 bench:
 	scripts/bench.sh
 
-# Mixed load with vanishing clients, then leak checks (SOAK_SECONDS=S, default 60).
+# Every front end under mixed load with vanishing and killed clients, then ghost and leak
+# checks (SOAK_SECONDS=S, default 60; SOAK_WARMUP=S).
 soak:
 	scripts/soak.sh
+
+# Hostile traffic against every front end, judged by a well-behaved client (HOSTILE_SECONDS=S).
+hostile:
+	scripts/hostile.sh
 
 clean:
 	$(CARGO) clean

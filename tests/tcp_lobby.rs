@@ -641,6 +641,7 @@ fn metrics_and_room_view_show_the_tcp_lobby() {
         "lobbyd_tcp_lobby_closed_total{reason=\"slow_reader\"} 0",
         "lobbyd_players 2",
         "lobbyd_rooms{state=\"waiting\"} 1",
+        "lobbyd_tcp_lobby_connections 2",
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }

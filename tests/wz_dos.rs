@@ -2,7 +2,10 @@
 //! rule on this listener): a connection that has not completed a registration (legacy) or a
 //! first request (v4) within `--handshake-timeout` is closed whatever it sends, and at
 //! `--wz-max-conns` the oldest such connection makes room for a newcomer
-//! (`docs/protocols/wz-lobby.md`, "Lifetime and timers" and "Serving").
+//! (`docs/protocols/wz-lobby.md`, "Lifetime and timers" and "Serving"); and (defect 4) a v4
+//! login while another process holds the account database's write lock never stalls the
+//! event loop: the lookup runs on the login worker, which answers "busy" after its short
+//! busy timeout (`docs/protocols/wz-v4.md`, login).
 
 mod common;
 
@@ -11,8 +14,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use common::*;
+use lobbyd::accounts::worker::LOOKUP_BUSY;
+use lobbyd::accounts::LoginPolicy;
 use lobbyd::config::WzSettings;
 use lobbyd::net::ServerHandle;
+use lobbyd::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
 
 /// The default `--handshake-timeout`.
 const HANDSHAKE: Duration = Duration::from_secs(5);
@@ -172,4 +178,121 @@ fn at_max_conns_the_oldest_unregistered_connection_makes_room() {
     settled.poke(&[]);
     assert_eq!((younger.closed, settled.closed), (None, None));
     assert_eq!(counter(&server, "wz_evicted_total", ""), 1);
+}
+
+/// Reads one v4 response frame (length, then body) within `wait`.
+fn read_v4_response(stream: &mut TcpStream, wait: Duration) -> Vec<u8> {
+    stream.set_nonblocking(false).unwrap();
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).expect("response length");
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    stream.read_exact(&mut body).expect("response body");
+    body
+}
+
+/// True when bytes wait on `stream` (a response has come), without consuming them.
+fn has_bytes(stream: &TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    let ready = matches!(stream.peek(&mut byte), Ok(n) if n > 0);
+    ready
+}
+
+/// Issue 13, defect 4: while another connection holds the account database's write lock
+/// (`BEGIN EXCLUSIVE`: an admin transaction, a VACUUM, a backup), v4 logins wait on the login
+/// worker, not on the event loop: a UDP LIST_ROOMS sent meanwhile is answered at once (before
+/// the fix it took 5 s, SQLite's default busy timeout, on the loop thread), and each login
+/// gets -403 "Server busy, try again" after the worker's short busy timeout. Once the lock is
+/// released a login succeeds.
+#[test]
+fn a_locked_account_database_never_stalls_the_loop() {
+    /// Logins queued on the one worker: each waits out the busy timeout in turn, so the
+    /// window in which the loop must keep serving lasts LOGINS x LOOKUP_BUSY.
+    const LOGINS: usize = 4;
+    let (db, _) = TempDb::with_users("locked", &[("ann", "pw")]);
+    let mut config = test_config();
+    config.wz = WzSettings {
+        port: Some(0),
+        check_reachable: false,
+        login: LoginPolicy::Optional,
+        db: db.0.clone(),
+        ..WzSettings::default()
+    };
+    let server = start(config);
+    let wz = server.wz_addr().expect("warzone listener enabled");
+    let lobby = server.udp_lobby_addr().expect("udp lobby enabled");
+
+    let holder = rusqlite::Connection::open(&db.0).expect("open the database");
+    holder
+        .execute_batch("PRAGMA journal_mode=DELETE; BEGIN EXCLUSIVE;")
+        .expect("take the write lock");
+
+    let login = br#"{"method": "login", "params": {"username": "ann", "password": "pw"}, "id": 1}"#;
+    let sent = Instant::now();
+    let mut logins: Vec<TcpStream> = (0..LOGINS)
+        .map(|_| {
+            let mut peer = Peer::open(wz, V4_HANDSHAKE);
+            peer.stream.write_all(&v4_frame(login)).expect("login");
+            peer.stream
+        })
+        .collect();
+
+    // Let the loop read the logins and hand them to the worker, then ask the UDP lobby.
+    std::thread::sleep(Duration::from_millis(50));
+    let player = UdpClient::new();
+    let mut request = [0u8; 16];
+    let len = RequestRepr {
+        seq: 7,
+        request: Request::ListRooms,
+    }
+    .emit(&mut request);
+    let asked = Instant::now();
+    player.send(lobby, &request[..len]);
+    let (reply, _) = player
+        .recv_within(Duration::from_secs(1))
+        .expect("LIST_ROOMS answered within 1 s while the database is locked");
+    let list_took = asked.elapsed();
+    let answered_logins = logins.iter().filter(|s| has_bytes(s)).count();
+    assert!(matches!(
+        ReplyRepr::parse(&reply),
+        Ok(ReplyRepr {
+            seq: 7,
+            reply: Reply::RoomList(_)
+        })
+    ));
+    // The loop answered while logins were still waiting on the lock: it was not the one
+    // waiting (were it, every login would have been answered before it read the datagram).
+    assert!(
+        answered_logins < LOGINS,
+        "LIST_ROOMS ({list_took:?}) came after every login was answered"
+    );
+
+    for stream in &mut logins {
+        let response = read_v4_response(stream, REPLY_WAIT);
+        let text = String::from_utf8_lossy(&response);
+        assert!(
+            text.contains("-403") && text.contains("Server busy, try again"),
+            "{text}"
+        );
+    }
+    let logins_took = sent.elapsed();
+    assert!(
+        logins_took >= LOOKUP_BUSY,
+        "busy answered after {logins_took:?}, before the busy timeout"
+    );
+    // Each answered after the worker's short busy timeout, not SQLite's default 5 s (then
+    // the four would take 20 s); the bound leaves room for a loaded machine.
+    assert!(
+        logins_took < Duration::from_secs(5) * LOGINS as u32 / 2,
+        "{LOGINS} busy answers took {logins_took:?}"
+    );
+
+    holder.execute_batch("COMMIT;").expect("release the lock");
+    let mut again = Peer::open(wz, V4_HANDSHAKE);
+    let response = String::from_utf8_lossy(&again.call(login)).into_owned();
+    assert!(
+        is_ok_list(response.as_bytes()) && response.contains("sessionid"),
+        "{response}"
+    );
 }

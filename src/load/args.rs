@@ -152,7 +152,9 @@ pub fn usage() -> String {
          unless --allow-remote is given. echo starts its own UDP echo server: the baseline.\n\
          Against lobbyd's defaults (make run) every mode works with no flags. Exit status: 0\n\
          when the run completed within --max-failures, 1 when it did not, 2 for a usage\n\
-         error, 3 when setup failed (the message names the server flag in the way).",
+         error, 3 when setup failed (the message names the server flag in the way).\n\
+         hostile-* modes are attackers (scripts/hostile.sh): --concurrency connections held,\n\
+         --rate junk connections (hostile-udp: datagrams) a second, --members the flooded party.",
         modes.join(", ")
     );
     spec().usage(&brief)

@@ -87,6 +87,12 @@ fn single_source(target: IpAddr) -> IpAddr {
 /// The options a run uses, and the line saying what was adjusted.
 pub fn fit(given: &Options) -> Fitted {
     let mut o = given.clone();
+    if o.mode.is_hostile() {
+        return Fitted {
+            options: o,
+            note: None,
+        };
+    }
     let mut notes: Vec<String> = Vec::new();
     let caps = o.caps.clone();
     if let Some(caps) = &caps {
@@ -210,6 +216,12 @@ fn clamp_to_caps(o: &mut Options, caps: &Caps, notes: &mut Vec<String>) {
             ),
         ),
         Mode::UdpCreateJoin | Mode::TcpJoin | Mode::LobbyJoin | Mode::Echo => {}
+        // The attackers are never fitted (see `fit`).
+        Mode::HostileUdp
+        | Mode::HostileTcp
+        | Mode::HostileWz
+        | Mode::HostileLobby
+        | Mode::HostileHttp => {}
     }
     notes.append(&mut clamped);
 }
@@ -329,6 +341,12 @@ fn describe_budgets(o: &Options, caps: &Caps, notes: &mut Vec<String>) {
             caps.chat_rate
         )),
         Mode::Echo => {}
+        // The attackers are never fitted (see `fit`).
+        Mode::HostileUdp
+        | Mode::HostileTcp
+        | Mode::HostileWz
+        | Mode::HostileLobby
+        | Mode::HostileHttp => {}
     }
 }
 

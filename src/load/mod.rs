@@ -21,7 +21,9 @@
 //!   [`tcp_engine`] (connection-per-cycle clients over TCP) with [`tcp_modes`] (`tcp-join`,
 //!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`, their game
 //!   ports answering lobbyd's reachability probe in [`wz_probe`]) and
-//!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`).
+//!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`);
+//!   [`hostile`] (`hostile-udp`, `hostile-tcp`, `hostile-wz`, `hostile-lobby`, `hostile-http`:
+//!   attackers, for `scripts/hostile.sh`).
 
 pub mod args;
 pub mod caps;
@@ -30,6 +32,7 @@ pub mod fit;
 pub mod general_chat;
 pub mod general_modes;
 pub mod histogram;
+pub mod hostile;
 pub mod relay;
 pub mod runner;
 pub mod setup;
@@ -76,11 +79,21 @@ pub enum Mode {
     LobbyChat,
     /// A raw UDP echo server started in this process: the machine's physical limit.
     Echo,
+    /// Attacker: random and near-valid datagrams at the UDP lobby and an instance.
+    HostileUdp,
+    /// Attacker: a hostile crowd against the TCP lobby (slowloris, floods, junk, a flooded party).
+    HostileTcp,
+    /// Attacker: a hostile crowd against the Warzone master server.
+    HostileWz,
+    /// Attacker: a hostile crowd against the general lobby.
+    HostileLobby,
+    /// Attacker: a hostile crowd against the metrics endpoint.
+    HostileHttp,
 }
 
 impl Mode {
     /// Every mode, in the order `--help` lists them.
-    pub const ALL: [Mode; 12] = [
+    pub const ALL: [Mode; 17] = [
         Mode::UdpList,
         Mode::UdpCreateJoin,
         Mode::Relay,
@@ -93,7 +106,25 @@ impl Mode {
         Mode::LobbyIdle,
         Mode::LobbyChat,
         Mode::Echo,
+        Mode::HostileUdp,
+        Mode::HostileTcp,
+        Mode::HostileWz,
+        Mode::HostileLobby,
+        Mode::HostileHttp,
     ];
+
+    /// An attacker of `scripts/hostile.sh`: it means to go past lobbyd's limits, so nothing
+    /// fits it to them.
+    pub const fn is_hostile(self) -> bool {
+        matches!(
+            self,
+            Mode::HostileUdp
+                | Mode::HostileTcp
+                | Mode::HostileWz
+                | Mode::HostileLobby
+                | Mode::HostileHttp
+        )
+    }
 
     /// The name on the command line.
     pub const fn name(self) -> &'static str {
@@ -110,6 +141,11 @@ impl Mode {
             Mode::LobbyIdle => "lobby-idle",
             Mode::LobbyChat => "lobby-chat",
             Mode::Echo => "echo",
+            Mode::HostileUdp => "hostile-udp",
+            Mode::HostileTcp => "hostile-tcp",
+            Mode::HostileWz => "hostile-wz",
+            Mode::HostileLobby => "hostile-lobby",
+            Mode::HostileHttp => "hostile-http",
         }
     }
 
@@ -121,8 +157,9 @@ impl Mode {
     /// The port a server of this mode listens on by default.
     pub const fn default_port(self) -> u16 {
         match self {
-            Mode::WzList | Mode::WzHost => 9990,
-            Mode::LobbyJoin | Mode::LobbyIdle | Mode::LobbyChat => 4243,
+            Mode::WzList | Mode::WzHost | Mode::HostileWz => 9990,
+            Mode::LobbyJoin | Mode::LobbyIdle | Mode::LobbyChat | Mode::HostileLobby => 4243,
+            Mode::HostileHttp => 9100,
             _ => 4242,
         }
     }
@@ -332,6 +369,11 @@ fn run_fitted(options: &Options, progress: &mut dyn std::io::Write) -> std::io::
             progress,
         ),
         Mode::LobbyChat => general_chat::run(options, progress),
+        Mode::HostileUdp
+        | Mode::HostileTcp
+        | Mode::HostileWz
+        | Mode::HostileLobby
+        | Mode::HostileHttp => hostile::run(options, progress),
     }
 }
 

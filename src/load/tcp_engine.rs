@@ -180,6 +180,28 @@ pub fn connect(source: IpAddr, target: SocketAddr) -> io::Result<TcpStream> {
     Ok(TcpStream::from_std(socket.into()))
 }
 
+/// [`connect`], registered READABLE and WRITABLE under `token`.
+pub fn connect_registered(
+    source: IpAddr,
+    target: SocketAddr,
+    registry: &Registry,
+    token: Token,
+) -> io::Result<TcpStream> {
+    let mut stream = connect(source, target)?;
+    registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
+    Ok(stream)
+}
+
+/// The kind a failed [`connect`] counts as.
+pub fn connect_error_kind(e: &io::Error) -> &'static str {
+    match e.raw_os_error() {
+        // EADDRNOTAVAIL, EMFILE, ENFILE: out of ports or descriptors.
+        Some(99) => "no_free_port",
+        Some(23 | 24) => "no_file_descriptor",
+        _ => "connect_failed",
+    }
+}
+
 /// What a protocol's frame reader found at the front of a client's bytes.
 #[derive(Debug)]
 pub enum Cut<R> {
@@ -322,15 +344,7 @@ impl<S: Script> TcpEngine<S> {
             return false;
         };
         let source = self.pool.addr(k);
-        let stream = connect(source, self.target).and_then(|mut stream| {
-            registry.register(
-                &mut stream,
-                Token(i),
-                Interest::READABLE | Interest::WRITABLE,
-            )?;
-            Ok(stream)
-        });
-        match stream {
+        match connect_registered(source, self.target, registry, Token(i)) {
             Ok(stream) => {
                 let slot = &mut self.slots[i];
                 slot.state = S::Client::default();
@@ -346,12 +360,7 @@ impl<S: Script> TcpEngine<S> {
             }
             Err(e) => {
                 self.pool.release(k);
-                stats.error(match e.raw_os_error() {
-                    // EADDRNOTAVAIL, EMFILE, ENFILE: out of ports or descriptors.
-                    Some(99) => "no_free_port",
-                    Some(23 | 24) => "no_file_descriptor",
-                    _ => "connect_failed",
-                });
+                stats.error(connect_error_kind(&e));
                 self.retry.push(i);
             }
         }

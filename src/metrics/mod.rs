@@ -64,6 +64,12 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
     for (name, value) in gauges {
         let _ = writeln!(out, "# TYPE lobbyd_{name} gauge\nlobbyd_{name} {value}");
     }
+    if let Some(conns) = snap.tcp_connections {
+        let _ = writeln!(
+            out,
+            "# TYPE lobbyd_tcp_lobby_connections gauge\nlobbyd_tcp_lobby_connections {conns}"
+        );
+    }
     if let Some(wz) = &snap.wz {
         let listed = wz.games.iter().filter(|g| g.listed).count();
         let _ = writeln!(
@@ -233,6 +239,7 @@ mod tests {
             open_instances: 1,
             ports_in_use: 1,
             rate_table_len: 5,
+            tcp_connections: Some(3),
             uptime: Duration::from_millis(1500),
             wz: None,
             general: None,
@@ -254,6 +261,7 @@ mod tests {
             "lobbyd_players 5",
             "lobbyd_seat_reservations 1",
             "lobbyd_rate_table_entries 5",
+            "lobbyd_tcp_lobby_connections 3",
             "lobbyd_uptime_seconds 1.500",
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line:?} in\n{out}");

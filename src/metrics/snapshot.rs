@@ -151,6 +151,8 @@ pub struct Snapshot {
     pub ports_in_use: usize,
     /// Source IPs tracked by the UDP lobby rate limiter.
     pub rate_table_len: usize,
+    /// Open TCP lobby connections (joined or not), when the TCP lobby runs.
+    pub tcp_connections: Option<usize>,
     /// Time since the server started.
     pub uptime: Duration,
     /// The Warzone master server's games, when it runs.

@@ -1,12 +1,17 @@
 //! The metrics endpoint's sockets: a listener and short-lived HTTP connections.
 //!
 //! One request per connection: read the head into a buffer capped at
-//! [`metrics::MAX_REQUEST_LEN`], answer, close once written. At most [`MAX_CONNS`] are open;
-//! more are accepted and closed at once, so a scraper storm cannot grow memory. Pages are
-//! rendered by [`crate::metrics`] from a snapshot taken for that request only (names of
-//! parties and members only for the status page, `GET /`); nothing here blocks the loop.
+//! [`metrics::MAX_REQUEST_LEN`], answer, close once written. At most [`MAX_CONNS`] are open,
+//! so a scraper storm cannot grow memory, and none may hold its place: each connection has
+//! [`CONN_DEADLINE`] from its accept to send its request and take the answer, and at the cap
+//! the oldest connection still sending its request is closed for a newcomer (issue 13: 64
+//! connections that never finished a request held the endpoint shut for good); when every
+//! connection is being answered the newcomer is closed at once. Pages are rendered by
+//! [`crate::metrics`] from a snapshot taken for that request only (names of parties and
+//! members only for the status page, `GET /`); nothing here blocks the loop.
 
 use std::io::{self, Read, Write};
+use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry};
@@ -18,6 +23,8 @@ use super::token::Target;
 
 /// Most metrics connections open at once.
 pub const MAX_CONNS: usize = 64;
+/// How long a connection has, from its accept, to send its request and take the answer.
+pub const CONN_DEADLINE: Duration = Duration::from_secs(5);
 
 /// One HTTP connection.
 #[derive(Debug)]
@@ -26,6 +33,10 @@ struct HttpConn {
     request: Vec<u8>,
     response: Vec<u8>,
     written: usize,
+    /// Closed at this time, whatever it is doing.
+    deadline: Instant,
+    /// Queued for removal after the event batch.
+    closed: bool,
 }
 
 /// The endpoint: listener plus connections.
@@ -53,11 +64,14 @@ impl MetricsEndpoint {
     }
 
     /// Accepts every pending connection.
-    pub fn accept(&mut self, registry: &Registry) {
+    pub fn accept(&mut self, registry: &Registry, now: Instant) {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {
-                    if self.conns.len() >= MAX_CONNS {
+                    // Closed connections leave the slab after the batch; they no longer count.
+                    if self.conns.len() - self.closing.len() >= MAX_CONNS
+                        && !self.evict_oldest_reader()
+                    {
                         continue; // dropped: closed at once
                     }
                     let entry = self.conns.vacant_entry();
@@ -71,6 +85,8 @@ impl MetricsEndpoint {
                             request: Vec::new(),
                             response: Vec::new(),
                             written: 0,
+                            deadline: now + CONN_DEADLINE,
+                            closed: false,
                         });
                     }
                 }
@@ -84,6 +100,56 @@ impl MetricsEndpoint {
         }
     }
 
+    /// Closes the oldest connection still sending its request, to make room for a newcomer;
+    /// false when every connection is being answered.
+    fn evict_oldest_reader(&mut self) -> bool {
+        let oldest = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.closed && c.response.is_empty())
+            .min_by_key(|(_, c)| c.deadline)
+            .map(|(key, _)| key);
+        match oldest {
+            Some(key) => {
+                self.close(key);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Queues connection `key` for removal after the event batch (once).
+    fn close(&mut self, key: usize) {
+        if let Some(conn) = self.conns.get_mut(key) {
+            if !conn.closed {
+                conn.closed = true;
+                self.closing.push(key);
+            }
+        }
+    }
+
+    /// Closes every connection past its deadline.
+    pub fn expire(&mut self, now: Instant) {
+        let late: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.closed && c.deadline <= now)
+            .map(|(key, _)| key)
+            .collect();
+        for key in late {
+            self.close(key);
+        }
+    }
+
+    /// The earliest deadline of an open connection.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| !c.closed)
+            .map(|(_, c)| c.deadline)
+            .min()
+    }
+
     /// Reads a request, answers it with pages rendered from `snapshot(rows)` (naming `rows`
     /// parties and members at most), writes it out.
     pub fn ready(
@@ -92,7 +158,7 @@ impl MetricsEndpoint {
         registry: &Registry,
         snapshot: impl FnOnce(usize) -> Snapshot,
     ) {
-        let Some(conn) = self.conns.get_mut(key) else {
+        let Some(conn) = self.conns.get_mut(key).filter(|c| !c.closed) else {
             return;
         };
         if conn.response.is_empty() {
@@ -100,6 +166,7 @@ impl MetricsEndpoint {
             loop {
                 match conn.stream.read(&mut buf) {
                     Ok(0) => {
+                        conn.closed = true;
                         self.closing.push(key);
                         return;
                     }
@@ -110,6 +177,7 @@ impl MetricsEndpoint {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => {
+                        conn.closed = true;
                         self.closing.push(key);
                         return;
                     }
@@ -150,6 +218,7 @@ impl MetricsEndpoint {
                 .reregister(&mut conn.stream, token, Interest::WRITABLE)
                 .is_err()
             {
+                conn.closed = true;
                 self.closing.push(key);
                 return;
             }
@@ -163,6 +232,7 @@ impl MetricsEndpoint {
                 Err(_) => break,
             }
         }
+        conn.closed = true;
         self.closing.push(key);
     }
 

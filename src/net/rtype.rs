@@ -250,6 +250,7 @@ impl FrontEnd for RtypeFrontEnd {
         snap.add_counters(|f| self.udp.stats.visit(f));
         if let Some(tcp) = self.tcp.as_ref() {
             snap.add_counters(|f| tcp.stats.visit(f));
+            snap.tcp_connections = Some(tcp.conn_count());
         }
         snap.rooms = self
             .lobby

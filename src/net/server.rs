@@ -9,7 +9,8 @@
 //! `LobbyUdp`, `Instance`, `TcpListener`, `TcpConn`; the Warzone server (`net::wz`)
 //! `WzListener`, `WzConn`, `WzProbe`. It registers them itself, with the registry it is given.
 //! The loop owns only the poll, the waker and control channel, the signals, the timerfd
-//! that wakes it at the next deadline, and the operators' metrics endpoint.
+//! that wakes it at the next deadline, and the operators' metrics endpoint (whose connection
+//! deadlines it wakes for too).
 //!
 //! The loop makes these calls, and no others, through [`FrontEnd`]:
 //! - `ready(registry, target, event)` for every readiness event on one of its tokens;
@@ -184,7 +185,7 @@ impl Server {
             return;
         };
         match target {
-            Target::MetricsListener => endpoint.accept(self.poll.registry()),
+            Target::MetricsListener => endpoint.accept(self.poll.registry(), Instant::now()),
             Target::MetricsConn(key) => {
                 endpoint.ready(key, self.poll.registry(), |rows| self.snapshot(rows))
             }
@@ -203,6 +204,7 @@ impl Server {
                 .flatten()
                 .filter_map(|front_end| front_end.next_deadline())
                 .chain([self.trim.deadline()])
+                .chain(self.metrics.as_ref().and_then(|m| m.next_deadline()))
                 .min();
             let now = Instant::now();
             if let Some(at) = deadline {
@@ -239,6 +241,7 @@ impl Server {
                 }
             }
             if let Some(endpoint) = self.metrics.as_mut() {
+                endpoint.expire(Instant::now());
                 endpoint.remove_closed(self.poll.registry());
             }
             let registry = self.poll.registry();
