@@ -44,6 +44,10 @@
 //!   import `accounts`.
 //! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd on its
 //!   own mio loop. May import `wire`; the server never imports it.
+//! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the
+//!   seeded simulations of the three cores, shared by `cargo fuzz` and `cargo test`
+//!   (`tests/fuzz_corpora.rs`, `tests/simulation*.rs`). May import everything above except
+//!   `load`; nothing imports it.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -51,6 +55,8 @@
 pub mod accounts;
 pub mod cli_user;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod general;
 pub mod load;
 pub mod lobby;
