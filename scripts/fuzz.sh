@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh [SECONDS]     run each target SECONDS (default 60), one process at a time
 #   scripts/fuzz.sh --merge       fold what the runs found into the committed corpora, minimized
 #
-# FUZZ_TARGETS="wire_http core_wz" limits the run to those targets. Each run starts from the
+# FUZZ_TARGETS="wire_http core_wz" limits the run to those targets; FUZZ_RUNS=N stops each
+# target after N executions (or SECONDS, whichever comes first). Each run starts from the
 # committed corpus fuzz/corpus/TARGET and writes what it finds to fuzz/target/work-corpus/TARGET
 # (ignored by git), so a run leaves the tree clean; --merge then replaces fuzz/corpus/TARGET
 # with a minimized union of both (libFuzzer -merge=1). A crash is written to
@@ -69,7 +70,7 @@ for target in $targets; do
     status=0
     (cargo fuzz run --sanitizer none "$target" "$work/$target" \
         "$root/fuzz/corpus/$target" -- -max_total_time="$seconds" -print_final_stats=1 \
-        -timeout=30) >"$log" 2>&1 || status=$?
+        -timeout=30 -runs="${FUZZ_RUNS:--1}") >"$log" 2>&1 || status=$?
     took=$(($(date +%s) - start))
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
