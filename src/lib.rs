@@ -46,6 +46,10 @@
 //! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd on its
 //!   own mio loop. May import `wire`, and `config` and `wz` for lobbyd's default limits (the
 //!   per-address caps a run keeps within); the server never imports it.
+//! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the
+//!   seeded simulations of the three cores, shared by `cargo fuzz` and `cargo test`
+//!   (`tests/fuzz_corpora.rs`, `tests/simulation*.rs`). May import everything above except
+//!   `load`; nothing imports it.
 
 // One `unsafe` call in the whole crate, allowed where it stands with its proof:
 // `malloc_trim` in `net::heap`.
@@ -55,6 +59,8 @@
 pub mod accounts;
 pub mod cli_user;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod general;
 pub mod load;
 pub mod lobby;

@@ -490,13 +490,20 @@ impl Lobby {
     }
 
     /// The driver's answer to [`Output::OpenInstance`]: the bound port, or `None` when no
-    /// port of the instance range could be bound.
+    /// port of the instance range could be bound. A port bound for a room that is gone by
+    /// then is handed back at once ([`Output::CloseInstance`]).
     pub fn handle_instance_opened(&mut self, now: Instant, id: RoomId, port: Option<u16>) {
         if self.rooms.get(&id).map(|room| room.kind) == Some(RoomKind::Party) {
             self.party_instance_opened(now, id, port);
             return;
         }
         let Some(pending) = self.pending_creates.remove(&id) else {
+            // The room went while its socket was being bound (a party that dissolved in the
+            // same call that asked for it): the socket goes back, or its port never returns
+            // to the pool.
+            if port.is_some() && !self.rooms.contains_key(&id) {
+                self.outputs.push_back(Output::CloseInstance { room: id });
+            }
             return;
         };
         let Some(port) = port else {

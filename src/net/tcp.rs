@@ -585,8 +585,9 @@ fn local_ipv4(stream: &TcpStream) -> Ipv4Addr {
     }
 }
 
-/// What one piece of `key`'s stream means for the core.
-fn input_of(key: usize, piece: Piece<'_>) -> TcpInput {
+/// What one piece of `key`'s stream means for the core (also the fuzzing simulation's
+/// decoder, so it feeds the core exactly what the driver would).
+pub(crate) fn input_of(key: usize, piece: Piece<'_>) -> TcpInput {
     match piece {
         Piece::Frame(frame) => match ClientRepr::parse(&frame) {
             Ok(repr) => TcpInput::Request(request_of(repr)),
@@ -627,7 +628,7 @@ fn violation_of(error: wire::Error) -> Violation {
 }
 
 /// Every message but GAME_START (which needs the party's roster), as its wire form.
-fn server_repr(msg: &TcpMessage) -> Option<ServerRepr<'_>> {
+pub(crate) fn server_repr(msg: &TcpMessage) -> Option<ServerRepr<'_>> {
     Some(match *msg {
         TcpMessage::ConnectAck { hash, slot } => ServerRepr::ConnectAck { hash, number: slot },
         TcpMessage::PlayerJoin {

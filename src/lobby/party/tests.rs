@@ -742,3 +742,32 @@ fn started_room_is_reaped_when_nobody_says_hello() {
     assert!(h.lobby.room(id).is_none());
     assert!(h.lobby.tcp.hashes.is_empty());
 }
+
+/// Found by the `core_rtype_tcp` fuzz target (its reproducer is in
+/// `fuzz/regressions/core_rtype_tcp/`): one timeout closes an idle member, which auto-starts
+/// the party (its socket is requested), then closes the last member, which dissolves the
+/// party and removes its room before the driver has bound the socket. The socket bound for a
+/// room that is gone must be given back, or its port never returns to the pool.
+#[test]
+fn a_party_that_dissolves_while_its_socket_is_bound_gives_the_socket_back() {
+    let mut h = Harness::new(LobbyConfig {
+        party: PartyConfig {
+            min_players: 1,
+            auto_start: true,
+            ..PartyConfig::default()
+        },
+        ..LobbyConfig::default()
+    });
+    h.join(1, "A");
+    h.join(2, "B");
+    h.now += Duration::from_secs(1);
+    h.req(2, TcpRequest::Ready(true));
+    let idle = h.lobby.config().idle_timeout;
+    let out = h.advance(idle + Duration::from_secs(2));
+    assert_eq!(closed(&out), vec![1, 2]);
+    assert_eq!(h.lobby.room_count(), 0);
+    assert!(
+        h.open_ports.is_empty(),
+        "a dissolved party's socket stays bound"
+    );
+}

@@ -1,0 +1,580 @@
+//! The R-Type core ([`crate::lobby`]) driven by a fake driver with a virtual clock: UDP rooms
+//! and their game instances, TCP lobby parties, or both, one random step at a time, with the
+//! core's invariants checked after every step (HOUSE-STYLE section 2, sozu's
+//! `udp_simulation.rs`). `tests/simulation.rs` runs it seeded; the fuzz targets `core_rtype_udp`
+//! and `core_rtype_tcp` steer it with their input ([`super::script`]).
+//!
+//! The fake driver binds instance ports from a pool smaller than `max_rooms` (so "no port"
+//! happens too) and feeds TCP bytes through the real driver's decoding
+//! ([`crate::net::tcp_frames::FrameReader`] and `net::tcp::input_of`). After every step:
+//! - no room has more members, or members plus reservations, than seats; at most
+//!   `max_rooms` rooms exist; room ids only grow and are never reused;
+//! - the listed rooms are exactly the UDP rooms whose instance socket is open (no ghost
+//!   rooms); ports are unique among open sockets and none is also in the free pool;
+//! - a party is never listed, holds a socket exactly while counting down or playing, never
+//!   holds more players than seats, and every seated player is a connection the core and the
+//!   driver both have open and that the core places in that party (no seat without a member);
+//! - live player hashes are non-zero and unique; outputs go only to open connections and
+//!   every TCP message encodes to a frame the wire parser reads back unchanged;
+//! - every UDP lobby request is answered or counted as dropped (rate limit, reply budget),
+//!   every HELLO and PING is answered or counted as ignored, every TCP request is answered,
+//!   counted, or is a READY that changes nothing (which the core answers with silence);
+//! - one step queues a bounded number of outputs.
+//!
+//! At the end, once every client is silent past the idle timeout, every room is reaped and
+//! every connection closed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use crate::lobby::{
+    ConnClose, ConnId, InstanceRequest, Lobby, LobbyConfig, LobbyReply, LobbyRequest, LobbyStats,
+    Output, PartyConfig, RoomId, RoomKind, RoomState, TcpMessage, TcpRequest,
+};
+use crate::net::tcp::{input_of, server_repr, TcpInput};
+use crate::net::tcp_frames::FrameReader;
+use crate::wire::tcp_lobby::{
+    self as wire, name_field, next_frame_max, ClientRepr, Next, ServerRepr, MAX_SERVER_PAYLOAD,
+};
+
+use super::script::{Choices, Rng, Script};
+
+/// Which part of the core the steps exercise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mix {
+    /// The UDP room lobby and game instances (the `core_rtype_udp` target).
+    Udp,
+    /// TCP lobby parties and their instances (the `core_rtype_tcp` target).
+    Tcp,
+    /// Everything at once (the seeded simulation).
+    Both,
+}
+
+/// Step kinds: 0-11 UDP lobby and instance, 12-18 TCP lobby, 19 a short wait.
+const UDP_STEPS: [u8; 13] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 19];
+const TCP_STEPS: [u8; 15] = [12, 13, 14, 15, 16, 17, 18, 19, 4, 6, 7, 8, 9, 10, 15];
+
+/// The fake driver and what it knows.
+pub struct Sim {
+    lobby: Lobby,
+    now: Instant,
+    mix: Mix,
+    free_ports: BTreeSet<u16>,
+    open: BTreeMap<RoomId, u16>,
+    known_rooms: Vec<RoomId>,
+    last_created: u32,
+    max_rooms: usize,
+    /// TCP connections the fake driver has open, each with its frame reader.
+    conns: BTreeMap<usize, FrameReader>,
+    next_conn: usize,
+    /// Player hashes handed out (CONNECT_ACK) and not yet known gone, by connection.
+    hashes: BTreeMap<usize, u64>,
+    dest: Vec<SocketAddr>,
+    /// Print every output (`LOBBYD_FUZZ_TRACE=1`, for reading a crash).
+    trace: bool,
+}
+
+/// The configuration of the seeded simulation: small limits, short timeouts.
+pub fn seeded_config() -> LobbyConfig {
+    LobbyConfig {
+        party: PartyConfig {
+            countdown: Duration::from_secs(1),
+            ..PartyConfig::default()
+        },
+        max_rooms: 12,
+        max_rooms_per_ip: 3,
+        max_players: 4,
+        countdown_secs: 2,
+        idle_timeout: Duration::from_secs(6),
+        seat_timeout: Duration::from_secs(3),
+        reap_grace: Duration::from_millis(500),
+        max_list_rooms: 112,
+        ..LobbyConfig::default()
+    }
+}
+
+/// The seeded configuration with the knobs a script's first bytes turn: seats, countdowns,
+/// the party minimum, auto-start and the violation limit.
+fn scripted_config(choices: &mut impl Choices) -> LobbyConfig {
+    let mut config = seeded_config();
+    config.max_players = 1 + choices.below(4) as u8;
+    config.countdown_secs = choices.below(3) as u8;
+    config.party.min_players = 1 + choices.below(2) as u8;
+    config.party.auto_start = choices.one_in(2);
+    config.party.max_violations = 1 + choices.below(5) as u32;
+    config
+}
+
+impl Sim {
+    /// A lobby with `config`, player hashes drawn from a 64-value space seeded by
+    /// `hash_seed` (so collisions with live players happen and must be avoided).
+    pub fn new(config: LobbyConfig, mix: Mix, hash_seed: u64) -> Sim {
+        let now = Instant::now();
+        let max_rooms = config.max_rooms;
+        let mut hash_rng = Rng(hash_seed);
+        let hashes = Box::new(move || hash_rng.below(64));
+        Sim {
+            lobby: Lobby::with_hash_source(config, now, hashes),
+            now,
+            mix,
+            // Fewer ports than rooms allowed, so "no instance port" happens too.
+            free_ports: (4300..4300 + max_rooms as u16 - 2).collect(),
+            open: BTreeMap::new(),
+            known_rooms: Vec::new(),
+            last_created: 0,
+            max_rooms,
+            conns: BTreeMap::new(),
+            next_conn: 0,
+            hashes: BTreeMap::new(),
+            dest: Vec::new(),
+            trace: std::env::var_os("LOBBYD_FUZZ_TRACE").is_some(),
+        }
+    }
+
+    /// The core's counters.
+    pub fn stats(&self) -> &LobbyStats {
+        &self.lobby.stats
+    }
+
+    /// The most outputs one step may queue: a timeout can touch every room (a PEER_LEFT or
+    /// COUNTDOWN per member, a close) and every connection (a close, a PLAYER_LEFT per
+    /// party member).
+    fn output_bound(&self) -> usize {
+        let seats = usize::from(self.lobby.config().max_players);
+        16 + (self.lobby.room_count() + 2) * (4 * seats + 8) + 4 * (self.conns.len() + 1) * seats
+    }
+
+    /// Carries out every output, as the driver must after each call; returns them.
+    fn drain(&mut self) -> Vec<Output> {
+        let bound = self.output_bound();
+        let mut done = Vec::new();
+        while let Some(output) = self.lobby.poll_output() {
+            if self.trace {
+                eprintln!("  {output:?}");
+            }
+            done.push(output);
+            assert!(done.len() <= bound, "more than {bound} outputs in one step");
+            self.carry_out(output);
+        }
+        done
+    }
+
+    fn carry_out(&mut self, output: Output) {
+        match output {
+            Output::OpenInstance { room } => {
+                let port = self.free_ports.pop_first();
+                if let Some(port) = port {
+                    assert!(
+                        self.open.insert(room, port).is_none(),
+                        "{room} opened twice"
+                    );
+                }
+                self.lobby.handle_instance_opened(self.now, room, port);
+            }
+            Output::CloseInstance { room } => {
+                let port = self
+                    .open
+                    .remove(&room)
+                    .expect("closing a room never opened");
+                self.free_ports.insert(port);
+            }
+            Output::Lobby {
+                reply: LobbyReply::RoomCreated { room, port },
+                ..
+            } => {
+                assert!(
+                    room.0 > self.last_created,
+                    "room id reused or not increasing"
+                );
+                self.last_created = room.0;
+                assert_eq!(self.open.get(&room), Some(&port));
+                self.known_rooms.push(room);
+            }
+            Output::Lobby {
+                reply: LobbyReply::JoinSuccess { room, port },
+                ..
+            } => {
+                assert_eq!(
+                    self.open.get(&room),
+                    Some(&port),
+                    "joined a room without socket"
+                );
+            }
+            Output::Tcp { conn, msg } => {
+                assert!(
+                    self.conns.contains_key(&conn.0),
+                    "{msg:?} to closed {conn:?}"
+                );
+                assert_encodes(&msg);
+                if let TcpMessage::ConnectAck { hash, .. } = msg {
+                    assert_ne!(hash, 0);
+                    self.hashes.insert(conn.0, hash);
+                }
+            }
+            Output::CloseConn { conn } => {
+                assert!(
+                    self.conns.remove(&conn.0).is_some(),
+                    "closing closed {conn:?}"
+                );
+                self.hashes.remove(&conn.0);
+            }
+            Output::Lobby { .. } | Output::Instance { .. } => {}
+        }
+    }
+
+    /// Checks every invariant of the module doc that holds between steps.
+    pub fn check(&self) {
+        assert!(self.lobby.room_count() <= self.max_rooms);
+        for room in self.lobby.rooms() {
+            assert!(room.member_count() <= room.max_players(), "{:?}", room.id);
+            assert!(room.occupancy() <= room.max_players(), "{:?}", room.id);
+        }
+        let listed: BTreeMap<RoomId, u16> =
+            self.lobby.room_list().map(|r| (r.room, r.port)).collect();
+        let open_udp: BTreeMap<RoomId, u16> = self
+            .open
+            .iter()
+            .filter(|(id, _)| self.lobby.party(**id).is_none())
+            .map(|(id, port)| (*id, *port))
+            .collect();
+        assert_eq!(listed, open_udp, "listed rooms differ from open sockets");
+        for room in self.lobby.rooms().filter(|r| r.kind == RoomKind::Party) {
+            assert!(!listed.contains_key(&room.id), "party listed");
+            assert_eq!(room.port, self.open.get(&room.id).copied(), "{:?}", room.id);
+            if room.state == RoomState::Waiting {
+                assert!(room.port.is_none(), "waiting party holds a socket");
+            }
+            let Some(party) = self.lobby.party(room.id) else {
+                continue;
+            };
+            assert!(party.member_count() <= room.max_players());
+            // From GAME_START on, the seats are the game's roster, whose clients may close.
+            if matches!(room.state, RoomState::Waiting | RoomState::Countdown) {
+                for (slot, member) in party.members() {
+                    assert!(
+                        self.lobby.tcp_conn_is_open(member.conn)
+                            && self.conns.contains_key(&member.conn.0),
+                        "{:?} slot {slot}: seat without an open connection",
+                        room.id
+                    );
+                    assert_eq!(self.lobby.party_of(member.conn), Some(room.id));
+                }
+            }
+        }
+        // Every connection the core knows is open in the driver.
+        assert!(self.lobby.tcp_conn_count() <= self.conns.len());
+        let live: Vec<u64> = self
+            .lobby
+            .rooms()
+            .filter_map(|room| self.lobby.party(room.id))
+            .flat_map(|party| party.members().map(|(_, m)| m.hash))
+            .collect();
+        let unique: BTreeSet<u64> = live.iter().copied().collect();
+        assert_eq!(unique.len(), live.len(), "two live players share a hash");
+        assert!(!unique.contains(&0), "a live player with hash 0");
+        let ports: BTreeSet<u16> = self.open.values().copied().collect();
+        assert_eq!(ports.len(), self.open.len(), "a port serves two rooms");
+        assert!(ports.is_disjoint(&self.free_ports));
+    }
+
+    fn step_kind(&self, choices: &mut impl Choices) -> u8 {
+        match self.mix {
+            Mix::Both => choices.below(20) as u8,
+            Mix::Udp => choices.pick(&UDP_STEPS).unwrap_or(0),
+            Mix::Tcp => choices.pick(&TCP_STEPS).unwrap_or(12),
+        }
+    }
+
+    /// A room to talk to: mostly one the driver knows, now and then any id.
+    fn room(&self, choices: &mut impl Choices) -> RoomId {
+        let sockets: Vec<RoomId> = self.open.keys().copied().collect();
+        match choices.below(10) {
+            0 => RoomId(choices.below(20) as u32),
+            1..=4 if !sockets.is_empty() => choices.pick(&sockets).unwrap_or(RoomId(0)),
+            _ => choices
+                .pick(&self.known_rooms)
+                .or_else(|| choices.pick(&sockets))
+                .unwrap_or(RoomId(0)),
+        }
+    }
+
+    fn conn(&self, choices: &mut impl Choices) -> usize {
+        let open: Vec<usize> = self.conns.keys().copied().collect();
+        choices.pick(&open).unwrap_or(0)
+    }
+
+    /// One random step, its outputs carried out and the invariants checked.
+    pub fn step(&mut self, choices: &mut impl Choices) {
+        let from = client(choices);
+        let kind = self.step_kind(choices);
+        if self.trace {
+            eprintln!("step {kind} from {from} at {:?}", self.now);
+        }
+        match kind {
+            0 => self.lobby_request(from, choices, LobbyRequest::ListRooms),
+            1 => self.lobby_request(from, choices, LobbyRequest::CreateRoom),
+            2 | 3 => {
+                let room = self.room(choices);
+                self.lobby_request(from, choices, LobbyRequest::JoinRoom(room.0));
+            }
+            4 | 5 => self.instance_request(from, choices, InstanceRequest::Hello { token: None }),
+            6 => self.instance_request(from, choices, InstanceRequest::Leave),
+            7 => self.instance_request(from, choices, InstanceRequest::Start),
+            8 => self.instance_request(from, choices, InstanceRequest::Ping),
+            9 => self.data(from, choices),
+            12 | 13 => {
+                self.next_conn += 1;
+                self.conns.insert(self.next_conn, FrameReader::default());
+                self.lobby
+                    .handle_tcp_open(self.now, ConnId(self.next_conn), from);
+                self.drain();
+            }
+            14 => {
+                let names = ["A", "B", "C", "", "B"];
+                let name = name_field(choices.pick(&names).unwrap_or("A"));
+                let conn = self.conn(choices);
+                self.send(conn, ClientRepr::ConnectReq { name: &name });
+            }
+            15 | 16 => {
+                let request = match choices.below(4) {
+                    0 => ClientRepr::ReadyReq { ready: false },
+                    1 | 2 => ClientRepr::ReadyReq { ready: true },
+                    _ => ClientRepr::StartReq,
+                };
+                let conn = self.conn(choices);
+                self.send(conn, request);
+            }
+            17 => {
+                let conn = self.conn(choices);
+                match choices.below(3) {
+                    0 => self.send(conn, ClientRepr::Disconnect),
+                    1 => self.input(conn, TcpInput::Closed(ConnClose::PeerClosed)),
+                    _ => {
+                        // Garbage: partial frames, bad types, oversized headers.
+                        let bytes = choices.bytes(40);
+                        self.feed(conn, &bytes);
+                    }
+                }
+            }
+            18 => {
+                // A HELLO carrying a hash some TCP client was given (or a made-up one).
+                let token = match self.hashes.values().next() {
+                    Some(hash) if choices.one_in(2) => *hash,
+                    _ => choices.below(64),
+                };
+                let hello = InstanceRequest::Hello { token: Some(token) };
+                self.instance_request(from, choices, hello);
+            }
+            19 => self.wait(Duration::from_millis(choices.below(300))),
+            _ => self.wait(Duration::from_millis(choices.below(900))),
+        }
+        self.check();
+    }
+
+    fn wait(&mut self, by: Duration) {
+        self.now += by;
+        self.lobby.handle_timeout(self.now);
+        self.drain();
+    }
+
+    /// A UDP lobby request: answered, or counted as dropped.
+    fn lobby_request(&mut self, from: SocketAddr, choices: &mut impl Choices, req: LobbyRequest) {
+        let seq = choices.below(1 << 16) as u16;
+        let dropped = |stats: &LobbyStats| stats.rate_limited + stats.reply_budget_exceeded;
+        let before = dropped(&self.lobby.stats);
+        self.lobby.handle_lobby_request(self.now, from, seq, req);
+        let outputs = self.drain();
+        let answers = outputs
+            .iter()
+            .filter(|o| matches!(o, Output::Lobby { to, seq: s, .. } if *to == from && *s == seq))
+            .count();
+        let drops = dropped(&self.lobby.stats) - before;
+        assert_eq!(answers + drops as usize, 1, "{req:?}: {outputs:?}");
+    }
+
+    /// An instance control message: HELLO and PING answered or counted as ignored.
+    fn instance_request(
+        &mut self,
+        from: SocketAddr,
+        choices: &mut impl Choices,
+        req: InstanceRequest,
+    ) {
+        let room = self.room(choices);
+        let seq = choices.below(1 << 16) as u16;
+        let ignored = |stats: &LobbyStats| stats.instance_ignored.iter().sum::<u64>();
+        let before = ignored(&self.lobby.stats);
+        self.lobby
+            .handle_instance_request(self.now, room, from, seq, req);
+        let outputs = self.drain();
+        if matches!(req, InstanceRequest::Hello { .. } | InstanceRequest::Ping) {
+            let answered = outputs.iter().any(|o| {
+                matches!(o, Output::Instance { room: r, to, seq: s, .. }
+                    if *r == room && *to == from && *s == seq)
+            });
+            let counted = ignored(&self.lobby.stats) > before;
+            assert!(answered != counted, "{req:?} to {room}: {outputs:?}");
+        }
+    }
+
+    fn data(&mut self, from: SocketAddr, choices: &mut impl Choices) {
+        let room = self.room(choices);
+        let target = choices.pick(&[0xFF, 1, 2, 3, 4, 7]).unwrap_or(0xFF);
+        let mut dest = std::mem::take(&mut self.dest);
+        if self
+            .lobby
+            .relay_data(self.now, room, from, target, &mut dest)
+            .is_some()
+        {
+            // Never back to the sender; a unicast goes to exactly one member.
+            assert!(!dest.contains(&from));
+            assert!(target == 0xFF || dest.len() == 1);
+        }
+        self.dest = dest;
+        self.drain();
+    }
+
+    /// A client request as its bytes on `conn`.
+    fn send(&mut self, conn: usize, request: ClientRepr<'_>) {
+        let mut bytes = [0u8; wire::HEADER_LEN + wire::MAX_CLIENT_PAYLOAD];
+        let len = request.emit(&mut bytes);
+        self.feed(conn, &bytes[..len]);
+    }
+
+    /// Bytes read from `conn`, decoded as the driver decodes them.
+    fn feed(&mut self, conn: usize, bytes: &[u8]) {
+        let Some(reader) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let mut inputs = Vec::new();
+        reader.push(bytes, &mut |piece| {
+            inputs.push(input_of(conn, piece));
+            true
+        });
+        for input in inputs {
+            self.input(conn, input);
+        }
+    }
+
+    /// One decoded input, as the driver hands it over, and what the core makes of it.
+    fn input(&mut self, conn: usize, input: TcpInput) {
+        let id = ConnId(conn);
+        // The driver stops handing over input once the core has closed the connection.
+        if !self.lobby.tcp_conn_is_open(id) {
+            return;
+        }
+        let counted = |stats: &LobbyStats| {
+            stats.tcp.violations.iter().sum::<u64>() + stats.tcp.closed.iter().sum::<u64>()
+        };
+        let before = counted(&self.lobby.stats);
+        let unchanged_ready = match input {
+            TcpInput::Request(TcpRequest::Ready(ready)) => self.ready_flag(id) == Some(ready),
+            _ => false,
+        };
+        match input {
+            TcpInput::Request(request) => self.lobby.handle_tcp_request(self.now, id, request),
+            TcpInput::Violation(reason) => self.lobby.handle_tcp_violation(id, reason),
+            TcpInput::Closed(why) => {
+                self.conns.remove(&conn);
+                self.hashes.remove(&conn);
+                self.lobby.handle_tcp_closed(id, why);
+            }
+        }
+        let outputs = self.drain();
+        if let TcpInput::Request(request) = input {
+            let answered = outputs.iter().any(|o| match o {
+                Output::Tcp { conn: c, .. } | Output::CloseConn { conn: c } => *c == id,
+                _ => false,
+            });
+            let counted = counted(&self.lobby.stats) > before;
+            assert!(
+                answered || counted || unchanged_ready,
+                "{request:?} on {id:?} neither answered nor counted: {outputs:?}"
+            );
+        }
+    }
+
+    /// The ready flag of `conn`'s seat, if it has one.
+    fn ready_flag(&self, conn: ConnId) -> Option<bool> {
+        let party = self.lobby.party(self.lobby.party_of(conn)?)?;
+        party
+            .members()
+            .find(|(_, m)| m.conn == conn)
+            .map(|(_, m)| m.ready)
+    }
+
+    /// Everyone goes quiet: every room must end up reaped, every port back in the pool and
+    /// every connection closed.
+    pub fn wind_down(&mut self) {
+        let idle = self.lobby.config().idle_timeout;
+        for _ in 0..40 {
+            self.wait(idle / 4);
+            self.check();
+        }
+        assert_eq!(self.lobby.room_count(), 0, "rooms left behind");
+        assert!(self.open.is_empty());
+        assert_eq!(self.lobby.tcp_conn_count(), 0, "connections left behind");
+        assert!(
+            self.conns.is_empty(),
+            "the core never closed some connections"
+        );
+    }
+}
+
+/// A client address among 30 hosts with two ports each.
+fn client(choices: &mut impl Choices) -> SocketAddr {
+    let host = 2 + choices.below(30) as u8;
+    let port = 5000 + choices.below(2) as u16;
+    SocketAddr::from((Ipv4Addr::new(127, 0, 0, host), port))
+}
+
+/// Every TCP message the core sends (but GAME_START, built by the driver from the roster)
+/// encodes to a frame the wire parser reads back as the same message.
+fn assert_encodes(msg: &TcpMessage) {
+    let Some(repr) = server_repr(msg) else {
+        return;
+    };
+    let mut buf = vec![0u8; repr.buffer_len()];
+    let len = repr.emit(&mut buf);
+    let Next::Frame { frame, consumed } = next_frame_max(&buf[..len], MAX_SERVER_PAYLOAD) else {
+        panic!("{msg:?} does not encode to one whole frame");
+    };
+    assert_eq!(consumed, len);
+    let parsed = ServerRepr::parse(&frame).expect("the core's message parses");
+    let mut again = vec![0u8; parsed.buffer_len()];
+    parsed.emit(&mut again);
+    assert_eq!(again, buf, "{msg:?} changes through the wire");
+}
+
+/// The seeded simulation of `tests/simulation.rs`: `steps` steps of `mix`, then the wind-down;
+/// returns the counters so the test can check the run reached the interesting places.
+pub fn simulate(seed: u64, steps: usize, mix: Mix) -> LobbyStats {
+    let mut sim = Sim::new(seeded_config(), mix, seed ^ 0x5555);
+    let mut rng = Rng(seed);
+    for _ in 0..steps {
+        sim.step(&mut rng);
+    }
+    sim.wind_down();
+    sim.stats().clone()
+}
+
+fn fuzz(input: &[u8], mix: Mix) {
+    let mut script = Script::new(input);
+    let config = scripted_config(&mut script);
+    let hash_seed = script.below(1 << 16);
+    let mut sim = Sim::new(config, mix, hash_seed);
+    while !script.is_done() {
+        sim.step(&mut script);
+    }
+    sim.wind_down();
+}
+
+/// Fuzz target `core_rtype_udp`: the UDP room lobby and game instances, scripted by `input`.
+pub fn fuzz_udp(input: &[u8]) {
+    fuzz(input, Mix::Udp);
+}
+
+/// Fuzz target `core_rtype_tcp`: TCP lobby parties and their instances, scripted by `input`.
+pub fn fuzz_tcp(input: &[u8]) {
+    fuzz(input, Mix::Tcp);
+}

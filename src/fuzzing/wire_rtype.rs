@@ -1,0 +1,203 @@
+//! Fuzz targets of the R-Type wire formats: the UDP room lobby (`wire_udp_lobby`), the game
+//! instance relay (`wire_instance`) and the TCP lobby's frames, payloads and stream reader
+//! (`wire_tcp_lobby`). Contracts: `docs/protocols/udp-lobby.md`, `instance.md`,
+//! `tcp-lobby.md`.
+//!
+//! Each target parses its input as every message the module reads; whatever parses is emitted
+//! again and must parse back to the same message, emitting the same bytes (a round trip
+//! through the module's own `emit`). A datagram is parsed twice: as it is, and with its
+//! `payloadSize` and CRC-32 made to fit (a mutation almost never keeps them right, so without
+//! this the fuzzer would not get past the framing). Nothing here may panic but these
+//! assertions.
+
+use crate::net::tcp_frames::{FrameReader, Piece};
+use crate::wire::frame::{Frame, PacketType, MIN_LEN};
+use crate::wire::instance::{self, rewrite_data_for_delivery, ClientMsg, ServerMsg};
+use crate::wire::tcp_lobby::{
+    self as tcp, name_field, next_frame, next_frame_max, validate_name, Next, MAX_SERVER_PAYLOAD,
+};
+use crate::wire::udp_lobby::{self, emit_room_list, Reply, ReplyRepr, RequestRepr};
+
+use super::emitted;
+
+/// `data` with its `payloadSize` and CRC-32 rewritten to match its length and content, if it
+/// is long enough to be a frame.
+fn framed(data: &[u8]) -> Option<Vec<u8>> {
+    let mut fixed = data.to_vec();
+    let payload = u16::try_from(fixed.len().checked_sub(MIN_LEN)?).ok()?;
+    let mut frame = Frame::new_unchecked(&mut fixed[..]);
+    frame.set_payload_size(payload);
+    frame.fill_checksum();
+    Some(fixed)
+}
+
+/// Fuzz target `wire_udp_lobby`: one datagram, read as a request, a reply and a bare frame.
+pub fn udp_lobby(data: &[u8]) {
+    udp_datagram(data);
+    if let Some(fixed) = framed(data) {
+        udp_datagram(&fixed);
+    }
+}
+
+fn udp_datagram(data: &[u8]) {
+    frame_view(data);
+    if let Ok(request) = RequestRepr::parse(data) {
+        let bytes = emitted(request.buffer_len(), |buf| request.emit(buf));
+        assert_eq!(RequestRepr::parse(&bytes), Ok(request));
+    }
+    if let Ok(reply) = ReplyRepr::parse(data) {
+        let bytes = emitted(reply.buffer_len(), |buf| reply.emit(buf));
+        assert_eq!(ReplyRepr::parse(&bytes), Ok(reply));
+        if let Reply::RoomList(list) = reply.reply {
+            assert_eq!(list.iter().count(), list.len());
+            // The server's streaming emitter writes the same records (reserved bytes zeroed).
+            let mut buf = vec![0xa5; bytes.len()];
+            let len = emit_room_list(&mut buf, reply.seq, list.iter());
+            let again = ReplyRepr::parse(&buf[..len]).expect("an emitted ROOM_LIST parses");
+            let Reply::RoomList(again) = again.reply else {
+                panic!("ROOM_LIST came back as {again:?}");
+            };
+            assert!(again.iter().eq(list.iter()), "records changed");
+        }
+    }
+}
+
+/// The shared datagram framing: a checked view never reads past the buffer.
+fn frame_view(data: &[u8]) {
+    if let Ok(frame) = Frame::new_checked(data) {
+        assert!(frame.payload().len() <= data.len());
+        let _ = (frame.message_type(), frame.seq(), frame.original_size());
+        let _ = (frame.verify_checksum(), frame.packet_type());
+        for expected in [PacketType::CLIENT_TO_SERVER, PacketType::SERVER_TO_CLIENT] {
+            let _ = crate::wire::frame::check_policy(&frame, expected);
+        }
+    }
+    let _ = udp_lobby::RoomList::parse(data).map(|list| list.iter().count());
+}
+
+/// Fuzz target `wire_instance`: one datagram, read as a client and a server message; a
+/// client DATA rewritten for delivery must read as the server's DATA of the same bytes.
+pub fn instance(data: &[u8]) {
+    instance_datagram(data);
+    if let Some(fixed) = framed(data) {
+        instance_datagram(&fixed);
+    }
+}
+
+fn instance_datagram(data: &[u8]) {
+    if let Ok(client) = instance::ClientRepr::parse(data) {
+        let bytes = emitted(client.buffer_len(), |buf| client.emit(buf));
+        assert_eq!(instance::ClientRepr::parse(&bytes), Ok(client));
+        if let ClientMsg::Data { data: opaque, .. } = client.msg {
+            let mut relayed = data.to_vec();
+            rewrite_data_for_delivery(&mut relayed, 7);
+            let delivered = instance::ServerRepr::parse(&relayed).expect("a relayed DATA parses");
+            assert_eq!(delivered.seq, client.seq);
+            assert_eq!(
+                delivered.msg,
+                ServerMsg::Data {
+                    sender: 7,
+                    data: opaque
+                }
+            );
+        }
+    }
+    if let Ok(server) = instance::ServerRepr::parse(data) {
+        let bytes = emitted(server.buffer_len(), |buf| server.emit(buf));
+        assert_eq!(instance::ServerRepr::parse(&bytes), Ok(server));
+    }
+    // Whatever the bytes, the in-place rewrite stays inside them.
+    let mut copy = data.to_vec();
+    rewrite_data_for_delivery(&mut copy, 1);
+    assert_eq!(copy.len(), data.len());
+}
+
+/// A piece of a TCP lobby stream, owned, for comparing two ways of cutting one stream.
+#[derive(Debug, PartialEq, Eq)]
+enum OwnedPiece {
+    Frame(Vec<u8>),
+    Oversized { packet_type: u8, declared: usize },
+}
+
+fn owned(piece: Piece<'_>) -> OwnedPiece {
+    match piece {
+        Piece::Frame(frame) => OwnedPiece::Frame(frame.into_inner().to_vec()),
+        Piece::Oversized {
+            packet_type,
+            declared,
+        } => OwnedPiece::Oversized {
+            packet_type,
+            declared,
+        },
+    }
+}
+
+/// Fuzz target `wire_tcp_lobby`: one TCP stream, cut into client frames by the server's
+/// reader (whole, and again in small reads, which must give the same pieces), each frame
+/// parsed as a client message; the same bytes cut as server frames and parsed as server
+/// messages.
+pub fn tcp_lobby(data: &[u8]) {
+    let mut whole = Vec::new();
+    FrameReader::default().push(data, &mut |piece| {
+        whole.push(owned(piece));
+        true
+    });
+    // The same stream in reads of 1 to 8 bytes, the sizes drawn from the stream itself.
+    let mut reader = FrameReader::default();
+    let mut pieces = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let n = (usize::from(rest[0]) % 8 + 1).min(rest.len());
+        reader.push(&rest[..n], &mut |piece| {
+            pieces.push(owned(piece));
+            true
+        });
+        rest = &rest[n..];
+    }
+    assert_eq!(
+        pieces, whole,
+        "the reader depends on how the stream is split"
+    );
+    for piece in &whole {
+        if let OwnedPiece::Frame(bytes) = piece {
+            let Next::Frame { frame, .. } = next_frame(bytes) else {
+                panic!("a piece is not one whole frame");
+            };
+            client_frame(frame);
+        }
+    }
+    let mut rest = data;
+    while let Next::Frame { frame, consumed } = next_frame_max(rest, MAX_SERVER_PAYLOAD) {
+        server_frame(frame);
+        rest = &rest[consumed..];
+    }
+}
+
+fn client_frame(frame: tcp::Frame<&[u8]>) {
+    let Ok(repr) = tcp::ClientRepr::parse(&frame) else {
+        return;
+    };
+    let bytes = emitted(repr.buffer_len(), |buf| repr.emit(buf));
+    let Next::Frame { frame: again, .. } = next_frame(&bytes) else {
+        panic!("{repr:?} emits no whole frame");
+    };
+    assert_eq!(tcp::ClientRepr::parse(&again), Ok(repr));
+    if let tcp::ClientRepr::ConnectReq { name } = repr {
+        if let Ok(text) = validate_name(name) {
+            assert_eq!(validate_name(&name_field(text)), Ok(text));
+        }
+    }
+}
+
+fn server_frame(frame: tcp::Frame<&[u8]>) {
+    let Ok(repr) = tcp::ServerRepr::parse(&frame) else {
+        return;
+    };
+    // Compared as bytes: a COUNTDOWN or spawn position may be a NaN.
+    let bytes = emitted(repr.buffer_len(), |buf| repr.emit(buf));
+    let Next::Frame { frame: again, .. } = next_frame_max(&bytes, MAX_SERVER_PAYLOAD) else {
+        panic!("a server message emits no whole frame");
+    };
+    let again = tcp::ServerRepr::parse(&again).expect("an emitted server message parses");
+    assert_eq!(emitted(again.buffer_len(), |buf| again.emit(buf)), bytes);
+}
