@@ -100,6 +100,14 @@ fn spec() -> getopts::Options {
          milliseconds a creator waits for a joiner (default 250); at most 60000.",
         "MS",
     );
+    o.optopt(
+        "",
+        "spread",
+        "tcp-cycle: parties start in rounds, each at a random phase over MS once every party \
+         is ready (0: all at the same instant); at most 60000. Default: each party starts \
+         as soon as it is ready.",
+        "MS",
+    );
     o.optflag(
         "",
         "allow-remote",
@@ -183,6 +191,11 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     if let Some(text) = m.opt_str("hold") {
         o.hold = Duration::from_millis(parse_in::<u64>("hold", &text, 0, 60_000)?);
     }
+    if let Some(text) = m.opt_str("spread") {
+        o.spread = Some(Duration::from_millis(parse_in::<u64>(
+            "spread", &text, 0, 60_000,
+        )?));
+    }
     o.start = m.opt_present("start");
     o.json = m.opt_present("json");
     o.quiet = m.opt_present("quiet");
@@ -263,6 +276,12 @@ mod tests {
         assert_eq!((chat.members, chat.target.port()), (5000, 4243));
         assert_eq!(run(&["lobby-chat"]).unwrap().members, 100);
         assert!(run(&["relay", "--members", "65"]).is_err());
+        assert_eq!(run(&["tcp-cycle"]).unwrap().spread, None);
+        assert_eq!(
+            run(&["tcp-cycle", "--spread", "1000"]).unwrap().spread,
+            Some(Duration::from_secs(1))
+        );
+        assert!(run(&["tcp-cycle", "--spread", "70000"]).is_err());
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //!   [`udp_modes`] (`udp-list`, `udp-create-join`, `echo`) and [`echo_server`]; [`relay`];
 //!   [`tcp_engine`] (connection-per-cycle clients over TCP) with [`tcp_modes`] (`tcp-join`,
 //!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`) and
-//!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`).
+//!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`);
+//!   [`start_rounds`] (`tcp-cycle --spread`); [`write_floor`] (`write-floor`, the kernel's
+//!   time to write one countdown tick).
 
 pub mod args;
 pub mod echo_server;
@@ -27,12 +29,14 @@ pub mod relay;
 pub mod runner;
 pub mod setup;
 pub mod sources;
+pub mod start_rounds;
 pub mod stats;
 pub mod tcp_cycle;
 pub mod tcp_engine;
 pub mod tcp_modes;
 pub mod udp_modes;
 pub mod udp_rr;
+pub mod write_floor;
 pub mod wz_modes;
 
 use std::net::{IpAddr, SocketAddr};
@@ -67,11 +71,14 @@ pub enum Mode {
     LobbyChat,
     /// A raw UDP echo server started in this process: the machine's physical limit.
     Echo,
+    /// COUNTDOWN frames written to `--concurrency` loopback connections of the tool's own
+    /// in a plain loop: the kernel's floor for one countdown tick.
+    WriteFloor,
 }
 
 impl Mode {
     /// Every mode, in the order `--help` lists them.
-    pub const ALL: [Mode; 12] = [
+    pub const ALL: [Mode; 13] = [
         Mode::UdpList,
         Mode::UdpCreateJoin,
         Mode::Relay,
@@ -84,6 +91,7 @@ impl Mode {
         Mode::LobbyIdle,
         Mode::LobbyChat,
         Mode::Echo,
+        Mode::WriteFloor,
     ];
 
     /// The name on the command line.
@@ -101,6 +109,7 @@ impl Mode {
             Mode::LobbyIdle => "lobby-idle",
             Mode::LobbyChat => "lobby-chat",
             Mode::Echo => "echo",
+            Mode::WriteFloor => "write-floor",
         }
     }
 
@@ -169,6 +178,9 @@ pub struct Options {
     /// `wz-host`: how long each host keeps its game listed before closing; `lobby-join`: how
     /// long a creator waits for a joiner.
     pub hold: Duration,
+    /// `tcp-cycle`: parties start in rounds, at random phases over this
+    /// ([`start_rounds`]); `None`: each party starts as soon as it is ready.
+    pub spread: Option<Duration>,
     /// Print a JSON summary instead of text.
     pub json: bool,
     /// No progress line.
@@ -194,6 +206,7 @@ impl Options {
             reply_size: 64,
             start: false,
             hold: mode.default_hold(),
+            spread: None,
             json: false,
             quiet: false,
         }
@@ -270,6 +283,7 @@ pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Res
             progress,
         ),
         Mode::LobbyChat => general_chat::run(options, progress),
+        Mode::WriteFloor => write_floor::run(options, progress),
     }
 }
 
