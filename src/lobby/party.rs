@@ -185,10 +185,39 @@ fn slot_of_index(index: usize) -> Slot {
 /// Attempts at drawing a fresh hash before giving up (a failing or degenerate source).
 const HASH_ATTEMPTS: usize = 8;
 
-/// The player-hash source: 64 bits from the operating system's CSPRNG.
-pub fn os_random_u64() -> u64 {
-    // A failing OS generator yields 0, which the caller refuses and retries.
-    getrandom::u64().unwrap_or(0)
+/// Hashes drawn from the OS per system call by [`OsRandom`].
+const RANDOM_BATCH: usize = 32;
+
+/// The player-hash source: 64 bits at a time from the operating system's CSPRNG, fetched
+/// [`RANDOM_BATCH`] at a time so that a join does not cost a `getrandom` call of its own
+/// (issue 14: system calls per TCP join). The values are the CSPRNG's, unchanged; they only
+/// wait in this buffer until handed out, once each.
+#[derive(Debug, Default)]
+pub struct OsRandom {
+    batch: [u64; RANDOM_BATCH],
+    left: usize,
+}
+
+impl OsRandom {
+    /// The next 64 random bits; 0 if the OS generator fails (the caller refuses 0 and
+    /// retries).
+    pub fn next_u64(&mut self) -> u64 {
+        if self.left == 0 {
+            let mut bytes = [0u8; RANDOM_BATCH * 8];
+            if getrandom::fill(&mut bytes).is_err() {
+                return 0;
+            }
+            for (value, chunk) in self.batch.iter_mut().zip(bytes.chunks_exact(8)) {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(chunk);
+                *value = u64::from_ne_bytes(word);
+            }
+            self.left = RANDOM_BATCH;
+        }
+        self.left -= 1;
+        // Each value is handed out once: taken, and its slot cleared.
+        std::mem::take(&mut self.batch[self.left])
+    }
 }
 
 /// The TCP lobby's share of the core's state.

@@ -6,9 +6,15 @@
 //! socket or a TCP lobby connection gives decoded inputs ([`super::udp`], [`super::tcp`])
 //! that go to the core one at a time; after each, every output the core queued is carried
 //! out by [`RtypeFrontEnd::dispatch`]: replies and instance messages to `udp`, frames and
-//! closes to `tcp` (written at once), instance sockets bound or closed. So the core's queue
-//! never holds more than one input's outputs, and a member's frames reach its party's sockets
-//! as they are produced. No protocol logic here.
+//! closes queued on `tcp`'s connections, instance sockets bound or closed. So the core's
+//! queue never holds more than one input's outputs.
+//!
+//! TCP frames are written once per event batch ([`RtypeFrontEnd::flush_tcp`], from
+//! `after_events`), so a connection sent several frames in one batch (a party mate who
+//! sees one player leave and another join, the last COUNTDOWN and GAME_START) gets them in
+//! one `send` (issue 14: the system calls of a join). Timers already due run, and their
+//! frames are written, before the batch's other events ([`FrontEnd::run_due_timers`]): a
+//! countdown is not held up behind a batch of joins. No protocol logic here.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -20,7 +26,7 @@ use crate::lobby::{ConnId, Lobby, Output, RoomId};
 use crate::metrics::{RoomView, Snapshot};
 
 use super::server::FrontEnd;
-use super::tcp::{TcpInput, TcpLobby};
+use super::tcp::{Readiness, TcpInput, TcpLobby};
 use super::token::Target;
 use super::udp::{Received, UdpLobby};
 
@@ -136,13 +142,22 @@ impl RtypeFrontEnd {
                     }
                 }
             }
-            if !self.lobby.has_output() {
-                // TCP bytes are written once the batch is queued; a failed write closes a
-                // connection and may queue more outputs, which this loop then carries out.
-                if let Some(tcp) = self.tcp.as_mut() {
-                    tcp.flush(&mut self.lobby, registry);
-                }
+        }
+    }
+
+    /// Writes every TCP connection with bytes queued since the last flush. A failed write
+    /// closes a connection, which may queue more outputs: they are carried out, and written,
+    /// in turn.
+    fn flush_tcp(&mut self, registry: &Registry) {
+        loop {
+            match self.tcp.as_mut() {
+                Some(tcp) => tcp.flush(&mut self.lobby, registry),
+                None => return,
             }
+            if !self.lobby.has_output() {
+                return;
+            }
+            self.dispatch(registry);
         }
     }
 
@@ -153,16 +168,13 @@ impl RtypeFrontEnd {
         let Some(tcp) = self.tcp.as_mut() else {
             return;
         };
-        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+        let readiness = Readiness {
+            readable: event.is_readable(),
+            closed: event.is_read_closed() || event.is_error(),
+            writable: event.is_writable(),
+        };
         let mut inputs = std::mem::take(&mut self.tcp_inputs);
-        tcp.ready(
-            key,
-            readable,
-            event.is_writable(),
-            &mut self.lobby,
-            registry,
-            &mut inputs,
-        );
+        tcp.ready(key, readiness, &mut self.lobby, registry, &mut inputs);
         self.dispatch(registry);
         let conn = ConnId(key);
         let now = Instant::now();
@@ -199,15 +211,28 @@ impl FrontEnd for RtypeFrontEnd {
         }
     }
 
+    fn run_due_timers(&mut self, registry: &Registry) {
+        let now = Instant::now();
+        // The loop's deadline may be the transport's (a draining connection), not a timer.
+        if !self.lobby.poll_timeout().is_some_and(|at| at <= now) {
+            return;
+        }
+        self.lobby.handle_timeout(now);
+        self.dispatch(registry);
+        self.flush_tcp(registry);
+    }
+
     fn after_events(&mut self, registry: &Registry) {
         self.lobby.handle_timeout(Instant::now());
         self.dispatch(registry);
+        self.flush_tcp(registry);
         let resumed = match self.tcp.as_mut() {
             Some(tcp) => tcp.remove_closed(registry, Instant::now()),
             None => false,
         };
         if resumed {
             self.tcp_accept(registry);
+            self.flush_tcp(registry);
         }
         self.udp.remove_closed(registry, Instant::now());
     }
@@ -248,6 +273,7 @@ impl FrontEnd for RtypeFrontEnd {
         // Every TCP lobby member is told the server is going away (docs/protocols/tcp-lobby.md).
         self.lobby.handle_shutdown();
         self.dispatch(registry);
+        self.flush_tcp(registry);
     }
 
     fn flush_shutdown(&mut self, registry: &Registry) -> bool {

@@ -742,3 +742,13 @@ fn started_room_is_reaped_when_nobody_says_hello() {
     assert!(h.lobby.room(id).is_none());
     assert!(h.lobby.tcp.hashes.is_empty());
 }
+
+#[test]
+fn os_random_hands_out_each_batched_value_once() {
+    let mut random = OsRandom::default();
+    // Three batches and a bit: values are fresh across refills (a zero or a repeat out of
+    // 100 draws of 64 random bits would mean a broken buffer, not bad luck).
+    let drawn: HashSet<u64> = (0..100).map(|_| random.next_u64()).collect();
+    assert_eq!(drawn.len(), 100);
+    assert!(!drawn.contains(&0));
+}
