@@ -100,8 +100,8 @@ pub struct PartyMember {
 /// Who asked for the instance a party is waiting for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Opener {
-    /// START_REQ from this connection.
-    Request(ConnId),
+    /// START_REQ from this connection, received at this instant.
+    Request(ConnId, Instant),
     /// `--auto-start`.
     Auto,
 }
@@ -535,10 +535,10 @@ impl Lobby {
         }
     }
 
-    fn start_request(&mut self, conn: ConnId, id: RoomId) {
+    fn start_request(&mut self, now: Instant, conn: ConnId, id: RoomId) {
         match self.start_refusal(id) {
             Some(error) => self.send_tcp(conn, TcpMessage::Error(error)),
-            None => self.open_party_instance(id, Opener::Request(conn)),
+            None => self.open_party_instance(id, Opener::Request(conn, now)),
         }
     }
 
@@ -572,7 +572,7 @@ impl Lobby {
         let Some(port) = port else {
             let error = TcpMessage::Error(TcpError::NoInstance);
             match opener {
-                Opener::Request(conn) => self.send_tcp(conn, error),
+                Opener::Request(conn, _) => self.send_tcp(conn, error),
                 Opener::Auto => self.send_party(id, error),
             }
             return;
@@ -582,16 +582,23 @@ impl Lobby {
         }
         // The party may have changed while the socket was being bound.
         if let Some(error) = self.start_refusal(id) {
-            if let Opener::Request(conn) = opener {
+            if let Opener::Request(conn, _) = opener {
                 self.send_tcp(conn, TcpMessage::Error(error));
             }
             self.release_instance(id);
             return;
         }
-        self.start_countdown(now, id);
+        // The countdown's clock starts when START_REQ was received, not when the socket was
+        // bound: parties whose START_REQs came in one event batch share one schedule, so
+        // their COUNTDOWNs fall due together and go out in one run of writes (issue 14).
+        let started = match opener {
+            Opener::Request(_, at) => at.min(now),
+            Opener::Auto => now,
+        };
+        self.start_countdown(now, started, id);
     }
 
-    fn start_countdown(&mut self, now: Instant, id: RoomId) {
+    fn start_countdown(&mut self, now: Instant, started: Instant, id: RoomId) {
         if let Some(room) = self.rooms.get_mut(&id) {
             room.state = RoomState::Countdown;
         }
@@ -599,7 +606,7 @@ impl Lobby {
             return;
         };
         party.countdown = Some(PartyCountdown {
-            started: now,
+            started,
             next: 0,
             timer: None,
         });

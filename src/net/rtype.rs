@@ -42,6 +42,10 @@ pub struct RtypeFrontEnd {
     destinations: Vec<SocketAddr>,
     /// Reused for the inputs of each TCP lobby readiness event.
     tcp_inputs: Vec<TcpInput>,
+    /// When the current event batch's first TCP lobby input was read: the time every TCP
+    /// request of the batch counts as received at (they were all in the kernel by then), so
+    /// START_REQs read in one batch start their countdowns on one schedule.
+    batch_started: Option<Instant>,
 }
 
 impl RtypeFrontEnd {
@@ -53,6 +57,7 @@ impl RtypeFrontEnd {
             tcp,
             destinations: Vec::with_capacity(16),
             tcp_inputs: Vec::new(),
+            batch_started: None,
         }
     }
 
@@ -177,7 +182,7 @@ impl RtypeFrontEnd {
         tcp.ready(key, readiness, &mut self.lobby, registry, &mut inputs);
         self.dispatch(registry);
         let conn = ConnId(key);
-        let now = Instant::now();
+        let now = *self.batch_started.get_or_insert_with(Instant::now);
         for input in inputs.drain(..) {
             if !self.lobby.tcp_conn_is_open(conn) {
                 break;
@@ -223,6 +228,7 @@ impl FrontEnd for RtypeFrontEnd {
     }
 
     fn after_events(&mut self, registry: &Registry) {
+        self.batch_started = None;
         self.lobby.handle_timeout(Instant::now());
         self.dispatch(registry);
         self.flush_tcp(registry);
