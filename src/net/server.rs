@@ -220,8 +220,11 @@ impl Server {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         loop {
-            let deadline = self.front_end_deadline();
-            let deadline = deadline.into_iter().chain([self.trim.deadline()]).min();
+            let front_end_deadline = self.front_end_deadline();
+            let deadline = front_end_deadline
+                .into_iter()
+                .chain([self.trim.deadline()])
+                .min();
             let now = Instant::now();
             if let Some(at) = deadline {
                 if let Err(e) = self.wake.arm(at, now) {
@@ -236,7 +239,7 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
-            let mut timers = self.timers_first(self.front_end_deadline());
+            let mut timers = self.timers_first(front_end_deadline);
             for (n, event) in events.iter().enumerate() {
                 if n % TIMER_CHECK_EVERY == TIMER_CHECK_EVERY - 1 {
                     timers = self.timers_first(timers);
