@@ -16,7 +16,8 @@
 # (general lobby members held during lobby-join and chatting in lobby-chat, default 1000),
 # BENCH_LOBBY_IDLE (members held for the general lobby's RSS, default 2000), LOBBYD_PORT etc.
 # (see scripts/lib.sh), BENCH_ONLY=general (only the general lobby's runs; the table goes to
-# bench-out/results-general.md).
+# bench-out/results-general.md), BENCH_ONLY=countdown (COUNTDOWN lateness of 1,000 parties
+# against the kernel's floor: scripts/bench-countdown.sh, which documents its own settings).
 #
 # lobby-load runs with --caps off (lobbyd's limits are raised, so the tool does not keep each
 # source address within the defaults; run_load in lib.sh passes it) and its default sources (blocks of 127.0.0.0/8 sized
@@ -36,6 +37,9 @@
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
+if [ "${BENCH_ONLY:-}" = countdown ]; then
+  exec "$(dirname "$0")/bench-countdown.sh"
+fi
 
 DURATION="${BENCH_DURATION:-3}"
 CONC="${BENCH_CONCURRENCY:-32}"

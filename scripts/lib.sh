@@ -3,7 +3,8 @@
 # loopback, read its /metrics, run lobby-load, read /proc. Everything targets 127.0.0.1.
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-LOBBYD="$REPO_ROOT/target/release/lobbyd"
+# LOBBYD_BIN runs another lobbyd build (an earlier commit's, for before/after pairs).
+LOBBYD="${LOBBYD_BIN:-$REPO_ROOT/target/release/lobbyd}"
 LOBBY_LOAD="$REPO_ROOT/target/release/lobby-load"
 LOBBYD_PID=""
 

@@ -209,19 +209,56 @@ fn tcp_join_joins_and_disconnects() {
     assert!(json["latency_us"]["p99"].as_f64().unwrap() > 0.0);
 }
 
-#[test]
-fn tcp_cycle_runs_whole_parties_and_measures_the_countdown() {
+/// `tcp-cycle` with `players` clients in parties of 4 for `millis`: whole parties complete,
+/// every member gets every COUNTDOWN.
+fn run_parties(players: usize, spread: Option<Duration>, millis: u64) -> Summary {
     let server = start(tcp_config());
     let mut options = tcp_options(Mode::TcpCycle, server.tcp_lobby_addr().unwrap());
-    options.concurrency = 8;
+    options.concurrency = players;
     options.members = 4;
-    options.duration = Duration::from_millis(1500);
+    options.spread = spread;
+    options.duration = Duration::from_millis(millis);
     let summary = run(&options);
     assert!(summary.extra["players"] >= 4 * summary.completed);
     assert_eq!(summary.extra["parties_failed"], 0);
     // 300 ms at 50 ms ticks: 7 values (0.3 .. 0.0) to each member of each party.
     let (_, samples) = summary.lateness.expect("COUNTDOWN lateness measured");
     assert!(samples >= 7 * 4 * summary.completed, "{samples}");
+    summary
+}
+
+#[test]
+fn tcp_cycle_runs_whole_parties_and_measures_the_countdown() {
+    run_parties(8, None, 1500);
+}
+
+#[test]
+fn tcp_cycle_spread_starts_parties_in_rounds() {
+    let summary = run_parties(12, Some(Duration::from_millis(200)), 2500);
+    assert!(summary.extra["rounds"] >= 1, "{}", summary.to_text());
+}
+
+#[test]
+fn write_floor_delivers_every_frame_of_every_burst() {
+    // The mode needs no server: it writes to connections of its own.
+    let mut options = Options::new(Mode::WriteFloor, "127.0.0.1:1".parse().unwrap());
+    options.concurrency = 16;
+    options.duration = Duration::from_millis(600);
+    options.timeout = Duration::from_secs(5);
+    options.quiet = true;
+    let summary = run(&options);
+    let bursts = summary.extra["bursts"];
+    assert_eq!(bursts, summary.completed);
+    assert_eq!(summary.extra["connections"], 16);
+    // Every frame of every burst is read (the reader gets one more period after the last).
+    assert_eq!(
+        summary.extra["frames"],
+        bursts * 16,
+        "{}",
+        summary.to_text()
+    );
+    let (_, samples) = summary.lateness.expect("lateness of each frame");
+    assert_eq!(samples, bursts * 16);
 }
 
 #[test]

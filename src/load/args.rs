@@ -119,6 +119,14 @@ fn spec() -> getopts::Options {
          the exit status is 1 (default 1).",
         "PCT",
     );
+    o.optopt(
+        "",
+        "spread",
+        "tcp-cycle: parties start in rounds, each at a random phase over MS once every party \
+         is ready (0: all at the same instant); at most 60000. Default: each party starts \
+         as soon as it is ready.",
+        "MS",
+    );
     o.optflag(
         "",
         "allow-remote",
@@ -231,6 +239,11 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         }
         o.max_failures = pct / 100.0;
     }
+    if let Some(text) = m.opt_str("spread") {
+        o.spread = Some(Duration::from_millis(parse_in::<u64>(
+            "spread", &text, 0, 60_000,
+        )?));
+    }
     o.start = m.opt_present("start");
     o.blocking = m.opt_present("blocking");
     o.json = m.opt_present("json");
@@ -332,6 +345,12 @@ mod tests {
         assert_eq!((chat.members, chat.target.port()), (5000, 4243));
         assert_eq!(run(&["lobby-chat"]).unwrap().members, 100);
         assert!(run(&["relay", "--members", "65"]).is_err());
+        assert_eq!(run(&["tcp-cycle"]).unwrap().spread, None);
+        assert_eq!(
+            run(&["tcp-cycle", "--spread", "1000"]).unwrap().spread,
+            Some(Duration::from_secs(1))
+        );
+        assert!(run(&["tcp-cycle", "--spread", "70000"]).is_err());
     }
 
     #[test]

@@ -87,7 +87,8 @@ fn single_source(target: IpAddr) -> IpAddr {
 /// The options a run uses, and the line saying what was adjusted.
 pub fn fit(given: &Options) -> Fitted {
     let mut o = given.clone();
-    if o.mode.is_hostile() {
+    // Attackers mean to go past the limits; write-floor meets no server at all.
+    if o.mode.is_hostile() || o.mode == Mode::WriteFloor {
         return Fitted {
             options: o,
             note: None,
@@ -215,7 +216,7 @@ fn clamp_to_caps(o: &mut Options, caps: &Caps, notes: &mut Vec<String>) {
                 caps.lobby_max_members
             ),
         ),
-        Mode::UdpCreateJoin | Mode::TcpJoin | Mode::LobbyJoin | Mode::Echo => {}
+        Mode::UdpCreateJoin | Mode::TcpJoin | Mode::LobbyJoin | Mode::Echo | Mode::WriteFloor => {}
         // The attackers are never fitted (see `fit`).
         Mode::HostileUdp
         | Mode::HostileTcp
@@ -340,7 +341,7 @@ fn describe_budgets(o: &Options, caps: &Caps, notes: &mut Vec<String>) {
             caps.chat_lines().per_second(),
             caps.chat_rate
         )),
-        Mode::Echo => {}
+        Mode::Echo | Mode::WriteFloor => {}
         // The attackers are never fitted (see `fit`).
         Mode::HostileUdp
         | Mode::HostileTcp

@@ -23,7 +23,8 @@
 //!   ports answering lobbyd's reachability probe in [`wz_probe`]) and
 //!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`);
 //!   [`hostile`] (`hostile-udp`, `hostile-tcp`, `hostile-wz`, `hostile-lobby`, `hostile-http`:
-//!   attackers, for `scripts/hostile.sh`).
+//!   attackers, for `scripts/hostile.sh`); [`start_rounds`] (`tcp-cycle --spread`);
+//!   [`write_floor`] (`write-floor`, the kernel's time to write one countdown tick).
 
 pub mod args;
 pub mod caps;
@@ -37,12 +38,14 @@ pub mod relay;
 pub mod runner;
 pub mod setup;
 pub mod sources;
+pub mod start_rounds;
 pub mod stats;
 pub mod tcp_cycle;
 pub mod tcp_engine;
 pub mod tcp_modes;
 pub mod udp_modes;
 pub mod udp_rr;
+pub mod write_floor;
 pub mod wz_modes;
 pub mod wz_probe;
 
@@ -89,11 +92,14 @@ pub enum Mode {
     HostileLobby,
     /// Attacker: a hostile crowd against the metrics endpoint.
     HostileHttp,
+    /// COUNTDOWN frames written to `--concurrency` loopback connections of the tool's own
+    /// in a plain loop: the kernel's floor for one countdown tick.
+    WriteFloor,
 }
 
 impl Mode {
     /// Every mode, in the order `--help` lists them.
-    pub const ALL: [Mode; 17] = [
+    pub const ALL: [Mode; 18] = [
         Mode::UdpList,
         Mode::UdpCreateJoin,
         Mode::Relay,
@@ -111,6 +117,7 @@ impl Mode {
         Mode::HostileWz,
         Mode::HostileLobby,
         Mode::HostileHttp,
+        Mode::WriteFloor,
     ];
 
     /// An attacker of `scripts/hostile.sh`: it means to go past lobbyd's limits, so nothing
@@ -146,6 +153,7 @@ impl Mode {
             Mode::HostileWz => "hostile-wz",
             Mode::HostileLobby => "hostile-lobby",
             Mode::HostileHttp => "hostile-http",
+            Mode::WriteFloor => "write-floor",
         }
     }
 
@@ -234,6 +242,9 @@ pub struct Options {
     /// `wz-host`: how long each host keeps its game listed before closing; `lobby-join`: how
     /// long a creator waits for a joiner.
     pub hold: Duration,
+    /// `tcp-cycle`: parties start in rounds, at random phases over this
+    /// ([`start_rounds`]); `None`: each party starts as soon as it is ready.
+    pub spread: Option<Duration>,
     /// Print a JSON summary instead of text.
     pub json: bool,
     /// No progress line.
@@ -265,6 +276,7 @@ impl Options {
             start: false,
             blocking: false,
             hold: mode.default_hold(),
+            spread: None,
             json: false,
             quiet: false,
             tty: false,
@@ -374,6 +386,7 @@ fn run_fitted(options: &Options, progress: &mut dyn std::io::Write) -> std::io::
         | Mode::HostileWz
         | Mode::HostileLobby
         | Mode::HostileHttp => hostile::run(options, progress),
+        Mode::WriteFloor => write_floor::run(options, progress),
     }
 }
 

@@ -32,6 +32,11 @@ pub trait Workload {
     fn tick(&mut self, registry: &Registry, now: Instant, pacer: &mut Pacer, stats: &mut Stats);
     /// Called once when the measurement ends, before the summary (close, count what is open).
     fn finish(&mut self, _now: Instant, _stats: &mut Stats) {}
+    /// When the workload needs a tick before its next event, if ever (a scheduled send): the
+    /// poll waits no longer than that (to the millisecond: mio rounds its timeout up).
+    fn next_wake(&self) -> Option<Instant> {
+        None
+    }
 }
 
 /// Open-loop send schedule: `rate` sends per second from `start`, whatever the replies.
@@ -103,8 +108,10 @@ pub fn drive(
         if now >= end || done {
             break;
         }
+        let wake = workload.next_wake().unwrap_or(end);
         let wait = end
             .min(next_report)
+            .min(wake)
             .saturating_duration_since(now)
             .min(wait_cap);
         match poll.poll(&mut events, Some(wait)) {

@@ -8,6 +8,10 @@
 //! one START_REQ. `--members` must equal lobbyd's `--max-players` (4 by default both), and
 //! `--concurrency` be a multiple of it, so every party fills.
 //!
+//! With `--spread MS` the starters do not send START_REQ at once: parties start in rounds,
+//! each at a random phase over MS once every party is ready ([`super::start_rounds`]); their
+//! members hold meanwhile, without a timeout.
+//!
 //! COUNTDOWN lateness: value `v` is due at `start + (first - v)`, where `start` is when the
 //! party's START_REQ was written (the starter is one of this tool's clients, found by its
 //! hash) and `first` the first value sent (`--countdown`). Each COUNTDOWN every member
@@ -32,6 +36,7 @@ use crate::wire::instance::{self, ClientMsg, ServerMsg};
 use crate::wire::tcp_lobby::{ClientRepr, GameStart, ServerRepr};
 
 use super::sources::is_loopback;
+use super::start_rounds::StartRounds;
 use super::stats::Stats;
 use super::tcp_engine::{Ctx, Script, Step};
 use super::tcp_modes::{each_frame, error_kind, player_name, push, MAX_FRAME};
@@ -50,6 +55,8 @@ pub struct Player {
     roster: Vec<(u8, u64, bool)>,
     ready_sent: bool,
     start_sent: bool,
+    /// `--spread`: this starter's START_REQ waits for its scheduled time.
+    start_scheduled: bool,
     /// The first COUNTDOWN value and when it was due.
     schedule: Option<(f64, Instant)>,
     /// The party's key (its lowest-numbered member's hash) once GAME_START arrived.
@@ -76,6 +83,8 @@ pub struct Cycle {
     players: u64,
     countdown_frames: u64,
     parties_failed: u64,
+    /// `--spread`: when each party starts.
+    rounds: Option<StartRounds>,
     buf: Box<[u8; 2048]>,
 }
 
@@ -91,6 +100,14 @@ impl Cycle {
             players: 0,
             countdown_frames: 0,
             parties_failed: 0,
+            rounds: options.spread.map(|spread| {
+                StartRounds::new(
+                    spread,
+                    options.concurrency,
+                    options.members,
+                    options.timeout,
+                )
+            }),
             buf: Box::new([0; 2048]),
         }
     }
@@ -103,15 +120,30 @@ impl Cycle {
             .min_by_key(|&(number, _, _)| number)
     }
 
-    /// The lowest-numbered member sends START_REQ once the party is full and ready.
+    /// Every member is in and ready.
+    fn complete(&self, p: &Player) -> bool {
+        p.roster.len() >= self.members && p.roster.iter().all(|m| m.2)
+    }
+
+    /// The lowest-numbered member sends START_REQ once the party is full and ready (with
+    /// `--spread`, at the time its round gives it).
     fn maybe_start(&mut self, i: usize, p: &mut Player, ctx: &mut Ctx<'_>) {
-        let full = p.roster.len() >= self.members && p.roster.iter().all(|m| m.2);
         let lowest = Self::starter(p).map(|(number, hash, _)| (number, hash));
-        if !p.start_sent && full && lowest.is_some() && lowest == p.me {
+        if !p.start_sent && self.complete(p) && lowest.is_some() && lowest == p.me {
             p.start_sent = true;
-            self.start_sent[i] = Some(ctx.now);
-            push(ctx.out, ClientRepr::StartReq);
+            match self.rounds.as_mut() {
+                Some(rounds) => {
+                    p.start_scheduled = true;
+                    rounds.wait(i, ctx.now);
+                }
+                None => self.send_start(i, ctx),
+            }
         }
+    }
+
+    fn send_start(&mut self, i: usize, ctx: &mut Ctx<'_>) {
+        self.start_sent[i] = Some(ctx.now);
+        push(ctx.out, ClientRepr::StartReq);
     }
 
     /// When this party's START_REQ was written, if one of our clients wrote it.
@@ -260,7 +292,31 @@ impl Script for Cycle {
         data: &[u8],
         ctx: &mut Ctx<'_>,
     ) -> (usize, Step) {
-        each_frame(data, |repr| self.frame(i, p, repr, ctx))
+        let (used, step) = each_frame(data, |repr| self.frame(i, p, repr, ctx));
+        // With --spread, a complete party waits for its round with no timeout.
+        let waiting = self.rounds.is_some() && p.schedule.is_none() && self.complete(p);
+        match step {
+            Step::More if waiting => (used, Step::Hold),
+            _ => (used, step),
+        }
+    }
+
+    fn woken(&mut self, i: usize, p: &mut Player, ctx: &mut Ctx<'_>) -> Step {
+        if std::mem::take(&mut p.start_scheduled) {
+            self.send_start(i, ctx);
+            return Step::More;
+        }
+        Step::Hold
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        self.rounds.as_ref().and_then(StartRounds::next_wake)
+    }
+
+    fn wake_due(&mut self, now: Instant, due: &mut Vec<usize>) {
+        if let Some(rounds) = self.rounds.as_mut() {
+            rounds.due(now, due);
+        }
     }
 
     fn aux_ready(&mut self, _i: usize, p: &mut Player, ctx: &mut Ctx<'_>) -> Step {
@@ -325,6 +381,9 @@ impl Script for Cycle {
     }
 
     fn ended(&mut self, i: usize, p: &mut Player) {
+        if let Some(rounds) = self.rounds.as_mut() {
+            rounds.forget(i);
+        }
         if let Some(key) = p.party.take() {
             self.settle(key, p.welcomed);
         }
@@ -339,5 +398,8 @@ impl Script for Cycle {
         stats.set("players", self.players);
         stats.set("countdown_frames", self.countdown_frames);
         stats.set("parties_failed", self.parties_failed);
+        if let Some(rounds) = self.rounds.as_ref() {
+            stats.set("rounds", rounds.rounds());
+        }
     }
 }

@@ -113,6 +113,14 @@ pub trait Script {
     fn ended(&mut self, _i: usize, _client: &mut Self::Client) {}
     /// Periodic chores, at least every 10 ms.
     fn chores(&mut self, _now: Instant) {}
+    /// When [`Script::wake_due`] must run next (a send scheduled to the millisecond), if
+    /// ever: the loop wakes then rather than at its next 10 ms sweep.
+    fn next_wake(&self) -> Option<Instant> {
+        None
+    }
+    /// Pushes into `due` the clients whose [`Script::woken`] is due at `now`; only clients
+    /// that hold their connection ([`Step::Hold`], [`Step::Sleep`]) are woken.
+    fn wake_due(&mut self, _now: Instant, _due: &mut Vec<usize>) {}
     /// The run is over; the cycles still open are ended right after.
     fn finish(&mut self, _stats: &mut Stats) {}
 }
@@ -158,6 +166,8 @@ pub struct TcpEngine<S: Script> {
     next_sweep: Instant,
     chunk: Box<[u8]>,
     out: Vec<u8>,
+    /// Clients [`Script::wake_due`] named (kept to reuse its allocation).
+    due: Vec<usize>,
 }
 
 /// A non-blocking TCP connection from `source` (port chosen by the OS) to `target`, with
@@ -334,6 +344,7 @@ impl<S: Script> TcpEngine<S> {
             next_sweep: Instant::now() + SWEEP_EVERY,
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             out: Vec::with_capacity(1024),
+            due: Vec::new(),
         }
     }
 
@@ -568,6 +579,26 @@ impl<S: Script> TcpEngine<S> {
         }
     }
 
+    /// Wakes the holding clients the script scheduled for `now`.
+    fn wake_scheduled(&mut self, registry: &Registry, now: Instant, stats: &mut Stats) {
+        let mut due = std::mem::take(&mut self.due);
+        self.script.wake_due(now, &mut due);
+        for &i in &due {
+            let holding = self
+                .slots
+                .get(i)
+                .is_some_and(|slot| slot.phase == Phase::Open && slot.sleeping);
+            if holding {
+                let step = self.hook(i, registry, now, stats, |script, client, ctx| {
+                    script.woken(i, client, ctx)
+                });
+                self.apply(i, step, now, stats);
+            }
+        }
+        due.clear();
+        self.due = due;
+    }
+
     fn sweep(&mut self, registry: &Registry, now: Instant, stats: &mut Stats) {
         let n = self.slots.len();
         for i in 0..n {
@@ -675,12 +706,17 @@ impl<S: Script> Workload for TcpEngine<S> {
 
     fn tick(&mut self, registry: &Registry, now: Instant, pacer: &mut Pacer, stats: &mut Stats) {
         self.script.chores(now);
+        self.wake_scheduled(registry, now, stats);
         if now >= self.next_sweep {
             self.sweep(registry, now, stats);
             self.next_sweep = now + SWEEP_EVERY;
         }
         self.idle.extend(self.retry.drain(..));
         self.start_due(registry, now, pacer, stats);
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        self.script.next_wake()
     }
 
     fn finish(&mut self, _now: Instant, stats: &mut Stats) {

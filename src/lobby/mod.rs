@@ -291,7 +291,8 @@ impl Lobby {
     /// A lobby with no rooms; `now` anchors the timer wheel. Player hashes come from the
     /// operating system's CSPRNG.
     pub fn new(config: LobbyConfig, now: Instant) -> Lobby {
-        Lobby::with_hash_source(config, now, Box::new(party::os_random_u64))
+        let mut random = party::OsRandom::default();
+        Lobby::with_hash_source(config, now, Box::new(move || random.next_u64()))
     }
 
     /// A lobby drawing TCP player hashes from `hash_source` (simulations pass a seeded one).

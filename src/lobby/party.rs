@@ -100,8 +100,8 @@ pub struct PartyMember {
 /// Who asked for the instance a party is waiting for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Opener {
-    /// START_REQ from this connection.
-    Request(ConnId),
+    /// START_REQ from this connection, received at this instant.
+    Request(ConnId, Instant),
     /// `--auto-start`.
     Auto,
 }
@@ -185,10 +185,39 @@ fn slot_of_index(index: usize) -> Slot {
 /// Attempts at drawing a fresh hash before giving up (a failing or degenerate source).
 const HASH_ATTEMPTS: usize = 8;
 
-/// The player-hash source: 64 bits from the operating system's CSPRNG.
-pub fn os_random_u64() -> u64 {
-    // A failing OS generator yields 0, which the caller refuses and retries.
-    getrandom::u64().unwrap_or(0)
+/// Hashes drawn from the OS per system call by [`OsRandom`].
+const RANDOM_BATCH: usize = 32;
+
+/// The player-hash source: 64 bits at a time from the operating system's CSPRNG, fetched
+/// [`RANDOM_BATCH`] at a time so that a join does not cost a `getrandom` call of its own
+/// (issue 14: system calls per TCP join). The values are the CSPRNG's, unchanged; they only
+/// wait in this buffer until handed out, once each.
+#[derive(Debug, Default)]
+pub struct OsRandom {
+    batch: [u64; RANDOM_BATCH],
+    left: usize,
+}
+
+impl OsRandom {
+    /// The next 64 random bits; 0 if the OS generator fails (the caller refuses 0 and
+    /// retries).
+    pub fn next_u64(&mut self) -> u64 {
+        if self.left == 0 {
+            let mut bytes = [0u8; RANDOM_BATCH * 8];
+            if getrandom::fill(&mut bytes).is_err() {
+                return 0;
+            }
+            for (value, chunk) in self.batch.iter_mut().zip(bytes.chunks_exact(8)) {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(chunk);
+                *value = u64::from_ne_bytes(word);
+            }
+            self.left = RANDOM_BATCH;
+        }
+        self.left -= 1;
+        // Each value is handed out once: taken, and its slot cleared.
+        std::mem::take(&mut self.batch[self.left])
+    }
 }
 
 /// The TCP lobby's share of the core's state.
@@ -506,10 +535,10 @@ impl Lobby {
         }
     }
 
-    fn start_request(&mut self, conn: ConnId, id: RoomId) {
+    fn start_request(&mut self, now: Instant, conn: ConnId, id: RoomId) {
         match self.start_refusal(id) {
             Some(error) => self.send_tcp(conn, TcpMessage::Error(error)),
-            None => self.open_party_instance(id, Opener::Request(conn)),
+            None => self.open_party_instance(id, Opener::Request(conn, now)),
         }
     }
 
@@ -543,7 +572,7 @@ impl Lobby {
         let Some(port) = port else {
             let error = TcpMessage::Error(TcpError::NoInstance);
             match opener {
-                Opener::Request(conn) => self.send_tcp(conn, error),
+                Opener::Request(conn, _) => self.send_tcp(conn, error),
                 Opener::Auto => self.send_party(id, error),
             }
             return;
@@ -553,16 +582,23 @@ impl Lobby {
         }
         // The party may have changed while the socket was being bound.
         if let Some(error) = self.start_refusal(id) {
-            if let Opener::Request(conn) = opener {
+            if let Opener::Request(conn, _) = opener {
                 self.send_tcp(conn, TcpMessage::Error(error));
             }
             self.release_instance(id);
             return;
         }
-        self.start_countdown(now, id);
+        // The countdown's clock starts when START_REQ was received, not when the socket was
+        // bound: parties whose START_REQs came in one event batch share one schedule, so
+        // their COUNTDOWNs fall due together and go out in one run of writes (issue 14).
+        let started = match opener {
+            Opener::Request(_, at) => at.min(now),
+            Opener::Auto => now,
+        };
+        self.start_countdown(now, started, id);
     }
 
-    fn start_countdown(&mut self, now: Instant, id: RoomId) {
+    fn start_countdown(&mut self, now: Instant, started: Instant, id: RoomId) {
         if let Some(room) = self.rooms.get_mut(&id) {
             room.state = RoomState::Countdown;
         }
@@ -570,7 +606,7 @@ impl Lobby {
             return;
         };
         party.countdown = Some(PartyCountdown {
-            started: now,
+            started,
             next: 0,
             timer: None,
         });

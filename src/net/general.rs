@@ -45,7 +45,7 @@ use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 use super::login::Logins;
 use super::server::FrontEnd;
 use super::stream::{
-    canonical_ip, tune_accepted, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
 };
 use super::token::Target;
 use super::warn::WarnBudget;
@@ -224,6 +224,7 @@ impl GeneralDriver {
                 Some(Logins::new("general lobby", db.to_path_buf(), waker))
             }
         };
+        tune_listener(&listener, true);
         registry.register(
             &mut listener,
             Target::GeneralListener.token(),
@@ -313,7 +314,6 @@ impl GeneralDriver {
             // An admitted newcomer needs the room: the oldest connection not signed in makes it.
             self.evict_a_guest(now);
         }
-        tune_accepted(&stream, true);
         let entry = self.conns.vacant_entry();
         let key = entry.key();
         let token = Target::GeneralConn(key).token();

@@ -6,12 +6,18 @@
 //! socket or a TCP lobby connection gives decoded inputs ([`super::udp`], [`super::tcp`])
 //! that go to the core one at a time; after each, every output the core queued is carried
 //! out by [`RtypeFrontEnd::dispatch`]: replies, instance messages and relays queued in `udp`,
-//! frames and closes to `tcp` (written at once), instance sockets bound or closed. So the
+//! frames and closes queued on `tcp`'s connections, instance sockets bound or closed. So the
 //! core's queue never holds more than one input's outputs. UDP sockets are read a batch at a
 //! time (`recvmmsg`), and the datagrams queued while serving a batch leave together
 //! (`sendmmsg`) before the next read and before each `ready` returns to the loop, so a
-//! member's datagrams reach its room mates within the event that produced them. No protocol
-//! logic here.
+//! member's datagrams reach its room mates within the event that produced them.
+//!
+//! TCP frames are written once per event batch ([`RtypeFrontEnd::flush_tcp`], from
+//! `after_events`), so a connection sent several frames in one batch (a party mate who
+//! sees one player leave and another join, the last COUNTDOWN and GAME_START) gets them in
+//! one `send` (issue 14: the system calls of a join). Timers already due run, and their
+//! frames are written, before the batch's other events ([`FrontEnd::run_due_timers`]): a
+//! countdown is not held up behind a batch of joins. No protocol logic here.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -24,7 +30,7 @@ use crate::metrics::{RoomView, Snapshot};
 use crate::wire::tcp_lobby::validate_name;
 
 use super::server::FrontEnd;
-use super::tcp::{TcpInput, TcpLobby};
+use super::tcp::{Readiness, TcpInput, TcpLobby};
 use super::token::Target;
 use super::udp::{Batch, Received, UdpLobby, BATCH};
 
@@ -41,6 +47,10 @@ pub struct RtypeFrontEnd {
     destinations: Vec<SocketAddr>,
     /// Reused for the inputs of each TCP lobby readiness event.
     tcp_inputs: Vec<TcpInput>,
+    /// When the current event batch's first TCP lobby input was read: the time every TCP
+    /// request of the batch counts as received at (they were all in the kernel by then), so
+    /// START_REQs read in one batch start their countdowns on one schedule.
+    batch_started: Option<Instant>,
 }
 
 impl RtypeFrontEnd {
@@ -52,6 +62,7 @@ impl RtypeFrontEnd {
             tcp,
             destinations: Vec::with_capacity(16),
             tcp_inputs: Vec::new(),
+            batch_started: None,
         }
     }
 
@@ -162,13 +173,22 @@ impl RtypeFrontEnd {
                     }
                 }
             }
-            if !self.lobby.has_output() {
-                // TCP bytes are written once the batch is queued; a failed write closes a
-                // connection and may queue more outputs, which this loop then carries out.
-                if let Some(tcp) = self.tcp.as_mut() {
-                    tcp.flush(&mut self.lobby, registry);
-                }
+        }
+    }
+
+    /// Writes every TCP connection with bytes queued since the last flush. A failed write
+    /// closes a connection, which may queue more outputs: they are carried out, and written,
+    /// in turn.
+    fn flush_tcp(&mut self, registry: &Registry) {
+        loop {
+            match self.tcp.as_mut() {
+                Some(tcp) => tcp.flush(&mut self.lobby, registry),
+                None => return,
             }
+            if !self.lobby.has_output() {
+                return;
+            }
+            self.dispatch(registry);
         }
     }
 
@@ -179,19 +199,16 @@ impl RtypeFrontEnd {
         let Some(tcp) = self.tcp.as_mut() else {
             return;
         };
-        let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+        let readiness = Readiness {
+            readable: event.is_readable(),
+            closed: event.is_read_closed() || event.is_error(),
+            writable: event.is_writable(),
+        };
         let mut inputs = std::mem::take(&mut self.tcp_inputs);
-        tcp.ready(
-            key,
-            readable,
-            event.is_writable(),
-            &mut self.lobby,
-            registry,
-            &mut inputs,
-        );
+        tcp.ready(key, readiness, &mut self.lobby, registry, &mut inputs);
         self.dispatch(registry);
         let conn = ConnId(key);
-        let now = Instant::now();
+        let now = *self.batch_started.get_or_insert_with(Instant::now);
         for input in inputs.drain(..) {
             if !self.lobby.tcp_conn_is_open(conn) {
                 break;
@@ -227,15 +244,29 @@ impl FrontEnd for RtypeFrontEnd {
         self.udp.flush();
     }
 
+    fn run_due_timers(&mut self, registry: &Registry) {
+        let now = Instant::now();
+        // The loop's deadline may be the transport's (a draining connection), not a timer.
+        if !self.lobby.poll_timeout().is_some_and(|at| at <= now) {
+            return;
+        }
+        self.lobby.handle_timeout(now);
+        self.dispatch(registry);
+        self.flush_tcp(registry);
+    }
+
     fn after_events(&mut self, registry: &Registry) {
+        self.batch_started = None;
         self.lobby.handle_timeout(Instant::now());
         self.dispatch(registry);
+        self.flush_tcp(registry);
         let resumed = match self.tcp.as_mut() {
             Some(tcp) => tcp.remove_closed(registry, Instant::now()),
             None => false,
         };
         if resumed {
             self.tcp_accept(registry);
+            self.flush_tcp(registry);
         }
         self.udp.remove_closed(registry, Instant::now());
     }
@@ -291,6 +322,7 @@ impl FrontEnd for RtypeFrontEnd {
         self.lobby.handle_shutdown();
         self.dispatch(registry);
         self.udp.flush();
+        self.flush_tcp(registry);
     }
 
     fn flush_shutdown(&mut self, registry: &Registry) -> bool {

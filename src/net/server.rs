@@ -13,6 +13,9 @@
 //! deadlines it wakes for too).
 //!
 //! The loop makes these calls, and no others, through [`FrontEnd`]:
+//! - `run_due_timers(registry)` when its deadline has passed as a batch of events begins,
+//!   and again every [`TIMER_CHECK_EVERY`] events of a long batch: timers first, so a
+//!   countdown is not late behind a batch of accepts and joins (a no-op by default);
 //! - `ready(registry, target, event)` for every readiness event on one of its tokens;
 //! - `after_events(registry)` once per event batch: timers due, deferred work, removal of
 //!   what closed in the batch (so a reused slab key never sees a stale event), accepting
@@ -46,6 +49,8 @@ use super::warn::WarnBudget;
 
 /// Readiness events handled per poll.
 const EVENTS_CAPACITY: usize = 1024;
+/// Events handled between two looks at the clock for timers that fell due meanwhile.
+pub const TIMER_CHECK_EVERY: usize = 16;
 /// How long shutdown waits for clients to take their last bytes.
 pub const SHUTDOWN_FLUSH: Duration = Duration::from_millis(500);
 
@@ -62,6 +67,10 @@ pub enum Control {
 pub trait FrontEnd: Send {
     /// One readiness event for a token this front end registered.
     fn ready(&mut self, registry: &Registry, target: Target, event: &Event);
+    /// Its deadline has passed before or during a batch of events: run the timers due now
+    /// and write what they send, without removing anything (that waits for
+    /// `after_events`, so no stale event of the batch meets a reused key).
+    fn run_due_timers(&mut self, _registry: &Registry) {}
     /// Once per event batch, after the events: timers due, deferred work, and removal of the
     /// sockets closed in the batch.
     fn after_events(&mut self, registry: &Registry);
@@ -194,15 +203,35 @@ impl Server {
         self.metrics = Some(endpoint);
     }
 
+    /// The earliest deadline of any front end.
+    fn front_end_deadline(&self) -> Option<Instant> {
+        self.front_ends
+            .iter()
+            .flatten()
+            .filter_map(|front_end| front_end.next_deadline())
+            .min()
+    }
+
+    /// Runs the timers of every front end if the earliest deadline has passed; returns the
+    /// earliest deadline after that.
+    fn timers_first(&mut self, deadline: Option<Instant>) -> Option<Instant> {
+        if !deadline.is_some_and(|at| Instant::now() >= at) {
+            return deadline;
+        }
+        let registry = self.poll.registry();
+        for front_end in self.front_ends.iter_mut().flatten() {
+            front_end.run_due_timers(registry);
+        }
+        self.front_end_deadline()
+    }
+
     /// Runs until a shutdown request arrives (or the control channel is dropped).
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         loop {
-            let deadline = self
-                .front_ends
-                .iter()
-                .flatten()
-                .filter_map(|front_end| front_end.next_deadline())
+            let front_end_deadline = self.front_end_deadline();
+            let deadline = front_end_deadline
+                .into_iter()
                 .chain([self.trim.deadline()])
                 .chain(self.metrics.as_ref().and_then(|m| m.next_deadline()))
                 .min();
@@ -220,7 +249,11 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
-            for event in events.iter() {
+            let mut timers = self.timers_first(front_end_deadline);
+            for (n, event) in events.iter().enumerate() {
+                if n % TIMER_CHECK_EVERY == TIMER_CHECK_EVERY - 1 {
+                    timers = self.timers_first(timers);
+                }
                 let Some(target) = Target::from_token(event.token()) else {
                     continue;
                 };

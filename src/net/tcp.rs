@@ -36,7 +36,7 @@ use crate::wire::tcp_lobby::{
 };
 
 use super::stream::{
-    canonical_ip, tune_accepted, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
 };
 use super::tcp_frames::{FrameReader, Piece};
 use super::token::Target;
@@ -119,6 +119,18 @@ impl TcpStats {
     }
 }
 
+/// What readiness a connection has, from its poll event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// Bytes (or the end of the stream) may be read.
+    pub readable: bool,
+    /// The peer closed its side or the socket failed: read until the end, whatever a short
+    /// read says (no further edge will come for an end that has already arrived).
+    pub closed: bool,
+    /// The send buffer has room again.
+    pub writable: bool,
+}
+
 /// What a connection's bytes (or its end) mean for the core, in stream order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcpInput {
@@ -167,6 +179,7 @@ impl TcpLobby {
         registry: &Registry,
         limits: TcpLimits,
     ) -> io::Result<TcpLobby> {
+        tune_listener(&listener, true);
         registry.register(
             &mut listener,
             Target::TcpListener.token(),
@@ -266,7 +279,6 @@ impl TcpLobby {
             // a connection without CONNECT_ACK to close.
             self.evict_a_pending_conn(lobby);
         }
-        tune_accepted(&stream, true);
         let entry = self.conns.vacant_entry();
         let key = entry.key();
         if let Err(e) = registry.register(
@@ -314,17 +326,16 @@ impl TcpLobby {
     pub fn ready(
         &mut self,
         key: usize,
-        readable: bool,
-        writable: bool,
+        readiness: Readiness,
         lobby: &mut Lobby,
         registry: &Registry,
         inputs: &mut Vec<TcpInput>,
     ) {
-        if writable {
+        if readiness.writable {
             self.flush_one(key, lobby, registry);
         }
-        if readable {
-            self.read(key, registry, inputs);
+        if readiness.readable || readiness.closed {
+            self.read(key, readiness.closed, registry, inputs);
         }
     }
 
@@ -334,7 +345,12 @@ impl TcpLobby {
     /// least one more byte and every other frame or oversized header at least three, so `3k`
     /// bytes complete at most `k` pieces: no read yields more than the budget, and nothing
     /// read is ever left over to keep.
-    fn read(&mut self, key: usize, registry: &Registry, inputs: &mut Vec<TcpInput>) {
+    ///
+    /// A read that returns less than it asked for has emptied the socket, so no second read
+    /// is made just to see `WouldBlock` (one system call per request saved): bytes that
+    /// arrive later raise a new edge. Unless `closed`: an end of stream that had already
+    /// arrived raises none, so it is read now.
+    fn read(&mut self, key: usize, closed: bool, registry: &Registry, inputs: &mut Vec<TcpInput>) {
         let mut budget = FRAMES_PER_EVENT;
         for _ in 0..READ_BUDGET {
             let Some(conn) = self.conns.get_mut(key) else {
@@ -368,6 +384,9 @@ impl TcpLobby {
                 inputs.push(input_of(key, piece));
                 true
             });
+            if n < want && !closed {
+                return;
+            }
         }
         // Budget spent with data possibly left: mio is edge-triggered, so reregistering
         // brings us back to this connection, after the others, without waiting for an edge.

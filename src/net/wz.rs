@@ -39,7 +39,7 @@ use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
 
 use super::login::Logins;
 use super::server::FrontEnd;
-use super::stream::{tune_accepted, AcceptGate, Flushed, Linger, Phase, Stream};
+use super::stream::{tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
 use super::wz_probe::Probes;
@@ -225,6 +225,8 @@ impl WzDriver {
                 Some(Logins::new("wz v4", settings.db.clone(), waker))
             }
         };
+        // Small status replies must not wait for Nagle.
+        tune_listener(&listener, false);
         registry.register(
             &mut listener,
             Target::WzListener.token(),
@@ -324,8 +326,6 @@ impl WzDriver {
                     .warn(now, format_args!("wz: cannot register {peer}: {e}"));
                 continue;
             }
-            // Small status replies must not wait for Nagle.
-            tune_accepted(&stream, false);
             self.next_serial = self.next_serial.wrapping_add(1);
             entry.insert(Conn {
                 stream: Stream::new(stream, self.next_serial),

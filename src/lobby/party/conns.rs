@@ -175,7 +175,9 @@ impl Lobby {
             (TcpRequest::Ready(ready), Stage::Connected { party, slot }) => {
                 self.ready(conn, party, slot, ready)
             }
-            (TcpRequest::Start, Stage::Connected { party, .. }) => self.start_request(conn, party),
+            (TcpRequest::Start, Stage::Connected { party, .. }) => {
+                self.start_request(now, conn, party)
+            }
         }
     }
 

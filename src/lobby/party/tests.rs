@@ -237,6 +237,34 @@ fn start_refusals_in_rfc_order() {
 }
 
 #[test]
+fn countdown_schedule_starts_when_start_req_was_received() {
+    // The driver reports the instance bound 30 ms after the request was received (a long
+    // event batch): 5.0 goes out then, and 4.9 is still due 100 ms after the request.
+    let mut h = Harness::new(config());
+    for (conn, who) in [(1, "Alice"), (2, "Bob")] {
+        h.join(conn, who);
+        h.req(conn, TcpRequest::Ready(true));
+    }
+    let received = h.now;
+    h.lobby
+        .handle_tcp_request(received, ConnId(1), TcpRequest::Start);
+    let Some(Output::OpenInstance { room }) = h.lobby.poll_output() else {
+        panic!("START_REQ asks for the instance first");
+    };
+    h.now = received + 30 * MS;
+    h.lobby.handle_instance_opened(h.now, room, Some(4300));
+    let out = h.drain();
+    assert_eq!(to(&out, 2), [TcpMessage::Countdown(Duration::from_secs(5))]);
+    let out = h.advance(69 * MS); // 99 ms after the request
+    assert!(to(&out, 2).is_empty(), "{out:?}");
+    let out = h.advance(MS);
+    assert_eq!(
+        to(&out, 2),
+        [TcpMessage::Countdown(Duration::from_millis(4900))]
+    );
+}
+
+#[test]
 fn countdown_ticks_from_the_start_instant_then_game_start() {
     let mut h = Harness::new(config());
     let (alice, _) = h.join(1, "Alice");
@@ -770,4 +798,14 @@ fn a_party_that_dissolves_while_its_socket_is_bound_gives_the_socket_back() {
         h.open_ports.is_empty(),
         "a dissolved party's socket stays bound"
     );
+}
+
+#[test]
+fn os_random_hands_out_each_batched_value_once() {
+    let mut random = OsRandom::default();
+    // Three batches and a bit: values are fresh across refills (a zero or a repeat out of
+    // 100 draws of 64 random bits would mean a broken buffer, not bad luck).
+    let drawn: HashSet<u64> = (0..100).map(|_| random.next_u64()).collect();
+    assert_eq!(drawn.len(), 100);
+    assert!(!drawn.contains(&0));
 }
