@@ -15,7 +15,7 @@
 //! COUNTDOWN lateness: value `v` is due at `start + (first - v)`, where `start` is when the
 //! party's START_REQ was written (the starter is one of this tool's clients, found by its
 //! hash) and `first` the first value sent (`--countdown`). Each COUNTDOWN every member
-//! receives is one sample: arrival minus due time.
+//! receives is one sample: arrival (when the tool's poll returned with it) minus due time.
 //!
 //! On GAME_START each member closes its lobby connection (RFC 5.8), says HELLO with its hash
 //! as token on the announced instance port (from its source address; the announced IP is
@@ -144,7 +144,10 @@ impl Cycle {
     }
 
     fn send_start(&mut self, i: usize, ctx: &mut Ctx<'_>) {
-        self.start_sent[i] = Some(ctx.now);
+        // The clock now, not `ctx.now` (when the loop's poll returned): the request is written
+        // right after this call, and handling the events before it may have taken
+        // milliseconds, which would count as every COUNTDOWN of the party being late.
+        self.start_sent[i] = Some(Instant::now());
         push(ctx.out, ClientRepr::StartReq);
     }
 
