@@ -12,7 +12,10 @@
 #           connections in a plain loop of writes, no lobby at all: the kernel's share.
 # The ratio same / floor of the lateness p99 is the target of the same-instant case (<= 1.5).
 # Lateness is measured by the tool against each party's schedule (tcp_cycle.rs), so it
-# includes the tool's own wake-ups. The table goes to bench-out/results-countdown.md.
+# includes the tool's own wake-ups; each tcp-cycle run also gets a row for its COUNTDOWNs
+# before 0.0, which comes with GAME_START: the tool's own work on a thousand GAME_STARTs
+# at once (close, bind a UDP socket, HELLO) delays its reading of the last 0.0s, a cost the
+# floor does not have. The table goes to bench-out/results-countdown.md.
 #
 # Environment: COUNTDOWN_PARTIES (default 1000), COUNTDOWN_SPREAD (ms, default 1000),
 # COUNTDOWN_DURATION (s per tcp-cycle run, default 15: two rounds of 5 s countdowns),
@@ -50,6 +53,9 @@ row() {
   ROWS+=("$(printf '| %s | %s | %.0f | %.0f | %.0f | %s |' "$1" "${n:-0}" "${p50:-0}" "${p99:-0}" "${max:-0}" "$fails")")
 }
 
+# extra FILE KEY: a mode-specific count of a lobby-load --json summary.
+extra() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1"; }
+
 # cycle NAME SPREAD_MS: tcp-cycle against a fresh lobbyd.
 cycle() {
   local file="$OUT/countdown-$1.json"
@@ -59,6 +65,8 @@ cycle() {
     --timeout 10000 --sources "$SOURCES" --json -q >"$file" || true
   stop_lobbyd
   row "$1" "$file"
+  ROWS+=("$(printf '| %s, before 0.0 | | %s | %s | %s | |' "$1" "$(extra "$file" before_last_p50_us)" \
+    "$(extra "$file" before_last_p99_us)" "$(extra "$file" before_last_max_us)")")
 }
 
 cycle "spread-$SPREAD" "$SPREAD"
@@ -70,7 +78,8 @@ row write-floor "$OUT/countdown-floor.json"
 
 same_p99="$(json_lateness "$OUT/countdown-same-instant.json" p99)"
 floor_p99="$(json_lateness "$OUT/countdown-floor.json" p99)"
-ratio="$(awk -v a="${same_p99:-0}" -v b="${floor_p99:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+before_last="$(extra "$OUT/countdown-same-instant.json" before_last_p99_us)"
 burst_p50="$(json_latency "$OUT/countdown-floor.json" p50)"
 PSI_AFTER="$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null || true)"
 
@@ -81,7 +90,8 @@ PSI_AFTER="$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev
   echo "|---|---|---|---|---|---|"
   printf '%s\n' "${ROWS[@]}"
   echo
-  echo "- same-instant / write-floor lateness p99: **$ratio** (target <= 1.5)"
+  echo "- same-instant / write-floor lateness p99: **$(ratio "$same_p99" "$floor_p99")**;" \
+    "COUNTDOWNs before 0.0 only: **$(ratio "$before_last" "$floor_p99")** (target <= 1.5)"
   echo "- write-floor: one burst of $CONNS writes took p50 ${burst_p50:-?} us"
   echo "- load average before/after: $LOAD_BEFORE / $(cut -d' ' -f1-3 /proc/loadavg);" \
     "CPU pressure (some avg10) before/after: ${PSI_BEFORE:-?} / ${PSI_AFTER:-?} %"

@@ -23,6 +23,10 @@
 //! its lobby number as slot, sends LEAVE, and starts over. One completed request is one
 //! party whose members were all welcomed; its latency runs from START_REQ to the last
 //! WELCOME, so it includes the countdown. Counts: `players` welcomed, `countdown_frames`,
+//! `before_last_p50_us` / `_p99_us` / `_max_us` (the lateness of every COUNTDOWN but 0.0:
+//! 0.0 comes with GAME_START, and the tool's own work on the GAME_STARTs read before it
+//! — closing, binding a UDP socket, HELLO — delays reading the rest when many parties end
+//! at once),
 //! `parties_failed` (a member failed after GAME_START).
 
 use std::collections::HashMap;
@@ -35,6 +39,7 @@ use mio::Interest;
 use crate::wire::instance::{self, ClientMsg, ServerMsg};
 use crate::wire::tcp_lobby::{ClientRepr, GameStart, ServerRepr};
 
+use super::histogram::Histogram;
 use super::sources::is_loopback;
 use super::start_rounds::StartRounds;
 use super::stats::Stats;
@@ -82,6 +87,8 @@ pub struct Cycle {
     parties: HashMap<u64, Tally>,
     players: u64,
     countdown_frames: u64,
+    /// Lateness of the COUNTDOWNs before 0.0, in nanoseconds.
+    before_last: Histogram,
     parties_failed: u64,
     /// `--spread`: when each party starts.
     rounds: Option<StartRounds>,
@@ -99,6 +106,7 @@ impl Cycle {
             parties: HashMap::new(),
             players: 0,
             countdown_frames: 0,
+            before_last: Histogram::new(),
             parties_failed: 0,
             rounds: options.spread.map(|spread| {
                 StartRounds::new(
@@ -169,7 +177,12 @@ impl Cycle {
         };
         let offset = Duration::from_secs_f64((first - value).clamp(0.0, 3600.0));
         let due = first_due + offset;
-        ctx.stats.lateness(ctx.now.saturating_duration_since(due));
+        let late = ctx.now.saturating_duration_since(due);
+        ctx.stats.lateness(late);
+        if value > 0.0 {
+            self.before_last
+                .record(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
+        }
     }
 
     fn game_start(&mut self, p: &mut Player, gs: GameStart<'_>, ctx: &mut Ctx<'_>) -> Step {
@@ -400,6 +413,12 @@ impl Script for Cycle {
     fn finish(&mut self, stats: &mut Stats) {
         stats.set("players", self.players);
         stats.set("countdown_frames", self.countdown_frames);
+        if self.before_last.count() > 0 {
+            let us = |nanos: u64| nanos / 1000;
+            stats.set("before_last_p50_us", us(self.before_last.percentile(50.0)));
+            stats.set("before_last_p99_us", us(self.before_last.percentile(99.0)));
+            stats.set("before_last_max_us", us(self.before_last.max()));
+        }
         stats.set("parties_failed", self.parties_failed);
         if let Some(rounds) = self.rounds.as_ref() {
             stats.set("rounds", rounds.rounds());
