@@ -14,7 +14,10 @@
 //! - no game has more players than seats, no player twice, every player an existing member
 //!   (no seat without a member), and each member's game count matches its seats;
 //! - no member is in more games (plus asks) than allowed;
-//! - member ids handed to new members only grow;
+//! - member ids handed to new members only grow, and a WELCOME to a member that is not new
+//!   answers a SIGN_IN that carried the token last issued to that member (a resume token is
+//!   a bearer credential: with the simulation's tiny token space a client may hold a stale
+//!   token that was issued again to someone else, and resuming with it is right);
 //! - the outputs of one call are bounded by the members present.
 //!
 //! At the end, once every connection is closed and the graces and asks have run out, the core
@@ -39,6 +42,8 @@ struct Client {
     conn: Option<usize>,
     member: Option<MemberId>,
     token: Option<[u8; TOKEN_LEN]>,
+    /// The resume token the client's last SIGN_IN carried, if any.
+    sent_resume: Option<[u8; TOKEN_LEN]>,
     /// Ask ids this client was sent as an owner.
     asks: Vec<i32>,
 }
@@ -56,6 +61,8 @@ pub struct Sim {
     jobs: Vec<JobId>,
     /// The highest member id a WELCOME has given a new member.
     last_new_member: i32,
+    /// The token each member was last issued in a WELCOME.
+    issued: BTreeMap<i32, [u8; TOKEN_LEN]>,
     /// Game ids seen in GAME_INFO, so requests name real games most of the time.
     games_seen: BTreeSet<i32>,
     frames_seen: u64,
@@ -127,6 +134,7 @@ impl Sim {
             next_conn: 0,
             jobs: Vec::new(),
             last_new_member: 0,
+            issued: BTreeMap::new(),
             games_seen: BTreeSet::new(),
             frames_seen: 0,
             trace: std::env::var_os("LOBBYD_FUZZ_TRACE").is_some(),
@@ -215,11 +223,21 @@ impl Sim {
             let me = &mut self.clients[client];
             match repr {
                 ServerRepr::Welcome { member, token } => {
-                    if me.member != Some(MemberId(member)) {
-                        assert!(member > self.last_new_member, "member id {member} reused");
+                    if member > self.last_new_member {
                         self.last_new_member = member;
+                    } else {
+                        let last = self.issued.get(&member);
+                        assert!(
+                            me.sent_resume.is_some() && me.sent_resume.as_ref() == last,
+                            "member {member} welcomed again without its last token \
+                             (sent {:?}, last issued {last:?})",
+                            me.sent_resume
+                        );
+                    }
+                    if me.member != Some(MemberId(member)) {
                         me.asks.clear();
                     }
+                    self.issued.insert(member, *token);
                     me.member = Some(MemberId(member));
                     me.token = Some(*token);
                 }
@@ -279,6 +297,7 @@ impl Sim {
         };
         let token = self.clients[client].token;
         let resume = token.as_ref().filter(|_| choices.below(3) > 0);
+        self.clients[client].sent_resume = resume.copied();
         let password = if choices.below(3) > 0 { "pw" } else { "" };
         self.send(
             client,
