@@ -54,13 +54,17 @@ RSS_START="$(status_kb "$LOBBYD_PID" VmRSS)"
 log "lobbyd pid $LOBBYD_PID, RSS at start ${RSS_START} kB; soaking for ${SECONDS_TOTAL} s (warm-up ${WARMUP} s)"
 
 # client NAME MODE [flags...]: one bounded lobby-load run in the background; a run that could
-# not start (usage error or refused setup: exit 2 or 3) fails the soak.
+# not start (usage error or refused setup: exit 2 or 3) fails the soak, and its output is kept
+# as $OUT/failed-NAME-ROUND.log (printed at the end) so the failure explains itself.
 PIDS=()
 client() {
   local name="$1"; shift
   ( code=0
     run_load "$@" -q >"$OUT/$name.txt" 2>&1 || code=$?
-    if [ "$code" -ge 2 ]; then echo "$name: exit $code" >>"$OUT/failed"; fi ) &
+    if [ "$code" -ge 2 ]; then
+      cp "$OUT/$name.txt" "$OUT/failed-$name-$round.log"
+      echo "$name: round $round: exit $code (output: $OUT/failed-$name-$round.log)" >>"$OUT/failed"
+    fi ) &
   PIDS+=($!)
 }
 
@@ -92,7 +96,7 @@ ghosts() {
   done
 }
 
-rm -f "$OUT/failed"
+rm -f "$OUT/failed" "$OUT"/failed-*.log
 start_s=$(date +%s)
 end=$(( start_s + SECONDS_TOTAL ))
 round=0
@@ -126,7 +130,14 @@ done
 [ -n "$RSS_WARM" ] || RSS_WARM="$(status_kb "$LOBBYD_PID" VmRSS)"
 
 failed=0
-if [ -s "$OUT/failed" ]; then log "FAIL: some clients could not run:"; cat "$OUT/failed" >&2; failed=1; fi
+if [ -s "$OUT/failed" ]; then
+  log "FAIL: some clients could not run:"; cat "$OUT/failed" >&2
+  for f in "$OUT"/failed-*.log; do
+    [ -e "$f" ] || continue
+    log "--- $f"; cat "$f" >&2
+  done
+  failed=1
+fi
 # idle-timeout 3 s (seat-timeout 2 s, resume grace 2 s), with room to spare.
 left=""
 for _ in $(seq 1 100); do

@@ -388,6 +388,77 @@ fn lobby_chat_open_loop_keeps_its_rate() {
     assert!(summary.completed <= summary.sent * 5);
 }
 
+/// A TCP relay on loopback in front of `upstream` that holds back the server's first bytes to
+/// every connection but the first for `delay`: a server that takes that long to answer each
+/// sign-in, as a loaded one does. Serves `connections` connections, then stops.
+fn slow_sign_in_relay(
+    upstream: std::net::SocketAddr,
+    connections: usize,
+    delay: Duration,
+) -> std::net::SocketAddr {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("relay binds");
+    let addr = listener.local_addr().expect("relay address");
+    let pipe = |mut from: TcpStream, mut to: TcpStream, wait: Duration| {
+        std::thread::spawn(move || {
+            std::thread::sleep(wait);
+            let _ = std::io::copy(&mut from, &mut to);
+            let _ = to.shutdown(Shutdown::Write);
+        })
+    };
+    std::thread::spawn(move || {
+        for k in 0..connections {
+            let Ok((client, _)) = listener.accept() else {
+                return;
+            };
+            let server = TcpStream::connect(upstream).expect("relay connects upstream");
+            let wait = if k == 0 { Duration::ZERO } else { delay };
+            pipe(
+                client.try_clone().unwrap(),
+                server.try_clone().unwrap(),
+                Duration::ZERO,
+            );
+            pipe(server, client, wait);
+        }
+    });
+    addr
+}
+
+/// The soak's failed rounds (issue 13): a setup that lasts longer than lobbyd's
+/// `--idle-timeout` (each sign-in slow on a loaded machine) must not lose its first members to
+/// the idle check while they wait, silent, for the others.
+#[test]
+fn lobby_chat_setup_keeps_its_members_alive_through_a_slow_sign_in() {
+    let mut config = general_config();
+    config.general.core.idle_timeout = Duration::from_secs(3);
+    let server = start(config);
+    let members = 4;
+    let relay = slow_sign_in_relay(
+        server.general_addr().unwrap(),
+        members,
+        Duration::from_millis(1300),
+    );
+    let mut options = tcp_options(Mode::LobbyChat, relay);
+    options.members = members;
+    options.concurrency = 2;
+    options.duration = Duration::from_millis(500);
+    // About 3.9 s of setup: longer than the idle timeout, and no member speaks before it ends.
+    let summary = run(&options);
+    assert_eq!(summary.extra["members"], members as u64);
+    // The first members PINGed while the others signed in.
+    assert!(
+        summary.extra.get("keepalive_pings").copied().unwrap_or(0) > 0,
+        "{}",
+        summary.to_text()
+    );
+    assert_eq!(
+        snapshot(&server).counter("general_closed_total", "idle"),
+        Some(0),
+        "{}",
+        summary.to_text()
+    );
+}
+
 /// lobbyd as `make run` starts it, but on loopback with every port chosen by the OS: all its
 /// limits at their defaults. With OS-chosen instance ports `--max-rooms` would default to 64;
 /// it is set to the default range's 100, so the rooms limit is the one `make run` has too.

@@ -336,10 +336,13 @@ fn describe_budgets(o: &Options, caps: &Caps, notes: &mut Vec<String>) {
             }
         }
         Mode::LobbyChat => notes.push(format!(
-            "{} members over {sources}, each within {:.1} lines/s (--lobby-chat-rate {})",
+            "{} members over {sources}, each within {:.1} lines/s (--lobby-chat-rate {}), \
+             a silent one PINGs every {} s (--idle-timeout {} s)",
             o.members,
             caps.chat_lines().per_second(),
-            caps.chat_rate
+            caps.chat_rate,
+            caps.keepalive().as_secs(),
+            caps.idle_timeout.as_secs()
         )),
         Mode::Echo | Mode::WriteFloor => {}
         // The attackers are never fitted (see `fit`).

@@ -2,7 +2,9 @@
 //! (docs/protocols/general-lobby.md, "Chat").
 //!
 //! Setup (before the clock): `--members` members sign in one after the other, each from the
-//! next `--sources` address, with the sign-in reader of [`super::general_modes`]. Then members
+//! next `--sources` address, with the sign-in reader of [`super::general_modes`]. While one
+//! signs in, the members already in are read and kept alive (below), however long a loaded
+//! server takes over each sign-in. Then members
 //! take turns sending CHAT to the whole lobby (game 0); the server sends the line to every
 //! member, the speaker included, as CHAT_FROM. Every CHAT_FROM a member receives is one
 //! completed request (one delivered frame), its latency measured from the send time the line
@@ -18,9 +20,16 @@
 //! as `rate_limited` errors): a lobby of M members sending L lines a second gives each member
 //! L / M. Under caps each member keeps within the default rate ([`super::fit::chat_budgets`]):
 //! the next member whose budget allows speaks, and when none does the line waits (closed
-//! loop) or the grant is counted as `held_by_caps` (open loop). lobbyd's `--idle-timeout` must
-//! be longer than the time between two lines of one member, and the members are spread over
+//! loop) or the grant is counted as `held_by_caps` (open loop). The members are spread over
 //! the run's sources, one address each by default.
+//!
+//! Keepalive: lobbyd closes a member that sent no frame for `--idle-timeout`, and a member may
+//! be silent for long: the first ones wait through the whole setup (the soak's failed rounds,
+//! issue 13: 50 sign-ins on a loaded machine outlasted its 3 s idle timeout), and under caps
+//! a member's chat budget may space its lines out. So any member silent for the keepalive
+//! interval sends a PING (its PONG is read and let pass; counted as `keepalive_pings`): a
+//! third of lobbyd's default `--idle-timeout` under caps, [`KEEPALIVE_WITHOUT_CAPS`] without.
+//! The setup's length is counted as `setup_ms`.
 //!
 //! ```text
 //! chat text: sender index (8 hex) | line id (8 hex) | send time ns (16 hex) | '.' padding
@@ -36,7 +45,7 @@ use mio::{Interest, Poll, Registry, Token};
 
 use crate::wire::general::{ClientRepr, ServerRepr};
 
-use super::caps::Budgets;
+use super::caps::{Budgets, Caps};
 use super::fit::chat_budgets;
 use super::general_modes::{
     each_frame, push, sign_in, sign_in_frame, SignInEvent, SignInStep, Usernames, MAX_FRAME,
@@ -57,6 +66,12 @@ const DRAIN_EVERY: usize = 64;
 const SWEEP_EVERY: Duration = Duration::from_millis(10);
 /// Least time one setup step may take: a busy machine must not fail a run before it starts.
 const SETUP_WAIT: Duration = Duration::from_secs(10);
+/// Longest wait of one read during a sign-in: between two, the members already signed in are
+/// read and kept alive.
+const SETUP_TICK: Duration = Duration::from_millis(100);
+/// How often a silent member PINGs when the run has no caps (so no idle timeout to go by): a
+/// third of the shortest `--idle-timeout` the project's scripts give lobbyd (`soak.sh`, 3 s).
+pub const KEEPALIVE_WITHOUT_CAPS: Duration = Duration::from_secs(1);
 
 /// One line on its way to every member.
 struct InFlight {
@@ -71,7 +86,100 @@ struct Member {
     carry: Vec<u8>,
     /// Bytes a partial write left.
     unsent: Vec<u8>,
+    /// When the member last wrote a frame (lobbyd's idle clock restarts then).
+    last_sent: Instant,
     alive: bool,
+}
+
+/// Silent members' PINGs: how often, and when the members are next looked at.
+struct KeepAlive {
+    every: Duration,
+    next_check: Instant,
+    pings: u64,
+}
+
+impl KeepAlive {
+    fn new(options: &Options, now: Instant) -> KeepAlive {
+        let every = options
+            .caps
+            .as_ref()
+            .map_or(KEEPALIVE_WITHOUT_CAPS, Caps::keepalive);
+        KeepAlive {
+            every,
+            next_check: now,
+            pings: 0,
+        }
+    }
+
+    /// True when the members are due to be looked at (four times per interval, so none stays
+    /// silent much longer than `every`).
+    fn due(&mut self, now: Instant) -> bool {
+        if now < self.next_check {
+            return false;
+        }
+        self.next_check = now + self.every / 4;
+        true
+    }
+
+    /// Queues a PING on `member` if it has been silent for the interval, and writes it.
+    fn tend(&mut self, member: &mut Member, now: Instant) -> Result<(), &'static str> {
+        if now.saturating_duration_since(member.last_sent) < self.every {
+            return Ok(());
+        }
+        let ping = ClientRepr::Ping { payload: b"" };
+        if member.unsent.len() + ping.buffer_len() > MAX_UNSENT {
+            return Err("send_overflow");
+        }
+        push(&mut member.unsent, &ping);
+        member.last_sent = now;
+        self.pings += 1;
+        flush(member)
+    }
+}
+
+/// The members signed in so far during setup, read and kept alive while the next signs in.
+struct Signed {
+    members: Vec<Member>,
+    ledger: Ledger,
+    /// What the members received during setup: nothing but others' comings and goings is
+    /// expected.
+    stats: Stats,
+    keepalive: KeepAlive,
+    chunk: Box<[u8]>,
+    started: Instant,
+}
+
+impl Signed {
+    /// Reads every member and PINGs the silent ones: when `force`d (the earlier members hear
+    /// of each newcomer: read that before it piles up), else when the keepalive is due.
+    fn tend(&mut self, force: bool) -> io::Result<()> {
+        let now = Instant::now();
+        if !self.keepalive.due(now) && !force {
+            return Ok(());
+        }
+        for (k, member) in self.members.iter_mut().enumerate() {
+            let ledger = &mut self.ledger;
+            let stats = &mut self.stats;
+            pump(
+                &mut member.stream,
+                &mut member.carry,
+                &mut self.chunk,
+                |repr| ledger.frame(repr, now, stats),
+            )
+            .and_then(|()| self.keepalive.tend(member, now))
+            .map_err(|kind| {
+                io::Error::other(format!(
+                    "member {k} lost during setup, {:.1} s in: {kind} (frames: {:?}); silent \
+                     members PING every {:.1} s: an idle timeout means lobbyd's --idle-timeout \
+                     is shorter, or this process did not run for that long",
+                    now.saturating_duration_since(self.started).as_secs_f64(),
+                    stats.errors,
+                    self.keepalive.every.as_secs_f64()
+                ))
+            })?;
+        }
+        Ok(())
+    }
 }
 
 /// Copies of the lines in flight, and what was received.
@@ -101,6 +209,9 @@ pub struct Chat {
     budgets: Option<Budgets>,
     /// Open-loop grants skipped because no member's budget allowed a line.
     held_by_caps: u64,
+    keepalive: KeepAlive,
+    /// How long the setup took (the members' sign-ins).
+    setup_time: Duration,
 }
 
 /// Reads `stream` until it would block, handing each whole frame to `each`; the tail of a
@@ -148,21 +259,41 @@ fn pump(
     }
 }
 
-/// Signs `name` in on a blocking `stream`; returns the member id and the bytes read after
-/// SYNC_DONE.
+/// Signs `name` in on a blocking `stream` whose reads time out (after [`SETUP_TICK`]):
+/// `between` runs after each read that timed out, and the sign-in fails once `deadline` has
+/// passed. Returns the member id, the bytes read after SYNC_DONE and when SIGN_IN was written.
 fn sign_in_blocking(
     stream: &mut std::net::TcpStream,
     name: &str,
     chunk: &mut [u8],
-) -> io::Result<(i32, Vec<u8>)> {
+    deadline: Instant,
+    between: &mut dyn FnMut() -> io::Result<()>,
+) -> io::Result<(i32, Vec<u8>, Instant)> {
     let mut step = SignInStep::default();
     let mut carry: Vec<u8> = Vec::new();
     let mut out = Vec::new();
+    let mut signed_at = Instant::now();
     loop {
         let n = match stream.read(chunk) {
             Ok(0) => return Err(io::Error::other("the server closed the connection")),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // A read timeout: Linux says EAGAIN, others ETIMEDOUT.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no SYNC_DONE in time",
+                    ));
+                }
+                between()?;
+                continue;
+            }
             Err(e) => return Err(e),
         };
         carry.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
@@ -184,10 +315,13 @@ fn sign_in_blocking(
             return Err(io::Error::other(kind));
         }
         if let Some(member) = synced {
-            return Ok((member, carry));
+            return Ok((member, carry, signed_at));
         }
-        stream.write_all(&out)?;
-        out.clear();
+        if !out.is_empty() {
+            stream.write_all(&out)?;
+            signed_at = Instant::now();
+            out.clear();
+        }
         if carry.len() > MAX_FRAME {
             return Err(io::Error::other("oversized_reply"));
         }
@@ -226,7 +360,9 @@ impl Ledger {
             ServerRepr::MemberInfo { .. }
             | ServerRepr::MemberLeft { .. }
             | ServerRepr::GameInfo(_)
-            | ServerRepr::GameClosed { .. } => return,
+            | ServerRepr::GameClosed { .. }
+            // A keepalive PING's answer.
+            | ServerRepr::Pong { .. } => return,
             _ => return stats.error("unexpected_frame"),
         };
         let Some((sender, line, nanos)) = read_stamp(text) else {
@@ -254,25 +390,35 @@ impl Chat {
     /// Signs the members in, one after the other, and registers their connections.
     pub fn setup(options: &Options, registry: &Registry) -> io::Result<Chat> {
         let wait = options.timeout.max(SETUP_WAIT);
-        let mut chunk = vec![0u8; READ_CHUNK].into_boxed_slice();
+        let started = Instant::now();
+        let mut sign_in_chunk = vec![0u8; READ_CHUNK].into_boxed_slice();
         let mut names = Usernames::new('c');
-        let mut streams: Vec<(std::net::TcpStream, Vec<u8>)> = Vec::with_capacity(options.members);
-        let mut ledger = Ledger {
-            ids: Vec::with_capacity(options.members),
-            epoch: Instant::now(),
-            in_flight: HashMap::new(),
-            late_copies: 0,
+        let mut signed = Signed {
+            members: Vec::with_capacity(options.members),
+            ledger: Ledger {
+                ids: Vec::with_capacity(options.members),
+                epoch: started,
+                in_flight: HashMap::new(),
+                late_copies: 0,
+            },
+            stats: Stats::default(),
+            keepalive: KeepAlive::new(options, started),
+            chunk: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            started,
         };
-        let mut setup_stats = Stats::default();
         for k in 0..options.members {
             let source = options.source(k);
             let name = names.next_name();
             let signed_in = connect_blocking(source, options.target, wait).and_then(|mut s| {
-                let (member, rest) = sign_in_blocking(&mut s, &name, &mut chunk)?;
+                s.set_read_timeout(Some(SETUP_TICK))?;
+                let deadline = Instant::now() + wait;
+                let mut between = || signed.tend(false);
+                let (member, rest, signed_at) =
+                    sign_in_blocking(&mut s, &name, &mut sign_in_chunk, deadline, &mut between)?;
                 s.set_nonblocking(true)?;
-                Ok((s, member, rest))
+                Ok((s, member, rest, signed_at))
             });
-            let (stream, member, rest) = signed_in.map_err(|e| {
+            let (stream, member, carry, last_sent) = signed_in.map_err(|e| {
                 io::Error::other(format!(
                     "member {k} of {} could not sign in from {source} to {}: {e}; lobbyd's \
                      --lobby-max-conns-per-ip, --lobby-conn-rate and --lobby-max-members \
@@ -280,38 +426,36 @@ impl Chat {
                     options.members, options.target
                 ))
             })?;
-            ledger.ids.push(member);
-            streams.push((stream, rest));
-            if (k + 1) % DRAIN_EVERY == 0 || k + 1 == options.members {
-                // Earlier members hear of each newcomer: read that before it piles up.
-                for (stream, carry) in &mut streams {
-                    pump(stream, carry, &mut chunk, |repr| {
-                        ledger.frame(repr, Instant::now(), &mut setup_stats)
-                    })
-                    .map_err(|kind| io::Error::other(format!("during setup: {kind}")))?;
-                }
-            }
+            signed.ledger.ids.push(member);
+            signed.members.push(Member {
+                stream: TcpStream::from_std(stream),
+                carry,
+                unsent: Vec::new(),
+                last_sent,
+                alive: true,
+            });
+            signed.tend((k + 1) % DRAIN_EVERY == 0 || k + 1 == options.members)?;
         }
-        if setup_stats.failures() > 0 || setup_stats.completed > 0 {
+        let Signed {
+            mut members,
+            mut ledger,
+            stats,
+            keepalive,
+            chunk,
+            ..
+        } = signed;
+        if stats.failures() > 0 || stats.completed > 0 {
             return Err(io::Error::other(format!(
                 "unexpected frames during setup: {:?}",
-                setup_stats.errors
+                stats.errors
             )));
         }
-        let mut members = Vec::with_capacity(streams.len());
-        for (k, (stream, carry)) in streams.into_iter().enumerate() {
-            let mut stream = TcpStream::from_std(stream);
+        for (k, member) in members.iter_mut().enumerate() {
             registry.register(
-                &mut stream,
+                &mut member.stream,
                 Token(k),
                 Interest::READABLE | Interest::WRITABLE,
             )?;
-            members.push(Member {
-                stream,
-                carry,
-                unsent: Vec::new(),
-                alive: true,
-            });
         }
         let text_len = options.size.clamp(STAMP_LEN, MAX_TEXT);
         ledger.epoch = Instant::now();
@@ -331,6 +475,8 @@ impl Chat {
             frame: Vec::with_capacity(MAX_TEXT + 64),
             budgets,
             held_by_caps: 0,
+            keepalive,
+            setup_time: started.elapsed(),
         })
     }
 
@@ -375,6 +521,7 @@ impl Chat {
             return false;
         }
         member.unsent.extend_from_slice(&self.frame);
+        member.last_sent = now;
         if let Err(kind) = flush(member) {
             stats.error(kind);
             member.alive = false;
@@ -447,6 +594,14 @@ impl Workload for Chat {
             self.sweep(now, stats);
             self.next_sweep = now + SWEEP_EVERY;
         }
+        if self.keepalive.due(now) {
+            for member in self.members.iter_mut().filter(|m| m.alive) {
+                if let Err(kind) = self.keepalive.tend(member, now) {
+                    stats.error(kind);
+                    member.alive = false;
+                }
+            }
+        }
         if self.open_loop {
             for _ in 0..pacer.due(now, 10_000) {
                 if !self.send(now, stats) {
@@ -469,6 +624,13 @@ impl Workload for Chat {
         stats.set("late_copies", self.ledger.late_copies);
         if self.held_by_caps > 0 {
             stats.set("held_by_caps", self.held_by_caps);
+        }
+        stats.set(
+            "setup_ms",
+            u64::try_from(self.setup_time.as_millis()).unwrap_or(u64::MAX),
+        );
+        if self.keepalive.pings > 0 {
+            stats.set("keepalive_pings", self.keepalive.pings);
         }
         stats.set(
             "unreceived_copies",
