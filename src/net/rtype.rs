@@ -32,11 +32,21 @@ use crate::wire::tcp_lobby::validate_name;
 use super::server::FrontEnd;
 use super::tcp::{Readiness, TcpInput, TcpLobby};
 use super::token::Target;
-use super::udp::{Batch, Received, UdpLobby, BATCH};
+use super::udp::{Batch, ReadSize, Received, UdpLobby};
 
-/// Full batches read from one socket before serving the others (fairness under flood):
-/// `RECV_BATCHES * BATCH` datagrams.
-const RECV_BATCHES: usize = 4;
+/// Reads of one socket per readiness event before serving the others (fairness under
+/// flood): the first asks for [`ReadSize::First`] datagrams (one is the common case: a room
+/// with one DATA in flight), the next ones for [`ReadSize::Full`] each.
+const RECV_BATCHES: usize = 5;
+
+/// The size of read `round` (from 0) of a readiness event.
+fn read_size(round: usize) -> ReadSize {
+    if round == 0 {
+        ReadSize::First
+    } else {
+        ReadSize::Full
+    }
+}
 
 /// The R-Type lobby core and its sockets.
 pub struct RtypeFrontEnd {
@@ -69,8 +79,8 @@ impl RtypeFrontEnd {
     /// Reads the lobby socket batch by batch, each datagram to the core in turn; the
     /// replies are queued and leave in one `sendmmsg` before the next read.
     fn lobby_readable(&mut self, registry: &Registry) {
-        for _ in 0..RECV_BATCHES {
-            let count = match self.udp.recv_lobby() {
+        for round in 0..RECV_BATCHES {
+            let count = match self.udp.recv_lobby(read_size(round)) {
                 Batch::Read(count) => count,
                 Batch::Empty => return,
                 Batch::Failed => continue,
@@ -82,7 +92,7 @@ impl RtypeFrontEnd {
                     self.dispatch(registry);
                 }
             }
-            if count < BATCH {
+            if self.udp.drained() {
                 // A short batch drained the socket: the next datagram raises a new event.
                 return;
             }
@@ -93,8 +103,8 @@ impl RtypeFrontEnd {
 
     /// Reads instance `key` batch by batch, as [`Self::lobby_readable`] does.
     fn instance_readable(&mut self, registry: &Registry, key: usize) {
-        for _ in 0..RECV_BATCHES {
-            let (Some(room), batch) = self.udp.recv_instance(key) else {
+        for round in 0..RECV_BATCHES {
+            let (Some(room), batch) = self.udp.recv_instance(key, read_size(round)) else {
                 return;
             };
             let count = match batch {
@@ -118,7 +128,7 @@ impl RtypeFrontEnd {
                     Received::Dropped | Received::Lobby { .. } => {}
                 }
             }
-            if count < BATCH {
+            if self.udp.drained() {
                 return;
             }
         }
