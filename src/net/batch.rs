@@ -57,8 +57,8 @@ pub const FIRST_READ: usize = 8;
 /// headers, built for each call (they borrow the slots): about 23 instructions each
 /// (callgrind, docs/BENCHMARKS.md), so asking for [`BATCH`] when one datagram is waiting,
 /// as on a game instance whose room has one DATA in flight, cost ~1,500 instructions per
-/// datagram, half of lobbyd's own work on a relayed DATA. The first read of an event asks
-/// for a few; only a socket that filled it is read in full batches.
+/// datagram, half of lobbyd's own work on a relayed DATA. The first read of a game
+/// instance's event asks for a few; only a socket that filled it is read in full batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadSize {
     /// [`FIRST_READ`] datagrams.

@@ -34,13 +34,16 @@ use super::tcp::{Readiness, TcpInput, TcpLobby};
 use super::token::Target;
 use super::udp::{Batch, ReadSize, Received, UdpLobby};
 
-/// Reads of one socket per readiness event before serving the others (fairness under
-/// flood): the first asks for [`ReadSize::First`] datagrams (one is the common case: a room
-/// with one DATA in flight), the next ones for [`ReadSize::Full`] each.
-const RECV_BATCHES: usize = 5;
+/// Full batches read from one socket before serving the others (fairness under flood):
+/// `RECV_BATCHES * BATCH` datagrams (a game instance reads a short batch first, see
+/// [`instance_read_size`]).
+const RECV_BATCHES: usize = 4;
 
-/// The size of read `round` (from 0) of a readiness event.
-fn read_size(round: usize) -> ReadSize {
+/// The size of read `round` (from 0) of a game instance's readiness event: the first asks for
+/// [`ReadSize::First`] datagrams, as a room with one DATA in flight has one waiting, the next
+/// [`RECV_BATCHES`] for full batches. The lobby socket is always read in full batches: one
+/// socket for every client, where LIST_ROOMS arrive in bursts.
+fn instance_read_size(round: usize) -> ReadSize {
     if round == 0 {
         ReadSize::First
     } else {
@@ -79,8 +82,8 @@ impl RtypeFrontEnd {
     /// Reads the lobby socket batch by batch, each datagram to the core in turn; the
     /// replies are queued and leave in one `sendmmsg` before the next read.
     fn lobby_readable(&mut self, registry: &Registry) {
-        for round in 0..RECV_BATCHES {
-            let count = match self.udp.recv_lobby(read_size(round)) {
+        for _ in 0..RECV_BATCHES {
+            let count = match self.udp.recv_lobby(ReadSize::Full) {
                 Batch::Read(count) => count,
                 Batch::Empty => return,
                 Batch::Failed => continue,
@@ -103,8 +106,8 @@ impl RtypeFrontEnd {
 
     /// Reads instance `key` batch by batch, as [`Self::lobby_readable`] does.
     fn instance_readable(&mut self, registry: &Registry, key: usize) {
-        for round in 0..RECV_BATCHES {
-            let (Some(room), batch) = self.udp.recv_instance(key, read_size(round)) else {
+        for round in 0..=RECV_BATCHES {
+            let (Some(room), batch) = self.udp.recv_instance(key, instance_read_size(round)) else {
                 return;
             };
             let count = match batch {
