@@ -15,11 +15,22 @@
 #   same:   lobbyd again, the same rooms set up here (Python: CREATE_ROOM, JOIN_ROOM, HELLO) and
 #           driven by relay_rr's client, the very client of the raw run: same / raw compares
 #           the servers alone.
+#   rooms:  relay_rr's server again with lobbyd's socket layout (`relay_rr rooms`): one socket
+#           per room on its own port, as the instance protocol requires, waited on with a
+#           blocking level-triggered epoll_wait, one recvfrom and FANOUT sendto per ready
+#           socket; driven by the same client. same / rooms compares the servers doing the same
+#           socket work (raw serves every room from one socket, which lobbyd cannot).
+#
+# With RELAY_PERF=1 each server also runs under `perf stat -e task-clock,raw_syscalls:sys_enter`
+# and each line gives its CPU time and system calls per relayed copy (from the server's start
+# to its end, setup included: a few hundred datagrams against 100,000s of copies), figures the
+# machine's other load moves far less than the rates.
 #
 # usage: scripts/side-by-side-relay.sh [PAIRS] [SECONDS]     (from the project root, after `make build`)
-# env: RELAY_ROOMS (16), RELAY_MEMBERS (4), RELAY_SIZE (64 bytes per datagram), LOBBYD and
+# env: RELAY_ROOMS (16), RELAY_MEMBERS (4), RELAY_SIZE (64 bytes per datagram), RELAY_PERF, LOBBYD and
 #      LOBBY_LOAD (default target/release/...; e.g. an older build to compare), RELAY_PORT
-#      (43100: the C server; lobbyd's lobby on +142, its instances on +200..+299).
+#      (43100: the C server, `rooms` on +1..+ROOMS; lobbyd's lobby on +142, its instances on
+#      +200..+299).
 set -u
 PAIRS=${1:-5}; SECS=${2:-2}; D=$(cd "$(dirname "$0")" && pwd)
 B=${LOBBYD:-target/release/lobbyd}; L=${LOBBY_LOAD:-target/release/lobby-load}
@@ -29,15 +40,17 @@ P=${RELAY_PORT:-43100}; LP=$((P + 142)); T=$(mktemp -d)
 gcc -O2 -o "$T/relay_rr" "$D/baselines/relay_rr.c" || exit 1
 ulimit -n 20000 2>/dev/null
 e=; l=
-trap 'kill $e $l 2>/dev/null; rm -rf "$T"' EXIT   # no server outlives the script
+trap 'kill $e $l $pf 2>/dev/null; rm -rf "$T"' EXIT   # no server outlives the script
 ratio() { python3 -c "import sys; print('%.3f' % (float(sys.argv[1]) / float(sys.argv[2])))" "$1" "$2"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 # Binds ROOMS x MEMBERS sockets on 127.0.0.1 and makes them members of lobbyd rooms when MODE is
 # lobbyd (each member's JOIN_ROOM reservation is claimed by its HELLO before the next joins, so
 # one address serves a whole room), or aims them at the C server when MODE is raw (consecutive
-# ports from RELAY_RAW_PORTS), then runs relay_rr's client on core 1 over them. Every run's
-# sockets, lobby-load's included, are on 127.0.0.1: the same destinations for both servers.
+# ports from RELAY_RAW_PORTS; every room at PORT, or at PORT + 1 + its index when MODE is
+# rooms), then runs relay_rr's client on core 1 over them and prints its copies per second and
+# copies. Every run's sockets, lobby-load's included, are on 127.0.0.1: the same destinations
+# for every server.
 drive() {
   python3 - "$1" "$T/relay_rr" "$SECS" "$ROOMS" "$MEMBERS" "$SIZE" "$P" "$LP" "${RELAY_RAW_PORTS:-44000}" <<'PY'
 import socket, struct, subprocess, sys, zlib
@@ -80,7 +93,7 @@ for r in range(rooms):
         group = raw_group()
     for s in group:
         s.settimeout(2)
-    dest = ("127.0.0.1", int(raw_port))
+    dest = ("127.0.0.1", int(raw_port) + (1 + r if mode == "rooms" else 0))
     if mode == "lobbyd":
         group[0].sendto(frame(0x42, r, b""), lobby)
         room_id, port = struct.unpack(">IH", until(group[0], 0x43)[8:14])
@@ -106,7 +119,8 @@ out = subprocess.run(["taskset", "-c", "1", client, "client", secs, str(members 
                      input="\n".join(plan) + "\n", pass_fds=[s.fileno() for s in sockets],
                      capture_output=True, text=True)
 import json
-print(json.loads(out.stdout)["cps"])
+result = json.loads(out.stdout)
+print(result["cps"], result["copies"])
 PY
 }
 
@@ -117,22 +131,65 @@ start_lobbyd() {
   kill -0 $l 2>/dev/null || { echo "lobbyd did not start:"; tail -3 "$T/lobbyd.log"; exit 1; }
 }
 
-loads=(); sames=()
-for r in $(seq "$PAIRS"); do
-  taskset -c 0 "$T/relay_rr" server "$P" $((MEMBERS - 1)) & e=$!; sleep 0.2
-  raw=$(drive raw)
+# perf stat on server PID $1 until stop_perf (RELAY_PERF=1 only).
+pf=
+start_perf() {
+  [ "${RELAY_PERF:-0}" = 1 ] || return 0
+  perf stat -x, -e task-clock,raw_syscalls:sys_enter -p "$1" -o "$T/perf" 2>/dev/null & pf=$!
+  sleep 0.1
+}
+# " CPU us, syscalls per copy" for $1 copies (nothing without RELAY_PERF=1).
+stop_perf() {
+  [ -n "$pf" ] || return 0
+  kill -INT $pf; wait $pf 2>/dev/null; pf=
+  python3 - "$T/perf" "$1" <<'PY'
+import sys
+values = {}
+for line in open(sys.argv[1]):
+    f = line.strip().split(",")
+    if len(f) > 2 and f[0][:1].isdigit():
+        values[f[2]] = float(f[0])
+copies = float(sys.argv[2] or 0)
+if copies and "task-clock" in values and "raw_syscalls:sys_enter" in values:
+    print(" [%.2f us, %.2f syscalls per copy]" % (values["task-clock"] * 1000 / copies,
+                                                  values["raw_syscalls:sys_enter"] / copies), end="")
+PY
+}
+# Runs the C server in MODE $1 (server, rooms) and its client; prints "RATE COPIES[ perf]".
+c_run() {
+  if [ "$1" = rooms ]; then
+    taskset -c 0 "$T/relay_rr" rooms $((P + 1)) $((MEMBERS - 1)) "$ROOMS" & e=$!
+  else
+    taskset -c 0 "$T/relay_rr" server "$P" $((MEMBERS - 1)) & e=$!
+  fi
+  sleep 0.2; start_perf $e
+  local out; out=$(drive "$([ "$1" = rooms ] && echo rooms || echo raw)")
+  echo "${out% *} $(stop_perf "${out#* }")"
   kill $e; wait $e 2>/dev/null
-  start_lobbyd
+}
+
+loads=(); sames=(); roomss=()
+for r in $(seq "$PAIRS"); do
+  raw=$(c_run server)
+  start_lobbyd; start_perf $l
   load=$(taskset -c 1 "$L" relay --target "127.0.0.1:$LP" --size "$SIZE" --members "$MEMBERS" \
     --concurrency "$ROOMS" --sources 127.0.0.1 --caps off --duration "$SECS" --json -q 2>/dev/null |
-    python3 -c 'import json,sys; print([json.loads(l) for l in sys.stdin if l.startswith("{")][-1]["per_second"])')
+    python3 -c 'import json,sys; j=[json.loads(l) for l in sys.stdin if l.startswith("{")][-1]; print(j["per_second"], j["completed"])')
+  load="${load% *} $(stop_perf "${load#* }")"
   kill $l; wait $l 2>/dev/null
-  start_lobbyd
+  start_lobbyd; start_perf $l
   same=$(drive lobbyd)
+  same="${same% *} $(stop_perf "${same#* }")"
   kill $l; wait $l 2>/dev/null
-  [ -n "$raw" ] && [ -n "$load" ] && [ -n "$same" ] || { echo "pair $r: a run failed"; continue; }
-  loads+=("$(ratio "$load" "$raw")"); sames+=("$(ratio "$same" "$raw")")
-  echo "pair $r: raw $raw/s lobby-load relay $load/s (${loads[-1]}) relay_rr client through lobbyd $same/s (${sames[-1]})"
+  rooms=$(c_run rooms)
+  [ -n "${raw%% *}" ] && [ -n "${load%% *}" ] && [ -n "${same%% *}" ] && [ -n "${rooms%% *}" ] ||
+    { echo "pair $r: a run failed"; continue; }
+  loads+=("$(ratio "${load%% *}" "${raw%% *}")"); sames+=("$(ratio "${same%% *}" "${raw%% *}")")
+  roomss+=("$(ratio "${same%% *}" "${rooms%% *}")")
+  echo "pair $r: raw ${raw%% *}/s${raw#* } lobby-load relay ${load%% *}/s${load#* } (${loads[-1]})" \
+    "relay_rr client through lobbyd ${same%% *}/s${same#* } (${sames[-1]})" \
+    "rooms ${rooms%% *}/s${rooms#* } (same / rooms ${roomss[-1]})"
 done
 echo "median ratio lobby-load relay / raw $(median "${loads[@]}")"
 echo "median ratio same client / raw $(median "${sames[@]}")"
+echo "median ratio same client / rooms $(median "${roomss[@]}")"

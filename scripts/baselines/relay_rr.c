@@ -7,6 +7,11 @@
             sends a DATA to the FANOUT other members of its room: to the FANOUT ports that
             share the sender's group of FANOUT + 1 consecutive ports (port / (FANOUT + 1)) on
             the sender's address, so the destinations come from arithmetic, not a table.
+          relay_rr rooms PORT FANOUT GROUPS
+            the same relay with lobbyd's socket layout: one socket per room (GROUPS sockets on
+            PORT, PORT + 1, ...), as the instance protocol gives each room its own port, so
+            the server must wait on all of them: a blocking epoll_wait (level-triggered), then
+            one recvfrom per ready socket and FANOUT sendto from that socket, as above.
           relay_rr client SECONDS FANOUT < PLAN
             PLAN: one line per member socket, "GROUP FD DEST_IPV4 DEST_PORT HEX_DATAGRAM", the
             sockets inherited open (set up by the script: members of one lobbyd room, or
@@ -45,23 +50,41 @@ static void send_next(struct group *g) {
   sendto(m->fd, m->datagram, m->len, 0, (struct sockaddr *)&m->dest, sizeof m->dest);
 }
 
-static int server(int port, int fanout) {
+
+/* recvfrom one datagram on s, then FANOUT sendto of it to the sender's group mates. */
+static void relay_one(int s, int fanout, int block) {
+  static char buf[65536];
+  struct sockaddr_in from; socklen_t fl = sizeof from;
+  ssize_t n = recvfrom(s, buf, sizeof buf, block ? 0 : MSG_DONTWAIT, (void *)&from, &fl);
+  if (n < 0) return;
+  int size = fanout + 1, sender = ntohs(from.sin_port), first = sender - sender % size;
+  for (int p = first; p < first + size; p++) {
+    if (p == sender) continue;
+    from.sin_port = htons(p);
+    sendto(s, buf, n, 0, (void *)&from, fl);
+  }
+}
+
+static int bound(int port) {
   int s = socket(AF_INET, SOCK_DGRAM, 0);
   struct sockaddr_in a = {0};
   a.sin_family = AF_INET; a.sin_port = htons(port); a.sin_addr.s_addr = htonl(0x7f000001);
-  if (bind(s, (void *)&a, sizeof a)) { perror("bind"); return 1; }
-  static char buf[65536];
-  int size = fanout + 1;
+  if (bind(s, (void *)&a, sizeof a)) { perror("bind"); return -1; }
+  return s;
+}
+
+static int rooms_server(int port, int fanout, int groups) {
+  int ep = epoll_create1(0);
+  for (int g = 0; g < groups; g++) {
+    int s = bound(port + g);
+    if (s < 0) return 1;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = s};
+    epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+  }
+  struct epoll_event events[256];
   for (;;) {
-    struct sockaddr_in from; socklen_t fl = sizeof from;
-    ssize_t n = recvfrom(s, buf, sizeof buf, 0, (void *)&from, &fl);
-    if (n < 0) continue;
-    int sender = ntohs(from.sin_port), first = sender - sender % size;
-    for (int p = first; p < first + size; p++) {
-      if (p == sender) continue;
-      from.sin_port = htons(p);
-      sendto(s, buf, n, 0, (void *)&from, fl);
-    }
+    int k = epoll_wait(ep, events, 256, -1);
+    for (int e = 0; e < k; e++) relay_one(events[e].data.fd, fanout, 0);
   }
 }
 
@@ -115,9 +138,17 @@ static int client(double secs, int fanout) {
   return 0;
 }
 
+static int server(int port, int fanout) {
+  int s = bound(port);
+  if (s < 0) return 1;
+  for (;;) relay_one(s, fanout, 1);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "server")) return server(atoi(argv[2]), atoi(argv[3]));
+  if (argc >= 5 && !strcmp(argv[1], "rooms"))
+    return rooms_server(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
   if (argc >= 4 && !strcmp(argv[1], "client")) return client(atof(argv[2]), atoi(argv[3]));
-  fprintf(stderr, "usage: relay_rr server PORT FANOUT | relay_rr client SECONDS FANOUT < PLAN\n");
+  fprintf(stderr, "usage: relay_rr server PORT FANOUT | relay_rr rooms PORT FANOUT GROUPS | relay_rr client SECONDS FANOUT < PLAN\n");
   return 2;
 }

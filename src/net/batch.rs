@@ -50,12 +50,41 @@ thread_local! {
         const { RefCell::new(None) };
 }
 
+/// Datagrams asked for by the first read of a readiness event ([`ReadSize::First`]).
+pub const FIRST_READ: usize = 8;
+
+/// How many datagrams one read asks for. The user-space cost of a `recvmmsg` is its
+/// headers, built for each call (they borrow the slots): about 23 instructions each
+/// (callgrind, docs/BENCHMARKS.md), so asking for [`BATCH`] when one datagram is waiting,
+/// as on a game instance whose room has one DATA in flight, cost ~1,500 instructions per
+/// datagram, half of lobbyd's own work on a relayed DATA. The first read of a game
+/// instance's event asks for a few; only a socket that filled it is read in full batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadSize {
+    /// [`FIRST_READ`] datagrams.
+    First,
+    /// [`BATCH`] datagrams.
+    Full,
+}
+
+impl ReadSize {
+    /// Datagrams asked for.
+    pub fn datagrams(self) -> usize {
+        match self {
+            ReadSize::First => FIRST_READ,
+            ReadSize::Full => BATCH,
+        }
+    }
+}
+
 /// The datagrams of one `recvmmsg`.
 pub struct RecvBatch {
     slots: Box<[[u8; SLOT_LEN]]>,
     /// Length of each datagram read, and its sender (`None`: not an IP address).
     received: [(usize, Option<SocketAddr>); BATCH],
     count: usize,
+    /// Datagrams the last read asked for.
+    asked: usize,
 }
 
 impl Default for RecvBatch {
@@ -71,21 +100,32 @@ impl RecvBatch {
             slots: slots(BATCH),
             received: [(0, None); BATCH],
             count: 0,
+            asked: 0,
         }
     }
 
-    /// Reads up to [`BATCH`] datagrams from `socket` into the slots (the previous batch is
+    /// Reads up to `size` datagrams from `socket` into the slots (the previous batch is
     /// gone); how many. `WouldBlock` when there was none.
-    pub fn recv(&mut self, socket: &impl AsRawFd) -> io::Result<usize> {
+    pub fn recv(&mut self, socket: &impl AsRawFd, size: ReadSize) -> io::Result<usize> {
         self.count = 0;
+        self.asked = size.datagrams();
+        match size {
+            ReadSize::First => self.recv_n::<FIRST_READ>(socket),
+            ReadSize::Full => self.recv_n::<BATCH>(socket),
+        }
+    }
+
+    /// One `recvmmsg` of at most `N` datagrams, its headers built for `N` slots only.
+    fn recv_n<const N: usize>(&mut self, socket: &impl AsRawFd) -> io::Result<usize> {
         let RecvBatch {
             slots,
             received,
             count,
+            ..
         } = self;
         RECV_HEADERS.with(|headers| {
             let mut free = slots.iter_mut();
-            let mut iovs: [[IoSliceMut<'_>; 1]; BATCH] = std::array::from_fn(|_| {
+            let mut iovs: [[IoSliceMut<'_>; 1]; N] = std::array::from_fn(|_| {
                 [IoSliceMut::new(
                     free.next().map_or(&mut [][..], |slot| &mut slot[..]),
                 )]
@@ -120,9 +160,10 @@ impl RecvBatch {
         self.count == 0
     }
 
-    /// True when the last read was short: the socket's queue was empty when it returned.
+    /// True when the last read was short (fewer datagrams than it asked for): the socket's
+    /// queue was empty when it returned.
     pub fn drained(&self) -> bool {
-        self.count < BATCH
+        self.count < self.asked
     }
 
     /// Datagram `i` of the batch and its sender (`None` for a sender that is not an IP
@@ -345,5 +386,46 @@ fn send_batch<'d, S, const N: usize>(
                 next += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+
+    /// A non-blocking receiver with `count` datagrams waiting, each its index as one byte.
+    fn receiver_holding(count: u8) -> UdpSocket {
+        let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sender = UdpSocket::bind("127.0.0.1:0").unwrap();
+        for i in 0..count {
+            sender
+                .send_to(&[i], receiver.local_addr().unwrap())
+                .unwrap();
+        }
+        receiver.set_nonblocking(true).unwrap();
+        receiver
+    }
+
+    #[test]
+    fn a_first_read_takes_a_few_and_says_whether_the_socket_was_drained() {
+        let mut batch = RecvBatch::new();
+        let socket = receiver_holding(3);
+        assert_eq!(batch.recv(&socket, ReadSize::First).unwrap(), 3);
+        assert!(batch.drained(), "3 of the 8 asked for: nothing left");
+        assert_eq!(batch.datagram(2).map(|(bytes, _)| bytes), Some(&[2u8][..]));
+
+        let socket = receiver_holding(FIRST_READ as u8 + 2);
+        assert_eq!(batch.recv(&socket, ReadSize::First).unwrap(), FIRST_READ);
+        assert!(!batch.drained(), "a full first read may have left some");
+        assert_eq!(batch.recv(&socket, ReadSize::Full).unwrap(), 2);
+        assert!(batch.drained());
+        let first_left = FIRST_READ as u8;
+        assert_eq!(
+            batch.datagram(0).map(|(bytes, _)| bytes),
+            Some(&[first_left][..])
+        );
+        let empty = batch.recv(&socket, ReadSize::Full).unwrap_err();
+        assert_eq!(empty.kind(), io::ErrorKind::WouldBlock);
     }
 }

@@ -32,11 +32,24 @@ use crate::wire::tcp_lobby::validate_name;
 use super::server::FrontEnd;
 use super::tcp::{Readiness, TcpInput, TcpLobby};
 use super::token::Target;
-use super::udp::{Batch, Received, UdpLobby, BATCH};
+use super::udp::{Batch, ReadSize, Received, UdpLobby};
 
 /// Full batches read from one socket before serving the others (fairness under flood):
-/// `RECV_BATCHES * BATCH` datagrams.
+/// `RECV_BATCHES * BATCH` datagrams (a game instance reads a short batch first, see
+/// [`instance_read_size`]).
 const RECV_BATCHES: usize = 4;
+
+/// The size of read `round` (from 0) of a game instance's readiness event: the first asks for
+/// [`ReadSize::First`] datagrams, as a room with one DATA in flight has one waiting, the next
+/// [`RECV_BATCHES`] for full batches. The lobby socket is always read in full batches: one
+/// socket for every client, where LIST_ROOMS arrive in bursts.
+fn instance_read_size(round: usize) -> ReadSize {
+    if round == 0 {
+        ReadSize::First
+    } else {
+        ReadSize::Full
+    }
+}
 
 /// The R-Type lobby core and its sockets.
 pub struct RtypeFrontEnd {
@@ -70,7 +83,7 @@ impl RtypeFrontEnd {
     /// replies are queued and leave in one `sendmmsg` before the next read.
     fn lobby_readable(&mut self, registry: &Registry) {
         for _ in 0..RECV_BATCHES {
-            let count = match self.udp.recv_lobby() {
+            let count = match self.udp.recv_lobby(ReadSize::Full) {
                 Batch::Read(count) => count,
                 Batch::Empty => return,
                 Batch::Failed => continue,
@@ -82,7 +95,7 @@ impl RtypeFrontEnd {
                     self.dispatch(registry);
                 }
             }
-            if count < BATCH {
+            if self.udp.drained() {
                 // A short batch drained the socket: the next datagram raises a new event.
                 return;
             }
@@ -93,8 +106,8 @@ impl RtypeFrontEnd {
 
     /// Reads instance `key` batch by batch, as [`Self::lobby_readable`] does.
     fn instance_readable(&mut self, registry: &Registry, key: usize) {
-        for _ in 0..RECV_BATCHES {
-            let (Some(room), batch) = self.udp.recv_instance(key) else {
+        for round in 0..=RECV_BATCHES {
+            let (Some(room), batch) = self.udp.recv_instance(key, instance_read_size(round)) else {
                 return;
             };
             let count = match batch {
@@ -118,7 +131,7 @@ impl RtypeFrontEnd {
                     Received::Dropped | Received::Lobby { .. } => {}
                 }
             }
-            if count < BATCH {
+            if self.udp.drained() {
                 return;
             }
         }

@@ -40,13 +40,13 @@ use super::stats::UdpStats;
 use super::token::Target;
 use super::warn::WarnBudget;
 
-pub use super::batch::BATCH;
+pub use super::batch::{ReadSize, BATCH};
 
 /// What one read (`recvmmsg`) of a UDP socket gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batch {
-    /// This many datagrams (1 to [`BATCH`]) are in the receive batch; fewer than [`BATCH`]
-    /// means the socket was drained.
+    /// This many datagrams (1 to [`BATCH`]) are in the receive batch; fewer than the read
+    /// asked for means the socket was drained ([`UdpLobby::drained`]).
     Read(usize),
     /// Nothing left to read (`WouldBlock`), or the socket is gone.
     Empty,
@@ -163,31 +163,38 @@ impl UdpLobby {
         self.ports.in_use()
     }
 
-    /// Reads a batch from the lobby socket (after sending what is queued).
-    pub fn recv_lobby(&mut self) -> Batch {
+    /// Reads a batch of up to `size` datagrams from the lobby socket (after sending what is
+    /// queued).
+    pub fn recv_lobby(&mut self, size: ReadSize) -> Batch {
         self.flush();
         let Some(socket) = self.socket.as_ref() else {
             return Batch::Empty;
         };
-        match self.recv.recv(socket) {
+        match self.recv.recv(socket, size) {
             Ok(n) => Batch::Read(n),
             Err(e) => self.recv_error(e, "udp lobby"),
         }
     }
 
-    /// Reads a batch from instance `key` (after sending what is queued), with the room it
-    /// serves (`None`: no such instance).
-    pub fn recv_instance(&mut self, key: usize) -> (Option<RoomId>, Batch) {
+    /// Reads a batch of up to `size` datagrams from instance `key` (after sending what is
+    /// queued), with the room it serves (`None`: no such instance).
+    pub fn recv_instance(&mut self, key: usize, size: ReadSize) -> (Option<RoomId>, Batch) {
         self.flush();
         let Some(instance) = self.instances.get(key) else {
             return (None, Batch::Empty);
         };
         let room = instance.room;
-        let batch = match self.recv.recv(&instance.socket) {
+        let batch = match self.recv.recv(&instance.socket, size) {
             Ok(n) => Batch::Read(n),
             Err(e) => self.recv_error(e, "instance"),
         };
         (Some(room), batch)
+    }
+
+    /// True when the last read got fewer datagrams than it asked for: its socket was
+    /// drained, and with edge-triggered readiness the next datagram raises a new event.
+    pub fn drained(&self) -> bool {
+        self.recv.drained()
     }
 
     /// Decodes datagram `index` of the batch read from the lobby socket.
