@@ -10,10 +10,12 @@
 
 pub mod batch;
 pub mod general;
+pub mod general_stats;
 pub mod heap;
 pub mod http;
 pub mod instance;
 pub mod login;
+pub mod pass;
 pub mod rtype;
 pub mod server;
 pub mod stats;

@@ -38,6 +38,7 @@ use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
 
 use super::login::Logins;
+use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
 use super::stream::{tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
 use super::token::Target;
@@ -133,14 +134,16 @@ pub struct WzDriver {
     chunk: Box<[u8; READ_CHUNK]>,
     /// Connections whose waiting request was answered: feed and read them again.
     resumed: Vec<usize>,
-    /// Connections to remove after the event batch.
-    closing: Vec<usize>,
+    /// Connections to remove after the event batch, a slice per pass.
+    closing: Closing,
     /// Connections waiting to flush before closing, in deadline order.
     lingering: Linger,
     next_serial: u32,
     /// Accepting stops at `--wz-max-conns` (or after an accept error) and is retried after
     /// each event batch once below 90 % of it.
     gate: AcceptGate,
+    /// Accepts left in this pass, and whether the listener was left with a backlog.
+    backlog: AcceptBacklog,
     stats: WzDriverStats,
     warnings: WarnBudget,
 }
@@ -246,10 +249,11 @@ impl WzDriver {
             },
             chunk: Box::new([0; READ_CHUNK]),
             resumed: Vec::new(),
-            closing: Vec::new(),
+            closing: Closing::default(),
             lingering: Linger::new(LINGER),
             next_serial: 0,
             gate: AcceptGate::new(settings.max_conns),
+            backlog: AcceptBacklog::default(),
             stats: WzDriverStats::default(),
             warnings: WarnBudget::new(now, 60, 20),
         })
@@ -290,20 +294,21 @@ impl WzDriver {
         }
     }
 
-    /// Accepts until `WouldBlock` or `--wz-max-conns`. At the cap it goes on accepting while
-    /// an unsettled connection could make room (one is evicted per newcomer); once every
-    /// connection has settled, accepting pauses.
+    /// Accepts until `WouldBlock`, `--wz-max-conns` or this pass's budget
+    /// ([`super::pass::ACCEPTS_PER_PASS`]; the rest after the next poll). At the cap it goes
+    /// on accepting while an unsettled connection could make room (one is evicted per
+    /// newcomer); once every connection has settled, accepting pauses.
     fn accept(&mut self, registry: &Registry, now: Instant) {
+        self.backlog.begin();
         loop {
             if self.is_full() && self.core.oldest_unsettled().is_none() {
                 self.pause_accepting();
                 return;
             }
-            let (mut stream, peer) = match self.listener.accept() {
-                Ok(accepted) => accepted,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
+            let (mut stream, peer) = match self.backlog.accept(&self.listener) {
+                Accepted::Conn(stream, peer) => (stream, peer),
+                Accepted::Drained | Accepted::BudgetSpent => return,
+                Accepted::Failed(e) => {
                     // Out of descriptors, say: the listener is edge-triggered, so retry
                     // after the next event batch rather than wait for a new connection.
                     self.warnings
@@ -587,7 +592,7 @@ impl FrontEnd for WzDriver {
                 self.core.handle_verify_result(now, JobId(job), result);
             }
         }
-        self.core.handle_timeout(now);
+        self.core.handle_timeout_within(now, TIMERS_PER_PASS);
         self.dispatch(registry, now);
         while let Some((key, serial)) = self.lingering.expired(now) {
             let still_there = self
@@ -600,12 +605,10 @@ impl FrontEnd for WzDriver {
             }
         }
         self.probes.remove_finished(registry);
-        for key in self.closing.drain(..) {
-            if let Some(conn) = self.conns.try_remove(key) {
-                conn.stream.release(registry);
-            }
-        }
-        if self.gate.try_resume(self.conns.len(), now) {
+        self.closing
+            .release_slice(&mut self.conns, registry, |c| &c.stream, |c| c.stream);
+        let resumed = self.gate.try_resume(self.conns.len(), now);
+        if (self.backlog.take_pending() && !self.gate.is_paused()) || resumed {
             self.accept(registry, now);
             self.dispatch(registry, now);
         }
@@ -618,6 +621,7 @@ impl FrontEnd for WzDriver {
             self.probes.next_deadline(),
             self.lingering.next_deadline(),
             self.gate.deadline(),
+            work_left(self.backlog.is_pending() || !self.closing.is_empty()),
         ]
         .into_iter()
         .flatten()
