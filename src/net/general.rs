@@ -27,12 +27,11 @@ use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
 use mio::net::{TcpListener, TcpStream};
-use mio::{Interest, Registry, Waker};
+use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::accounts::{LoginPolicy, VerifyResult};
@@ -43,7 +42,7 @@ use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 
 use super::general_stats::GeneralDriverStats;
-use super::login::Logins;
+use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
 use super::stream::{
@@ -157,19 +156,23 @@ fn os_tokens() -> TokenSource {
 
 impl GeneralDriver {
     /// Serves the general lobby on a bound `listener`; `db` is the account database and
-    /// `waker` wakes the loop when a password check finishes.
+    /// `login` wakes the loop when a password check finishes.
     pub fn new(
         mut listener: TcpListener,
         registry: &Registry,
         settings: &GeneralSettings,
         db: &std::path::Path,
-        waker: Arc<Waker>,
+        login: LoginShared,
     ) -> io::Result<GeneralDriver> {
         let config: GeneralConfig = settings.core.clone();
         let logins = match config.login {
             LoginPolicy::Off => None,
             LoginPolicy::Required | LoginPolicy::Optional => {
-                Some(Logins::new("general lobby", db.to_path_buf(), waker))
+                let metrics = LoginMetrics {
+                    checks: "general_login_checks_total",
+                    refused: "general_login_refused_total",
+                };
+                Some(Logins::new("general lobby", metrics, db.into(), login))
             }
         };
         tune_listener(&listener, true);
@@ -542,13 +545,20 @@ impl GeneralDriver {
                     }
                 }
                 GeneralOutput::Verify {
+                    conn,
                     job,
                     username,
                     password,
                 } => {
-                    let decided = match self.logins.as_mut() {
-                        Some(logins) => logins.verify(job.0, &username, password.into()),
-                        None => Some(VerifyResult::Busy),
+                    let (key, serial) = key_of(conn);
+                    let ip = (self.conns.get(key))
+                        .filter(|c| c.stream.serial() == serial)
+                        .map(|c| c.ip);
+                    let decided = match (self.logins.as_mut(), ip) {
+                        (Some(logins), Some(ip)) => {
+                            logins.verify(now, job.0, ip, &username, password.into())
+                        }
+                        _ => Some(VerifyResult::Busy),
                     };
                     if let Some(result) = decided {
                         self.core.handle_verify_result(now, job, result);
@@ -702,7 +712,7 @@ impl FrontEnd for GeneralDriver {
 
     fn after_events(&mut self, registry: &Registry) {
         let now = Instant::now();
-        while let Some((job, result)) = self.logins.as_mut().and_then(Logins::next_result) {
+        while let Some((job, result)) = self.logins.as_mut().and_then(|l| l.next_result(now)) {
             self.core.handle_verify_result(now, JobId(job), result);
             self.carry_out(registry, now);
         }
@@ -760,6 +770,9 @@ impl FrontEnd for GeneralDriver {
         let core = self.core.stats();
         snap.add_counters(|f| core.visit(f));
         snap.add_counters(|f| self.stats.visit(f));
+        if let Some(logins) = self.logins.as_ref() {
+            snap.add_counters(|f| logins.visit(f));
+        }
         snap.general = Some(self.games_snapshot(snap.detail_rows));
     }
 

@@ -48,6 +48,7 @@ use crate::ratelimit::PerIpConfig;
 
 use general::GeneralDriver;
 use instance::{PortPool, PortRange};
+use login::{LoginBudget, LoginShared, MAX_PENDING_CHECKS};
 use rtype::RtypeFrontEnd;
 use server::{Control, Server};
 use tcp::{TcpLimits, TcpLobby};
@@ -239,25 +240,29 @@ fn build(config: &Config) -> io::Result<Built> {
     };
     let lobby = Lobby::new(lobby_config(config), Instant::now());
     let rtype = RtypeFrontEnd::new(lobby, udp, tcp);
+    // One bound on password checks for every front end (`net::login`).
+    let login = LoginShared {
+        waker: Arc::clone(&waker),
+        budget: LoginBudget::new(MAX_PENDING_CHECKS),
+    };
     let wz_driver = match wz_listener {
         Some((listener, _)) => {
-            let waker = Arc::clone(&waker);
+            let login = login.clone();
             Some(WzDriver::new(
-                listener, registry, &config.wz, wz_config, waker,
+                listener, registry, &config.wz, wz_config, login,
             )?)
         }
         None => None,
     };
     let general_driver = match general_listener {
         Some((listener, _)) => {
-            let waker = Arc::clone(&waker);
             let db = &config.wz.db;
             Some(GeneralDriver::new(
                 listener,
                 registry,
                 &config.general,
                 db,
-                waker,
+                login,
             )?)
         }
         None => None,

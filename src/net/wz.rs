@@ -18,14 +18,13 @@
 //! never sees a stale event.
 
 use std::io::{self, Read};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
 use mio::net::TcpListener;
-use mio::{Interest, Registry, Waker};
+use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::accounts::{LoginPolicy, VerifyResult};
@@ -37,10 +36,10 @@ use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 
 use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
 
-use super::login::Logins;
+use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
-use super::stream::{tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
+use super::stream::{canonical_ip, tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
 use super::wz_probe::Probes;
@@ -109,6 +108,8 @@ struct Files {
 #[derive(Debug)]
 struct Conn {
     stream: Stream,
+    /// Its source address (password checks are limited per address).
+    ip: IpAddr,
     inbuf: Vec<u8>,
     /// The read buffer is full behind a waiting request; read again on `Resume`.
     paused: bool,
@@ -213,19 +214,23 @@ pub fn core_config(settings: &WzSettings) -> io::Result<WzConfig> {
 }
 
 impl WzDriver {
-    /// Serves the master server on a bound `listener`; `waker` wakes the loop when a
+    /// Serves the master server on a bound `listener`; `login` wakes the loop when a
     /// password check finishes.
     pub fn new(
         mut listener: TcpListener,
         registry: &Registry,
         settings: &WzSettings,
         config: WzConfig,
-        waker: Arc<Waker>,
+        login: LoginShared,
     ) -> io::Result<WzDriver> {
         let logins = match config.login {
             LoginPolicy::Off => None,
             LoginPolicy::Required | LoginPolicy::Optional => {
-                Some(Logins::new("wz v4", settings.db.clone(), waker))
+                let metrics = LoginMetrics {
+                    checks: "wz_login_checks_total",
+                    refused: "wz_login_refused_total",
+                };
+                Some(Logins::new("wz v4", metrics, settings.db.clone(), login))
             }
         };
         // Small status replies must not wait for Nagle.
@@ -334,6 +339,7 @@ impl WzDriver {
             self.next_serial = self.next_serial.wrapping_add(1);
             entry.insert(Conn {
                 stream: Stream::new(stream, self.next_serial),
+                ip: canonical_ip(peer.ip()),
                 inbuf: Vec::new(),
                 paused: false,
             });
@@ -485,14 +491,17 @@ impl WzDriver {
                     }
                 }
                 WzOutput::Verify {
+                    conn,
                     job,
                     username,
                     password,
-                    ..
                 } => {
-                    let decided = match self.logins.as_mut() {
-                        Some(logins) => logins.verify(job.0, &username, password),
-                        None => Some(VerifyResult::Busy),
+                    let ip = self.conns.get(conn.0).map(|c| c.ip);
+                    let decided = match (self.logins.as_mut(), ip) {
+                        (Some(logins), Some(ip)) => {
+                            logins.verify(now, job.0, ip, &username, password)
+                        }
+                        _ => Some(VerifyResult::Busy),
                     };
                     if let Some(result) = decided {
                         self.core.handle_verify_result(now, job, result);
@@ -588,7 +597,7 @@ impl FrontEnd for WzDriver {
             core.handle_probe_result(now, probe, result)
         });
         if let Some(logins) = self.logins.as_mut() {
-            while let Some((job, result)) = logins.next_result() {
+            while let Some((job, result)) = logins.next_result(now) {
                 self.core.handle_verify_result(now, JobId(job), result);
             }
         }
@@ -663,6 +672,9 @@ impl FrontEnd for WzDriver {
     fn snapshot(&self, snap: &mut Snapshot) {
         snap.add_counters(|f| self.core.stats.visit(f));
         snap.add_counters(|f| self.stats.visit(f));
+        if let Some(logins) = self.logins.as_ref() {
+            snap.add_counters(|f| logins.visit(f));
+        }
         snap.wz = Some(self.games_snapshot());
     }
 
