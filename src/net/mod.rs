@@ -157,9 +157,25 @@ fn bind_error(what: &str, addr: SocketAddr) -> impl FnOnce(io::Error) -> io::Err
     move |e| io::Error::new(e.kind(), format!("{what} {addr}: {e}"))
 }
 
-/// Binds a TCP listener at `addr` and returns it with its bound address.
+/// Connections the kernel may hold for a listener until they are accepted (the `listen`
+/// backlog; Linux caps it at `net.core.somaxconn`). mio and std ask for 128, which a
+/// connection flood fills between two accept batches (`net::pass`); the kernel then drops
+/// SYNs, a well-behaved client's too, and that client retries only a second later.
+pub const LISTEN_BACKLOG: i32 = 1024;
+
+/// Binds a TCP listener at `addr` (non-blocking, close-on-exec, `SO_REUSEADDR` as mio sets
+/// it, a [`LISTEN_BACKLOG`] backlog) and returns it with its bound address.
 fn listen(what: &str, addr: SocketAddr) -> io::Result<(TcpListener, SocketAddr)> {
-    let listener = TcpListener::bind(addr).map_err(bind_error(what, addr))?;
+    let bind = || -> io::Result<std::net::TcpListener> {
+        let domain = socket2::Domain::for_address(addr);
+        let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+        socket.set_reuse_address(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(LISTEN_BACKLOG)?;
+        Ok(socket.into())
+    };
+    let listener = TcpListener::from_std(bind().map_err(bind_error(what, addr))?);
     let bound = listener.local_addr()?;
     log::info!("{what} listening on {bound}");
     Ok((listener, bound))
