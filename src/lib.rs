@@ -39,7 +39,8 @@
 //!   core with its UDP sockets in `udp.rs`, read and written in `recvmmsg`/`sendmmsg`
 //!   batches by `batch.rs`, and its TCP lobby in `tcp.rs`), `wz.rs`,
 //!   `general.rs`; `stream.rs` is the one TCP stream transport under the three TCP front
-//!   ends, `login.rs` the password-check bridge any core can use, `token.rs` the tokens.
+//!   ends and `pass.rs` bounds their work per loop pass (accepts, closes, deadlines),
+//!   `login.rs` the password-check bridge any core can use, `token.rs` the tokens.
 //!   Every listener is bound in `net::build`. May import everything above except `load`.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.

@@ -160,6 +160,15 @@ impl PerIpLimiter {
         self.buckets(now, ip).requests.try_take(now, 1)
     }
 
+    /// Whether `ip` has a request token left, taking none; an address not tracked has a
+    /// full bucket and is not added (so asking costs no table entry).
+    pub fn has_request_token(&mut self, now: Instant, ip: IpAddr) -> bool {
+        match self.table.get_mut(&ip) {
+            Some(buckets) => buckets.requests.available(now) > 0,
+            None => self.cfg.burst > 0,
+        }
+    }
+
     /// Takes `bytes` from `ip`'s reply-bytes bucket; `false` means do not send the reply.
     /// Always `true` when the byte limit is disabled (`byte_rate == 0`).
     pub fn allow_reply_bytes(&mut self, now: Instant, ip: IpAddr, bytes: usize) -> bool {
@@ -244,6 +253,27 @@ mod tests {
         assert!(!bucket.try_take(start + SEC * 100, 1));
         assert_eq!(bucket.available(start + SEC * 101), 10);
         assert_eq!(bucket.available(start + SEC * 1000), 25);
+    }
+
+    #[test]
+    fn looking_at_a_bucket_takes_nothing_and_adds_no_entry() {
+        let start = Instant::now();
+        let mut limiter = PerIpLimiter::new(config(8));
+        assert!(limiter.has_request_token(start, v4(1)));
+        assert!(
+            limiter.is_empty(),
+            "an address only looked at is not tracked"
+        );
+        for _ in 0..4 {
+            assert!(limiter.has_request_token(start, v4(1)));
+            assert!(limiter.allow_request(start, v4(1)));
+        }
+        assert!(!limiter.has_request_token(start, v4(1)));
+        assert!(
+            limiter.has_request_token(start, v4(2)),
+            "another address is not charged"
+        );
+        assert!(limiter.has_request_token(start + SEC, v4(1)), "refilled");
     }
 
     #[test]

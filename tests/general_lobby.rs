@@ -23,6 +23,8 @@ mod client;
 mod games;
 #[path = "general_lobby/hosted.rs"]
 mod hosted;
+#[path = "general_lobby/login_limits.rs"]
+mod login_limits;
 #[path = "general_lobby/resume.rs"]
 mod resume;
 #[path = "general_lobby/sign_in.rs"]

@@ -10,7 +10,7 @@
 mod common;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -55,16 +55,7 @@ fn counter(snap: &Snapshot, name: &str, label: &str) -> u64 {
 
 /// A TCP connection to the lobby from the loopback source address `ip`.
 fn connect_from(lobby: SocketAddr, ip: &str) -> TcpStream {
-    let source: IpAddr = ip.parse().expect("source ip");
-    let socket =
-        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
-    socket
-        .bind(&SocketAddr::new(source, 0).into())
-        .expect("bind source address");
-    socket
-        .connect_timeout(&lobby.into(), REPLY_WAIT)
-        .expect("connect");
-    let stream: TcpStream = socket.into();
+    let stream = common::connect_from(lobby, ip);
     stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
     stream.set_nodelay(true).unwrap();
     stream

@@ -24,7 +24,8 @@ use std::time::Duration;
 use super::store::{decoy_hash, verify_password, AccountStore};
 use super::VerifyResult;
 
-/// How many verifications may wait for the worker before `submit` refuses.
+/// How many verifications may wait for the worker before `submit` refuses (a backstop: the
+/// server bounds its checks far lower, for every front end together, in `net::login`).
 pub const WORKER_QUEUE: usize = 1024;
 /// How long a lookup waits for a database another process has locked before the login is
 /// answered "busy".

@@ -188,8 +188,14 @@ impl GeneralLobby {
     /// games' timers), stopping early once `output_budget` outputs wait (the deadlines left
     /// are already due: [`GeneralLobby::poll_timeout`] says so).
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.handle_timeout_within(now, usize::MAX);
+    }
+
+    /// As [`GeneralLobby::handle_timeout`], running at most `budget` deadlines (the driver
+    /// bounds its work per loop pass); the rest stay due.
+    pub fn handle_timeout_within(&mut self, now: Instant, budget: usize) {
         self.out.begin();
-        loop {
+        for _ in 0..budget {
             if self.out.len() >= self.config.output_budget {
                 if self.timers.next_deadline().is_some_and(|at| at <= now) {
                     self.stats.output_budget_stops += 1;

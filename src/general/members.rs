@@ -274,7 +274,7 @@ impl Members {
         if let Some(state) = self.conns.get_mut(&conn) {
             state.phase = Phase::Verifying(job);
         }
-        cx.out.verify(job, username, password);
+        cx.out.verify(conn, job, username, password);
         None
     }
 

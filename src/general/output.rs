@@ -67,6 +67,8 @@ pub enum GeneralOutput {
     /// Check `password` against `username`'s stored hash, off the loop thread, and report
     /// with `handle_verify_result(now, job, result)`.
     Verify {
+        /// The connection that signed in (password checks are limited per address).
+        conn: ConnId,
         /// The job's id, given back with the verdict.
         job: JobId,
         /// The account name (at most 64 bytes, the accounts' own bound).
@@ -191,9 +193,10 @@ impl Outbox {
         self.queue.push_back(GeneralOutput::Close { conn });
     }
 
-    /// Queues a password verification.
-    pub(crate) fn verify(&mut self, job: JobId, username: &str, password: &str) {
+    /// Queues a password verification for `conn`'s SIGN_IN.
+    pub(crate) fn verify(&mut self, conn: ConnId, job: JobId, username: &str, password: &str) {
         self.queue.push_back(GeneralOutput::Verify {
+            conn,
             job,
             username: username.into(),
             password: password.into(),

@@ -873,7 +873,16 @@ impl Lobby {
 
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(event) = self.timers.poll_expired(now) {
+        self.handle_timeout_within(now, usize::MAX);
+    }
+
+    /// Runs at most `budget` of the timers due at `now` (the driver bounds its work per loop
+    /// pass); the rest stay due, and [`Lobby::poll_timeout`] says so.
+    pub fn handle_timeout_within(&mut self, now: Instant, budget: usize) {
+        for _ in 0..budget {
+            let Some(event) = self.timers.poll_expired(now) else {
+                return;
+            };
             match event {
                 TimerEvent::Housekeeping(id) => self.housekeeping(now, id),
                 TimerEvent::CountdownTick(id) => {

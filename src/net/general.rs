@@ -27,12 +27,11 @@ use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
 use mio::net::{TcpListener, TcpStream};
-use mio::{Interest, Registry, Waker};
+use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::accounts::{LoginPolicy, VerifyResult};
@@ -42,7 +41,9 @@ use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, Snapsh
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 
-use super::login::Logins;
+use super::general_stats::GeneralDriverStats;
+use super::login::{LoginMetrics, LoginShared, Logins};
+use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
 use super::stream::{
     canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
@@ -71,62 +72,6 @@ pub const FRAMES_PER_EVENT: usize = 64;
 const READ_CHUNK: usize = 16 * 1024;
 /// Reads from one connection per readiness event.
 const READ_BUDGET: usize = 8;
-
-/// The driver's own counters (the core's are `general::GeneralStats`).
-#[derive(Clone, Debug, Default)]
-pub struct GeneralDriverStats {
-    /// Connections accepted and handed to the core.
-    pub accepted: u64,
-    /// Connections refused at accept: over `--lobby-conn-rate` for their address.
-    pub rate_limited: u64,
-    /// Connections refused at accept: their address has `--lobby-max-conns-per-ip` open.
-    pub per_ip_limited: u64,
-    /// Connections not signed in closed at `--lobby-max-conns` to make room for a newcomer.
-    pub guests_evicted: u64,
-    /// Times accepting paused at `--lobby-max-conns` (or after an accept error).
-    pub accept_pauses: u64,
-    /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`].
-    pub slow_readers: u64,
-    /// Connections closed with bytes still queued after [`LINGER`].
-    pub linger_timeouts: u64,
-    /// Connections that ended with a read or write error.
-    pub io_errors: u64,
-    /// Bytes read.
-    pub bytes_in: u64,
-    /// Bytes written.
-    pub bytes_out: u64,
-    /// Frames handed to the core.
-    pub frames_in: u64,
-}
-
-impl GeneralDriverStats {
-    /// Calls `f(name, label, value)` for every counter.
-    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
-        f("general_accepted_total", "", self.accepted);
-        f("general_refused_total", "conn_rate", self.rate_limited);
-        f(
-            "general_refused_total",
-            "max_conns_per_ip",
-            self.per_ip_limited,
-        );
-        f("general_accept_pauses_total", "", self.accept_pauses);
-        f(
-            "general_dropped_total",
-            "evicted_guest",
-            self.guests_evicted,
-        );
-        f("general_dropped_total", "slow_reader", self.slow_readers);
-        f(
-            "general_dropped_total",
-            "linger_timeout",
-            self.linger_timeouts,
-        );
-        f("general_dropped_total", "io_error", self.io_errors);
-        f("general_bytes_in_total", "", self.bytes_in);
-        f("general_bytes_out_total", "", self.bytes_out);
-        f("general_frames_in_total", "", self.frames_in);
-    }
-}
 
 /// The core's name for connection `key`: the slab key in the low 32 bits, the connection's
 /// serial above, so an output the core queued for a connection that is gone can never reach
@@ -174,8 +119,10 @@ pub struct GeneralDriver {
     served: Vec<usize>,
     /// Connections with whole frames left over after their budget, served after the batch.
     backlog: Vec<usize>,
-    /// Connections to remove after the event batch.
-    closing: Vec<usize>,
+    /// Connections to remove after the event batch, a slice per pass.
+    closing: Closing,
+    /// Accepts left in this pass, and whether the listener was left with a backlog.
+    accepts: AcceptBacklog,
     lingering: Linger,
     next_serial: u32,
     read_buf: Box<[u8; READ_CHUNK]>,
@@ -209,19 +156,23 @@ fn os_tokens() -> TokenSource {
 
 impl GeneralDriver {
     /// Serves the general lobby on a bound `listener`; `db` is the account database and
-    /// `waker` wakes the loop when a password check finishes.
+    /// `login` wakes the loop when a password check finishes.
     pub fn new(
         mut listener: TcpListener,
         registry: &Registry,
         settings: &GeneralSettings,
         db: &std::path::Path,
-        waker: Arc<Waker>,
+        login: LoginShared,
     ) -> io::Result<GeneralDriver> {
         let config: GeneralConfig = settings.core.clone();
         let logins = match config.login {
             LoginPolicy::Off => None,
             LoginPolicy::Required | LoginPolicy::Optional => {
-                Some(Logins::new("general lobby", db.to_path_buf(), waker))
+                let metrics = LoginMetrics {
+                    checks: "general_login_checks_total",
+                    refused: "general_login_refused_total",
+                };
+                Some(Logins::new("general lobby", metrics, db.into(), login))
             }
         };
         tune_listener(&listener, true);
@@ -252,7 +203,8 @@ impl GeneralDriver {
             dirty: VecDeque::new(),
             served: Vec::new(),
             backlog: Vec::new(),
-            closing: Vec::new(),
+            closing: Closing::default(),
+            accepts: AcceptBacklog::default(),
             lingering: Linger::new(LINGER),
             next_serial: 0,
             read_buf: Box::new([0; READ_CHUNK]),
@@ -261,7 +213,10 @@ impl GeneralDriver {
         })
     }
 
+    /// Accepts until `WouldBlock`, `--lobby-max-conns` or this pass's budget (the rest after
+    /// the next poll).
     fn accept(&mut self, registry: &Registry, now: Instant) {
+        self.accepts.begin();
         loop {
             // Closed connections leave the slab after the batch; they no longer count.
             let open = self.conns.len() - self.closing.len();
@@ -271,11 +226,10 @@ impl GeneralDriver {
                 self.pause_accepting();
                 return;
             }
-            let (stream, peer) = match self.listener.accept() {
-                Ok(accepted) => accepted,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
+            let (stream, peer) = match self.accepts.accept(&self.listener) {
+                Accepted::Conn(stream, peer) => (stream, peer),
+                Accepted::Drained | Accepted::BudgetSpent => return,
+                Accepted::Failed(e) => {
                     // Out of descriptors, say: retry after the next event batch rather than
                     // wait for a new connection (the listener is edge-triggered).
                     self.warnings
@@ -591,13 +545,20 @@ impl GeneralDriver {
                     }
                 }
                 GeneralOutput::Verify {
+                    conn,
                     job,
                     username,
                     password,
                 } => {
-                    let decided = match self.logins.as_mut() {
-                        Some(logins) => logins.verify(job.0, &username, password.into()),
-                        None => Some(VerifyResult::Busy),
+                    let (key, serial) = key_of(conn);
+                    let ip = (self.conns.get(key))
+                        .filter(|c| c.stream.serial() == serial)
+                        .map(|c| c.ip);
+                    let decided = match (self.logins.as_mut(), ip) {
+                        (Some(logins), Some(ip)) => {
+                            logins.verify(now, job.0, ip, &username, password.into())
+                        }
+                        _ => Some(VerifyResult::Busy),
                     };
                     if let Some(result) = decided {
                         self.core.handle_verify_result(now, job, result);
@@ -751,11 +712,11 @@ impl FrontEnd for GeneralDriver {
 
     fn after_events(&mut self, registry: &Registry) {
         let now = Instant::now();
-        while let Some((job, result)) = self.logins.as_mut().and_then(Logins::next_result) {
+        while let Some((job, result)) = self.logins.as_mut().and_then(|l| l.next_result(now)) {
             self.core.handle_verify_result(now, JobId(job), result);
             self.carry_out(registry, now);
         }
-        self.core.handle_timeout(now);
+        self.core.handle_timeout_within(now, TIMERS_PER_PASS);
         self.carry_out(registry, now);
         self.serve_backlog(registry, now);
         self.settle(registry, now);
@@ -770,22 +731,30 @@ impl FrontEnd for GeneralDriver {
         }
         // Every output is carried out before a slab key is freed for reuse.
         self.carry_out(registry, now);
-        for key in self.closing.drain(..) {
-            if let Some(conn) = self.conns.try_remove(key) {
-                self.per_ip.remove(conn.ip);
-                conn.stream.release(registry);
-            }
-        }
-        if self.gate.try_resume(self.conns.len(), now) {
+        let per_ip = &mut self.per_ip;
+        let take = |conn: Conn| {
+            per_ip.remove(conn.ip);
+            conn.stream
+        };
+        self.closing
+            .release_slice(&mut self.conns, registry, |c| &c.stream, take);
+        let resumed = self.gate.try_resume(self.conns.len(), now);
+        if (self.accepts.take_pending() && !self.gate.is_paused()) || resumed {
             self.accept(registry, now);
             self.settle(registry, now);
         }
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        // Frames waiting past their budget, and writes past this batch's slice, are served
-        // after the next (immediate) poll.
-        let backlog = (!self.backlog.is_empty() || !self.dirty.is_empty()).then(Instant::now);
+        // Frames waiting past their budget, writes past this batch's slice, a listener
+        // backlog and closed sockets past this pass's slice are served after the next
+        // (immediate) poll.
+        let backlog = work_left(
+            !self.backlog.is_empty()
+                || !self.dirty.is_empty()
+                || self.accepts.is_pending()
+                || !self.closing.is_empty(),
+        );
         [
             self.core.poll_timeout(),
             self.lingering.next_deadline(),
@@ -801,6 +770,9 @@ impl FrontEnd for GeneralDriver {
         let core = self.core.stats();
         snap.add_counters(|f| core.visit(f));
         snap.add_counters(|f| self.stats.visit(f));
+        if let Some(logins) = self.logins.as_ref() {
+            snap.add_counters(|f| logins.visit(f));
+        }
         snap.general = Some(self.games_snapshot(snap.detail_rows));
     }
 

@@ -10,10 +10,12 @@
 
 pub mod batch;
 pub mod general;
+pub mod general_stats;
 pub mod heap;
 pub mod http;
 pub mod instance;
 pub mod login;
+pub mod pass;
 pub mod rtype;
 pub mod server;
 pub mod stats;
@@ -46,6 +48,7 @@ use crate::ratelimit::PerIpConfig;
 
 use general::GeneralDriver;
 use instance::{PortPool, PortRange};
+use login::{LoginBudget, LoginShared, MAX_PENDING_CHECKS};
 use rtype::RtypeFrontEnd;
 use server::{Control, Server};
 use tcp::{TcpLimits, TcpLobby};
@@ -154,9 +157,25 @@ fn bind_error(what: &str, addr: SocketAddr) -> impl FnOnce(io::Error) -> io::Err
     move |e| io::Error::new(e.kind(), format!("{what} {addr}: {e}"))
 }
 
-/// Binds a TCP listener at `addr` and returns it with its bound address.
+/// Connections the kernel may hold for a listener until they are accepted (the `listen`
+/// backlog; Linux caps it at `net.core.somaxconn`). mio and std ask for 128, which a
+/// connection flood fills between two accept batches (`net::pass`); the kernel then drops
+/// SYNs, a well-behaved client's too, and that client retries only a second later.
+pub const LISTEN_BACKLOG: i32 = 1024;
+
+/// Binds a TCP listener at `addr` (non-blocking, close-on-exec, `SO_REUSEADDR` as mio sets
+/// it, a [`LISTEN_BACKLOG`] backlog) and returns it with its bound address.
 fn listen(what: &str, addr: SocketAddr) -> io::Result<(TcpListener, SocketAddr)> {
-    let listener = TcpListener::bind(addr).map_err(bind_error(what, addr))?;
+    let bind = || -> io::Result<std::net::TcpListener> {
+        let domain = socket2::Domain::for_address(addr);
+        let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+        socket.set_reuse_address(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(LISTEN_BACKLOG)?;
+        Ok(socket.into())
+    };
+    let listener = TcpListener::from_std(bind().map_err(bind_error(what, addr))?);
     let bound = listener.local_addr()?;
     log::info!("{what} listening on {bound}");
     Ok((listener, bound))
@@ -237,25 +256,29 @@ fn build(config: &Config) -> io::Result<Built> {
     };
     let lobby = Lobby::new(lobby_config(config), Instant::now());
     let rtype = RtypeFrontEnd::new(lobby, udp, tcp);
+    // One bound on password checks for every front end (`net::login`).
+    let login = LoginShared {
+        waker: Arc::clone(&waker),
+        budget: LoginBudget::new(MAX_PENDING_CHECKS),
+    };
     let wz_driver = match wz_listener {
         Some((listener, _)) => {
-            let waker = Arc::clone(&waker);
+            let login = login.clone();
             Some(WzDriver::new(
-                listener, registry, &config.wz, wz_config, waker,
+                listener, registry, &config.wz, wz_config, login,
             )?)
         }
         None => None,
     };
     let general_driver = match general_listener {
         Some((listener, _)) => {
-            let waker = Arc::clone(&waker);
             let db = &config.wz.db;
             Some(GeneralDriver::new(
                 listener,
                 registry,
                 &config.general,
                 db,
-                waker,
+                login,
             )?)
         }
         None => None,

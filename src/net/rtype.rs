@@ -29,6 +29,7 @@ use crate::lobby::{ConnId, Lobby, Output, RoomId};
 use crate::metrics::{RoomView, Snapshot};
 use crate::wire::tcp_lobby::validate_name;
 
+use super::pass::TIMERS_PER_PASS;
 use super::server::FrontEnd;
 use super::tcp::{Readiness, TcpInput, TcpLobby};
 use super::token::Target;
@@ -263,21 +264,22 @@ impl FrontEnd for RtypeFrontEnd {
         if !self.lobby.poll_timeout().is_some_and(|at| at <= now) {
             return;
         }
-        self.lobby.handle_timeout(now);
+        self.lobby.handle_timeout_within(now, TIMERS_PER_PASS);
         self.dispatch(registry);
         self.flush_tcp(registry);
     }
 
     fn after_events(&mut self, registry: &Registry) {
         self.batch_started = None;
-        self.lobby.handle_timeout(Instant::now());
+        self.lobby
+            .handle_timeout_within(Instant::now(), TIMERS_PER_PASS);
         self.dispatch(registry);
         self.flush_tcp(registry);
-        let resumed = match self.tcp.as_mut() {
+        let accept_now = match self.tcp.as_mut() {
             Some(tcp) => tcp.remove_closed(registry, Instant::now()),
             None => false,
         };
-        if resumed {
+        if accept_now {
             self.tcp_accept(registry);
             self.flush_tcp(registry);
         }

@@ -31,6 +31,14 @@
 //!
 //! Readiness is drained until `WouldBlock` under per-socket budgets inside each front end;
 //! nothing a peer does ends the loop: only a shutdown request does.
+//!
+//! **Work left over.** A pass of the loop does bounded work (`net::pass`: accepts per
+//! listener event, sockets released and deadlines run per pass), so a request that arrives
+//! during a flood or a wave of expiring connections waits for one slice, not for all of it.
+//! A front end with work left returns a `next_deadline` that has passed (`pass::work_left`):
+//! the loop then polls without sleeping and calls `after_events` again, where the next
+//! slice is done. That includes a listener left with a backlog, which (edge-triggered) will
+//! raise no new event.
 
 use std::io;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
@@ -74,7 +82,8 @@ pub trait FrontEnd: Send {
     /// Once per event batch, after the events: timers due, deferred work, and removal of the
     /// sockets closed in the batch.
     fn after_events(&mut self, registry: &Registry);
-    /// When the loop must wake for this front end next.
+    /// When the loop must wake for this front end next; an instant already passed when
+    /// work is left from a bounded pass (see "Work left over" in the module doc).
     fn next_deadline(&self) -> Option<Instant>;
     /// Adds this front end's counters, rooms or games to an operators' snapshot.
     fn snapshot(&self, snap: &mut Snapshot);

@@ -35,6 +35,7 @@ use crate::wire::tcp_lobby::{
     self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
 };
 
+use super::pass::{work_left, AcceptBacklog, Accepted, Closing};
 use super::stream::{
     canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
 };
@@ -158,10 +159,12 @@ pub struct TcpLobby {
     rate: PerIpLimiter,
     limits: TcpLimits,
     gate: AcceptGate,
+    /// Accepts left in this pass, and whether the listener was left with a backlog.
+    backlog: AcceptBacklog,
     /// Connections with bytes queued since the last flush.
     dirty: Vec<usize>,
-    /// Closed connections, removed after the event batch.
-    closing: Vec<usize>,
+    /// Closed connections, removed after the event batch, a slice per pass.
+    closing: Closing,
     /// Connections draining before close, in deadline order.
     draining: Linger,
     next_serial: u32,
@@ -200,8 +203,9 @@ impl TcpLobby {
             }),
             limits,
             gate: AcceptGate::new(limits.max_conns),
+            backlog: AcceptBacklog::default(),
             dirty: Vec::new(),
-            closing: Vec::new(),
+            closing: Closing::default(),
             draining: Linger::new(DRAIN_WAIT),
             next_serial: 0,
             read_buf: Box::new([0; READ_BUF_LEN]),
@@ -221,10 +225,12 @@ impl TcpLobby {
         self.conns.len()
     }
 
-    /// Accepts until `WouldBlock` or `--max-conns`. At the cap it goes on accepting while a
-    /// connection without CONNECT_ACK could make room (one is evicted per newcomer admitted);
-    /// once every connection has its CONNECT_ACK, accepting pauses.
+    /// Accepts until `WouldBlock`, `--max-conns` or this pass's budget
+    /// ([`super::pass::ACCEPTS_PER_PASS`]; the rest after the next poll). At the cap it goes
+    /// on accepting while a connection without CONNECT_ACK could make room (one is evicted
+    /// per newcomer admitted); once every connection has its CONNECT_ACK, accepting pauses.
     pub fn accept(&mut self, lobby: &mut Lobby, registry: &Registry) {
+        self.backlog.begin();
         while !self.gate.is_paused() {
             if self.is_full() && lobby.oldest_pending_conn().is_none() {
                 // The kernel keeps the rest in its backlog until we resume below 90%.
@@ -236,11 +242,10 @@ impl TcpLobby {
                 );
                 return;
             }
-            match self.listener.accept() {
-                Ok((stream, peer)) => self.admit(stream, peer, lobby, registry),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
+            match self.backlog.accept(&self.listener) {
+                Accepted::Conn(stream, peer) => self.admit(stream, peer, lobby, registry),
+                Accepted::Drained | Accepted::BudgetSpent => return,
+                Accepted::Failed(e) => {
                     // Out of descriptors, say: back off rather than retry at once (which
                     // would spin the loop); resumed after the back-off by `remove_closed`.
                     self.stats.accept_errors += 1;
@@ -525,16 +530,20 @@ impl TcpLobby {
         }
     }
 
-    /// When the earliest draining connection must be given up on.
+    /// When the earliest draining connection must be given up on, or now when a bounded
+    /// pass left work (a listener backlog, closed sockets to release).
     pub fn next_deadline(&self) -> Option<Instant> {
-        [self.draining.next_deadline(), self.gate.deadline()]
+        let left = work_left(self.backlog.is_pending() || !self.closing.is_empty());
+        [self.draining.next_deadline(), self.gate.deadline(), left]
             .into_iter()
             .flatten()
             .min()
     }
 
-    /// Removes the connections closed in this batch, gives up on draining ones past their
-    /// wait, and resumes accepting below 90% of `--max-conns`. True when accepting resumed.
+    /// Removes a slice of the connections closed ([`super::pass::CLOSES_PER_PASS`]), gives
+    /// up on draining ones past their wait, and resumes accepting below 90% of
+    /// `--max-conns`. True when the front end must accept now: accepting resumed, or the
+    /// last accept batch left a backlog.
     pub fn remove_closed(&mut self, registry: &Registry, now: Instant) -> bool {
         while let Some((key, serial)) = self.draining.expired(now) {
             let Some(conn) = self.conns.get_mut(key) else {
@@ -546,13 +555,13 @@ impl TcpLobby {
                 self.closing.push(key);
             }
         }
-        for key in self.closing.drain(..) {
-            let Some(conn) = self.conns.try_remove(key) else {
-                continue;
-            };
-            self.per_ip.remove(conn.ip);
-            conn.stream.release(registry);
-        }
+        let per_ip = &mut self.per_ip;
+        let take = |conn: Conn| {
+            per_ip.remove(conn.ip);
+            conn.stream
+        };
+        self.closing
+            .release_slice(&mut self.conns, registry, |c| &c.stream, take);
         if self.gate.try_resume(self.conns.len(), now) {
             log::info!(
                 "tcp lobby: {} connections, accepting again",
@@ -560,7 +569,7 @@ impl TcpLobby {
             );
             return true;
         }
-        false
+        self.backlog.take_pending() && !self.gate.is_paused()
     }
 
     /// Shutdown: writes what is queued to every connection (each still waiting is left

@@ -18,14 +18,13 @@
 //! never sees a stale event.
 
 use std::io::{self, Read};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
 use mio::net::TcpListener;
-use mio::{Interest, Registry, Waker};
+use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::accounts::{LoginPolicy, VerifyResult};
@@ -37,9 +36,10 @@ use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 
 use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
 
-use super::login::Logins;
+use super::login::{LoginMetrics, LoginShared, Logins};
+use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
-use super::stream::{tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
+use super::stream::{canonical_ip, tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
 use super::wz_probe::Probes;
@@ -108,6 +108,8 @@ struct Files {
 #[derive(Debug)]
 struct Conn {
     stream: Stream,
+    /// Its source address (password checks are limited per address).
+    ip: IpAddr,
     inbuf: Vec<u8>,
     /// The read buffer is full behind a waiting request; read again on `Resume`.
     paused: bool,
@@ -133,14 +135,16 @@ pub struct WzDriver {
     chunk: Box<[u8; READ_CHUNK]>,
     /// Connections whose waiting request was answered: feed and read them again.
     resumed: Vec<usize>,
-    /// Connections to remove after the event batch.
-    closing: Vec<usize>,
+    /// Connections to remove after the event batch, a slice per pass.
+    closing: Closing,
     /// Connections waiting to flush before closing, in deadline order.
     lingering: Linger,
     next_serial: u32,
     /// Accepting stops at `--wz-max-conns` (or after an accept error) and is retried after
     /// each event batch once below 90 % of it.
     gate: AcceptGate,
+    /// Accepts left in this pass, and whether the listener was left with a backlog.
+    backlog: AcceptBacklog,
     stats: WzDriverStats,
     warnings: WarnBudget,
 }
@@ -210,19 +214,23 @@ pub fn core_config(settings: &WzSettings) -> io::Result<WzConfig> {
 }
 
 impl WzDriver {
-    /// Serves the master server on a bound `listener`; `waker` wakes the loop when a
+    /// Serves the master server on a bound `listener`; `login` wakes the loop when a
     /// password check finishes.
     pub fn new(
         mut listener: TcpListener,
         registry: &Registry,
         settings: &WzSettings,
         config: WzConfig,
-        waker: Arc<Waker>,
+        login: LoginShared,
     ) -> io::Result<WzDriver> {
         let logins = match config.login {
             LoginPolicy::Off => None,
             LoginPolicy::Required | LoginPolicy::Optional => {
-                Some(Logins::new("wz v4", settings.db.clone(), waker))
+                let metrics = LoginMetrics {
+                    checks: "wz_login_checks_total",
+                    refused: "wz_login_refused_total",
+                };
+                Some(Logins::new("wz v4", metrics, settings.db.clone(), login))
             }
         };
         // Small status replies must not wait for Nagle.
@@ -246,10 +254,11 @@ impl WzDriver {
             },
             chunk: Box::new([0; READ_CHUNK]),
             resumed: Vec::new(),
-            closing: Vec::new(),
+            closing: Closing::default(),
             lingering: Linger::new(LINGER),
             next_serial: 0,
             gate: AcceptGate::new(settings.max_conns),
+            backlog: AcceptBacklog::default(),
             stats: WzDriverStats::default(),
             warnings: WarnBudget::new(now, 60, 20),
         })
@@ -290,20 +299,21 @@ impl WzDriver {
         }
     }
 
-    /// Accepts until `WouldBlock` or `--wz-max-conns`. At the cap it goes on accepting while
-    /// an unsettled connection could make room (one is evicted per newcomer); once every
-    /// connection has settled, accepting pauses.
+    /// Accepts until `WouldBlock`, `--wz-max-conns` or this pass's budget
+    /// ([`super::pass::ACCEPTS_PER_PASS`]; the rest after the next poll). At the cap it goes
+    /// on accepting while an unsettled connection could make room (one is evicted per
+    /// newcomer); once every connection has settled, accepting pauses.
     fn accept(&mut self, registry: &Registry, now: Instant) {
+        self.backlog.begin();
         loop {
             if self.is_full() && self.core.oldest_unsettled().is_none() {
                 self.pause_accepting();
                 return;
             }
-            let (mut stream, peer) = match self.listener.accept() {
-                Ok(accepted) => accepted,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
+            let (mut stream, peer) = match self.backlog.accept(&self.listener) {
+                Accepted::Conn(stream, peer) => (stream, peer),
+                Accepted::Drained | Accepted::BudgetSpent => return,
+                Accepted::Failed(e) => {
                     // Out of descriptors, say: the listener is edge-triggered, so retry
                     // after the next event batch rather than wait for a new connection.
                     self.warnings
@@ -329,6 +339,7 @@ impl WzDriver {
             self.next_serial = self.next_serial.wrapping_add(1);
             entry.insert(Conn {
                 stream: Stream::new(stream, self.next_serial),
+                ip: canonical_ip(peer.ip()),
                 inbuf: Vec::new(),
                 paused: false,
             });
@@ -480,14 +491,17 @@ impl WzDriver {
                     }
                 }
                 WzOutput::Verify {
+                    conn,
                     job,
                     username,
                     password,
-                    ..
                 } => {
-                    let decided = match self.logins.as_mut() {
-                        Some(logins) => logins.verify(job.0, &username, password),
-                        None => Some(VerifyResult::Busy),
+                    let ip = self.conns.get(conn.0).map(|c| c.ip);
+                    let decided = match (self.logins.as_mut(), ip) {
+                        (Some(logins), Some(ip)) => {
+                            logins.verify(now, job.0, ip, &username, password)
+                        }
+                        _ => Some(VerifyResult::Busy),
                     };
                     if let Some(result) = decided {
                         self.core.handle_verify_result(now, job, result);
@@ -583,11 +597,11 @@ impl FrontEnd for WzDriver {
             core.handle_probe_result(now, probe, result)
         });
         if let Some(logins) = self.logins.as_mut() {
-            while let Some((job, result)) = logins.next_result() {
+            while let Some((job, result)) = logins.next_result(now) {
                 self.core.handle_verify_result(now, JobId(job), result);
             }
         }
-        self.core.handle_timeout(now);
+        self.core.handle_timeout_within(now, TIMERS_PER_PASS);
         self.dispatch(registry, now);
         while let Some((key, serial)) = self.lingering.expired(now) {
             let still_there = self
@@ -600,12 +614,10 @@ impl FrontEnd for WzDriver {
             }
         }
         self.probes.remove_finished(registry);
-        for key in self.closing.drain(..) {
-            if let Some(conn) = self.conns.try_remove(key) {
-                conn.stream.release(registry);
-            }
-        }
-        if self.gate.try_resume(self.conns.len(), now) {
+        self.closing
+            .release_slice(&mut self.conns, registry, |c| &c.stream, |c| c.stream);
+        let resumed = self.gate.try_resume(self.conns.len(), now);
+        if (self.backlog.take_pending() && !self.gate.is_paused()) || resumed {
             self.accept(registry, now);
             self.dispatch(registry, now);
         }
@@ -618,6 +630,7 @@ impl FrontEnd for WzDriver {
             self.probes.next_deadline(),
             self.lingering.next_deadline(),
             self.gate.deadline(),
+            work_left(self.backlog.is_pending() || !self.closing.is_empty()),
         ]
         .into_iter()
         .flatten()
@@ -659,6 +672,9 @@ impl FrontEnd for WzDriver {
     fn snapshot(&self, snap: &mut Snapshot) {
         snap.add_counters(|f| self.core.stats.visit(f));
         snap.add_counters(|f| self.stats.visit(f));
+        if let Some(logins) = self.logins.as_ref() {
+            snap.add_counters(|f| logins.visit(f));
+        }
         snap.wz = Some(self.games_snapshot());
     }
 

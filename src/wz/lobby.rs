@@ -269,7 +269,16 @@ impl WzLobby {
 
     /// Run every deadline due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        while let Some(conn) = self.shared.timers.poll_expired(now) {
+        self.handle_timeout_within(now, usize::MAX);
+    }
+
+    /// Runs at most `budget` of the deadlines due at `now` (the driver bounds its work per
+    /// loop pass); the rest stay due, and [`WzLobby::poll_timeout`] says so.
+    pub fn handle_timeout_within(&mut self, now: Instant, budget: usize) {
+        for _ in 0..budget {
+            let Some(conn) = self.shared.timers.poll_expired(now) else {
+                return;
+            };
             let (sh, st) = (&mut self.shared, &mut self.stats);
             match self.conns.get_mut(&conn).map(|entry| &mut entry.proto) {
                 Some(Proto::Legacy { legacy, .. }) => legacy.on_timer(sh, st, now),

@@ -2,7 +2,7 @@
 //! small raw-socket clients that speak bytes.
 #![allow(dead_code)]
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use lobbyd::accounts::store::AccountStore;
@@ -146,6 +146,21 @@ pub fn frame_with_sizes(
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_be_bytes());
     out
+}
+
+/// A TCP connection to `addr` from the loopback source address `source` (127.0.0.x: std
+/// cannot bind before connecting).
+pub fn connect_from(addr: SocketAddr, source: &str) -> TcpStream {
+    let source: IpAddr = source.parse().expect("source address");
+    let socket =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    socket
+        .bind(&SocketAddr::new(source, 0).into())
+        .expect("bind the source address");
+    socket
+        .connect_timeout(&addr.into(), REPLY_WAIT)
+        .expect("connect");
+    socket.into()
 }
 
 /// Polls `cond` on fresh snapshots until it holds or `wait` passes.

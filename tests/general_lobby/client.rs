@@ -130,7 +130,17 @@ pub struct Client {
 impl Client {
     /// Connects without reading anything.
     pub fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).expect("connect");
+        Client::over(TcpStream::connect(addr).expect("connect"))
+    }
+
+    /// Connects from the loopback address `source` (127.0.0.x) and checks the greeting.
+    pub fn greeted_from(addr: SocketAddr, source: &str) -> Client {
+        let mut client = Client::over(crate::common::connect_from(addr, source));
+        client.expect_greeting();
+        client
+    }
+
+    fn over(stream: TcpStream) -> Client {
         stream.set_nodelay(true).expect("nodelay");
         Client {
             stream,
@@ -153,13 +163,17 @@ impl Client {
     /// golden bytes.
     pub fn greeted(addr: SocketAddr) -> Client {
         let mut client = Client::connect(addr);
-        client.expect_bytes(&golden(
+        client.expect_greeting();
+        client
+    }
+
+    fn expect_greeting(&mut self) {
+        self.expect_bytes(&golden(
             "01000000 10000000  03 0600 'lobbyd'  02 0400 01000000",
         ));
-        client.expect_bytes(&golden(
+        self.expect_bytes(&golden(
             "02000000 11000000  03 0700 'sign in'  02 0400 00000000",
         ));
-        client
     }
 
     /// Connects, signs in as `name` (no password, no token) and reads the whole sync; each of

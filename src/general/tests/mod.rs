@@ -84,6 +84,7 @@ impl Sim {
                     job,
                     username,
                     password,
+                    ..
                 } => self.verifies.push((job, username.into(), password.into())),
             }
         }
