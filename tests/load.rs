@@ -552,10 +552,48 @@ fn defaults_tcp_join_paces_each_address_within_the_connection_rate() {
     let (json, _) = run_binary("tcp-join", server.tcp_lobby_addr().unwrap(), "1");
     let adjusted = json["adjusted"].as_str().unwrap();
     assert!(adjusted.contains("--conn-rate 5"), "{adjusted}");
-    // The server refused no connection: every address kept within its rate.
+    assert!(!adjusted.contains("welcomed"), "{adjusted}");
+    // The server refused one connection, the sixth of the tool's probe from an address of its
+    // own (which found the default rate); every address of the run kept within its rate.
     let snap = snapshot(&server);
     assert_eq!(
         snap.counter("tcp_lobby_refused_total", "conn_rate"),
+        Some(1)
+    );
+}
+
+/// `../shared/baselines/side-by-side.sh tcp` starts lobbyd with a raised `--conn-rate` and
+/// names 253 sources without `--caps off`: the tool must find the raised rate, not pace the
+/// run at lobbyd's default (about 500 joins a second from 253 addresses).
+#[test]
+fn tcp_join_finds_a_raised_conn_rate_and_does_not_pace_by_it() {
+    let server = start(tcp_config());
+    let target = server.tcp_lobby_addr().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lobby-load"))
+        .args(["tcp-join", "--target", &target, "--duration", "1"])
+        .args([
+            "--sources",
+            "127.0.0.2-127.0.0.3",
+            "--timeout",
+            "5000",
+            "--json",
+        ])
+        .output()
+        .expect("lobby-load runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON summary");
+    let adjusted = json["adjusted"].as_str().unwrap_or_default();
+    assert!(
+        adjusted.contains("lobbyd welcomed 6 connections in a row from 127.255.255.253"),
+        "{adjusted}"
+    );
+    assert!(!adjusted.contains("--conn-rate 5)"), "{adjusted}");
+    // Paced at the default rate, two addresses would make at most 2 x 4 joins in a second.
+    let completed = json["completed"].as_u64().unwrap();
+    assert!(completed > 8, "{completed} joins: paced\n{json}");
+    assert_eq!(
+        snapshot(&server).counter("tcp_lobby_refused_total", "conn_rate"),
         Some(0)
     );
 }

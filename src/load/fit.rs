@@ -22,6 +22,10 @@ use super::{Mode, Options};
 /// sustained, after a first burst of 262,144.
 pub const POOL_SOURCES: usize = MAX_SOURCES;
 
+/// A `conn_rate` in [`Caps`] that stands for "raised on the server, do not pace"
+/// (`super::tcp_probe` found it so).
+pub const RAISED_CONN_RATE: u64 = u32::MAX as u64;
+
 /// What [`fit`] decided.
 #[derive(Clone, Debug)]
 pub struct Fitted {
@@ -116,7 +120,14 @@ pub fn fit(given: &Options) -> Fitted {
         ));
     }
     let note = (!notes.is_empty()).then(|| {
-        let tail = if o.caps.is_some() {
+        let raised = o
+            .caps
+            .as_ref()
+            .is_some_and(|c| c.conn_rate >= RAISED_CONN_RATE);
+        let tail = if raised {
+            " (lobbyd's defaults but --conn-rate, found raised; --caps off for a server with \
+             raised limits)"
+        } else if o.caps.is_some() {
             " (lobbyd's defaults; --caps off for a server with raised limits)"
         } else {
             ""
@@ -267,12 +278,17 @@ fn describe_budgets(o: &Options, caps: &Caps, notes: &mut Vec<String>) {
         )),
         Mode::TcpJoin | Mode::TcpIdle | Mode::TcpCycle => {
             let rate = caps.tcp_connections();
-            notes.push(format!(
-                "connections from {sources}, each within {} then {:.1} a minute (--conn-rate {})",
-                rate.burst,
-                rate.per_minute(),
-                caps.conn_rate
-            ));
+            notes.push(if caps.conn_rate >= RAISED_CONN_RATE {
+                format!("connections from {sources}")
+            } else {
+                format!(
+                    "connections from {sources}, each within {} then {:.1} a minute \
+                     (--conn-rate {})",
+                    rate.burst,
+                    rate.per_minute(),
+                    caps.conn_rate
+                )
+            });
             if o.mode == Mode::TcpIdle {
                 notes.push(format!(
                     "held connections send READY_REQ every {} s (--idle-timeout {} s)",

@@ -43,6 +43,7 @@ pub mod stats;
 pub mod tcp_cycle;
 pub mod tcp_engine;
 pub mod tcp_modes;
+pub mod tcp_probe;
 pub mod udp_modes;
 pub mod udp_rr;
 pub mod write_floor;
@@ -296,13 +297,50 @@ impl Options {
 /// server (the line saying what changed goes to `progress`, quiet or not), progress lines
 /// follow (unless `quiet`); the run stops by itself after `duration` or `max_requests`.
 pub fn run(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Result<Summary> {
-    let fitted = fit::fit(options);
+    let fitted = fit_to_conn_rate(options, fit::fit(options));
     if let Some(note) = &fitted.note {
         writeln!(progress, "lobby-load: {note}")?;
     }
     let mut summary = run_fitted(&fitted.options, progress)?;
     summary.adjusted = fitted.note;
     Ok(summary)
+}
+
+/// A connection mode fitted to lobbyd's default `--conn-rate` is fitted again without that
+/// pacing when the server welcomes more connections in a row than the default allows
+/// ([`tcp_probe`]); the note says so.
+fn fit_to_conn_rate(given: &Options, fitted: fit::Fitted) -> fit::Fitted {
+    let Some(caps) = given.caps.as_ref() else {
+        return fitted;
+    };
+    if !matches!(given.mode, Mode::TcpJoin | Mode::TcpIdle | Mode::TcpCycle) {
+        return fitted;
+    }
+    let Some(source) = tcp_probe::probe_source(given.target, &fitted.options.sources) else {
+        return fitted;
+    };
+    let count = usize::try_from(caps.conn_rate)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    let wait = given.timeout.min(Duration::from_secs(2));
+    match tcp_probe::welcomed_in_a_row(source, given.target, count, wait) {
+        Ok(welcomed) if welcomed == count => {}
+        _ => return fitted,
+    }
+    let mut raised = given.clone();
+    if let Some(caps) = raised.caps.as_mut() {
+        caps.conn_rate = fit::RAISED_CONN_RATE;
+    }
+    let mut refitted = fit::fit(&raised);
+    let probe = format!(
+        "lobbyd welcomed {count} connections in a row from {source}, more than its default \
+         --conn-rate allows: connections are not paced by it"
+    );
+    refitted.note = Some(match refitted.note.take() {
+        Some(note) => format!("{note}; {probe}"),
+        None => probe,
+    });
+    refitted
 }
 
 fn run_fitted(options: &Options, progress: &mut dyn std::io::Write) -> std::io::Result<Summary> {
