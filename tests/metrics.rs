@@ -77,6 +77,21 @@ fn counters_move_by_exact_amounts() {
     assert_eq!(value(&after, "lobbyd_rooms{state=\"waiting\"}"), 1);
     assert_eq!(value(&after, "lobbyd_open_instances"), 1);
     assert_eq!(value(&after, "lobbyd_udp_lobby_datagrams_in_total"), 6);
+    // Every datagram above was served in a pass of the loop, each pass counted by how long it
+    // took (most are far under a millisecond; a loaded machine may stretch a few).
+    let passes = |body: &str| -> u64 {
+        ["under_1ms", "1ms_to_5ms", "over_5ms"]
+            .iter()
+            .map(|reason| {
+                value(
+                    body,
+                    &format!("lobbyd_loop_passes_total{{reason=\"{reason}\"}}"),
+                )
+            })
+            .sum()
+    };
+    let (was, now) = (passes(&before), passes(&after));
+    assert!(now >= was + 6, "{was} -> {now} passes");
 
     let (head, rooms) = get(metrics, "/rooms");
     assert!(head.contains("application/json"), "{head}");

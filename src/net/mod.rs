@@ -15,6 +15,7 @@ pub mod heap;
 pub mod http;
 pub mod instance;
 pub mod login;
+pub mod loop_stats;
 pub mod pass;
 pub mod rtype;
 pub mod server;

@@ -51,6 +51,7 @@ use crate::metrics::{ListenerView, Snapshot, STATUS_ROWS};
 
 use super::heap::HeapTrim;
 use super::http::MetricsEndpoint;
+use super::loop_stats::PassDurations;
 use super::token::{FrontEndKind, Target};
 use super::wake::PreciseWake;
 use super::warn::WarnBudget;
@@ -113,6 +114,8 @@ pub struct Server {
     wake: PreciseWake,
     /// Gives the heap's free pages back after a spike (`net::heap`).
     trim: HeapTrim,
+    /// How long each pass of the loop took (`/metrics`).
+    passes: PassDurations,
     /// Every bound socket, for the status page.
     listeners: Vec<ListenerView>,
 }
@@ -131,6 +134,7 @@ impl Server {
             warnings: WarnBudget::new(Instant::now(), 60, 20),
             wake,
             trim: HeapTrim::new(Instant::now()),
+            passes: PassDurations::default(),
             listeners: Vec::new(),
         })
     }
@@ -258,6 +262,7 @@ impl Server {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
+            let pass_began = Instant::now();
             let mut timers = self.timers_first(front_end_deadline);
             for (n, event) in events.iter().enumerate() {
                 if n % TIMER_CHECK_EVERY == TIMER_CHECK_EVERY - 1 {
@@ -291,6 +296,7 @@ impl Server {
                 front_end.after_events(registry);
             }
             self.trim.due(Instant::now());
+            self.passes.record(pass_began.elapsed());
         }
     }
 
@@ -321,6 +327,9 @@ impl Server {
         for front_end in self.front_ends.iter().flatten() {
             front_end.snapshot(&mut snap);
         }
+        let counters = &mut snap.counters;
+        self.passes
+            .visit(&mut |name, reason, value| counters.push((name, reason, value)));
         snap
     }
 
