@@ -137,7 +137,7 @@ impl Sim {
             issued: BTreeMap::new(),
             games_seen: BTreeSet::new(),
             frames_seen: 0,
-            trace: std::env::var_os("LOBBYD_FUZZ_TRACE").is_some(),
+            trace: super::trace_enabled(),
         };
         sim.drain();
         sim

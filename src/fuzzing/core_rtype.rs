@@ -128,7 +128,7 @@ impl Sim {
             next_conn: 0,
             hashes: BTreeMap::new(),
             dest: Vec::new(),
-            trace: std::env::var_os("LOBBYD_FUZZ_TRACE").is_some(),
+            trace: super::trace_enabled(),
         }
     }
 

@@ -137,7 +137,7 @@ impl Sim {
             probes: Vec::new(),
             jobs: Vec::new(),
             sessions: Vec::new(),
-            trace: std::env::var_os("LOBBYD_FUZZ_TRACE").is_some(),
+            trace: super::trace_enabled(),
         }
     }
 

@@ -45,6 +45,12 @@ pub const TARGETS: [Target; 13] = [
     ("core_general", core_general::fuzz),
 ];
 
+/// Whether a simulated core prints every step and frame (`LOBBYD_FUZZ_TRACE=1`, for reading
+/// a crash with `replay_one`).
+fn trace_enabled() -> bool {
+    std::env::var_os("LOBBYD_FUZZ_TRACE").is_some()
+}
+
 /// The target named `name`.
 pub fn target(name: &str) -> Option<fn(&[u8])> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
