@@ -67,7 +67,7 @@ pub fn each_frame<'a>(
 }
 
 /// The next TCP lobby server frame of `data`.
-fn cut_frame(data: &[u8]) -> Cut<ServerRepr<'_>> {
+pub fn cut_frame(data: &[u8]) -> Cut<ServerRepr<'_>> {
     match next_frame_max(data, MAX_SERVER_PAYLOAD) {
         Next::NeedMore => Cut::NeedMore,
         Next::Oversized { .. } => Cut::Fail("oversized_frame"),

@@ -16,10 +16,10 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use crate::wire::tcp_lobby::{next_frame_max, ClientRepr, Next, ServerRepr, MAX_SERVER_PAYLOAD};
+use crate::wire::tcp_lobby::{ClientRepr, ServerRepr};
 
-use super::tcp_engine::connect_blocking;
-use super::tcp_modes::{player_name, push, MAX_FRAME};
+use super::tcp_engine::{connect_blocking, Cut};
+use super::tcp_modes::{cut_frame, player_name, push, MAX_FRAME};
 
 /// The addresses a probe may use, first one the run does not: the top of 127.0.0.0/8,
 /// which the default spread reaches last.
@@ -80,15 +80,10 @@ fn join_once(source: IpAddr, target: SocketAddr, k: usize, wait: Duration) -> io
     let mut buf = vec![0u8; MAX_FRAME];
     let mut have = 0;
     loop {
-        match next_frame_max(&buf[..have], MAX_SERVER_PAYLOAD) {
-            Next::Frame { frame, .. } => {
-                return Ok(match ServerRepr::parse(&frame) {
-                    Ok(ServerRepr::ConnectAck { .. }) => Answer::Welcomed,
-                    _ => Answer::Refused,
-                });
-            }
-            Next::Oversized { .. } => return Ok(Answer::Refused),
-            Next::NeedMore => {}
+        match cut_frame(&buf[..have]) {
+            Cut::Frame(ServerRepr::ConnectAck { .. }, _) => return Ok(Answer::Welcomed),
+            Cut::Frame(..) | Cut::Fail(_) => return Ok(Answer::Refused),
+            Cut::NeedMore => {}
         }
         if have == buf.len() || Instant::now() >= deadline {
             return Ok(Answer::Refused);
