@@ -30,9 +30,11 @@ pub struct TokenBucket {
     tokens: u64,
     burst: u64,
     rate: u64,
-    per_nanos: u128,
-    /// Accrued credit below one whole token, in token-nanoseconds (`< per_nanos`).
-    carry: u128,
+    /// The refill period in nanoseconds (at least 1; a period past 584 years saturates).
+    per_nanos: u64,
+    /// Accrued credit below one whole token, in token-nanoseconds (`< per_nanos`, so it fits
+    /// a `u64` too: a bucket is 56 bytes, and every member and connection holds one).
+    carry: u64,
     last: Instant,
 }
 
@@ -45,7 +47,7 @@ impl TokenBucket {
             tokens: burst,
             burst,
             rate,
-            per_nanos: per.as_nanos().max(1),
+            per_nanos: u64::try_from(per.as_nanos()).unwrap_or(u64::MAX).max(1),
             carry: 0,
             last: now,
         }
@@ -70,6 +72,12 @@ impl TokenBucket {
         self.tokens
     }
 
+    /// Refills, then tells whether the bucket is full: in the same state as a new one.
+    pub fn is_full(&mut self, now: Instant) -> bool {
+        self.refill(now);
+        self.tokens >= self.burst
+    }
+
     fn refill(&mut self, now: Instant) {
         // Time going backwards: keep `last` where it is, so the same stretch of time is not
         // credited twice once the clock catches up again.
@@ -86,12 +94,14 @@ impl TokenBucket {
         let credit = elapsed
             .as_nanos()
             .saturating_mul(u128::from(self.rate))
-            .saturating_add(self.carry);
-        let minted = credit / self.per_nanos;
+            .saturating_add(u128::from(self.carry));
+        let per_nanos = u128::from(self.per_nanos);
+        let minted = credit / per_nanos;
         match u64::try_from(minted) {
             Ok(minted) if minted < room => {
                 self.tokens += minted;
-                self.carry = credit % self.per_nanos;
+                // Below `per_nanos`, itself a u64.
+                self.carry = u64::try_from(credit % per_nanos).unwrap_or(0);
             }
             _ => {
                 self.tokens = self.burst;
@@ -125,13 +135,34 @@ struct IpBuckets {
     reply_bytes: Option<TokenBucket>,
 }
 
+impl IpBuckets {
+    /// Both buckets are full: the address is where an untracked one would be.
+    fn is_full(&mut self, now: Instant) -> bool {
+        self.requests.is_full(now) && self.reply_bytes.as_mut().map_or(true, |b| b.is_full(now))
+    }
+}
+
+/// Tables this small are never shrunk.
+const SHRINK_BELOW: usize = 64;
+
+/// Addresses looked at for forgetting each time a new one is tracked: two, so the table
+/// shrinks back as fast as a steady stream of newcomers grows it.
+const FORGET_ON_INSERT: usize = 2;
+
 /// Rate limits per source IP; at most `max_entries` IPs are tracked.
 ///
-/// Inserting into a full table evicts the oldest-inserted entry in O(1), so memory is
-/// bounded whatever the number of source addresses. Insertion order, not last use, decides:
-/// an address keeps its slot only until `max_entries` newer ones have arrived. Evicting an
-/// entry gives that IP a fresh full bucket the next time it shows up, which is acceptable:
-/// an attacker able to cycle that many addresses gains at most one burst per address.
+/// Inserting into a full table evicts the entry at the front of the queue in O(1), so memory
+/// is bounded whatever the number of source addresses. The queue is insertion order, except
+/// that [`PerIpLimiter::forget_full`] moves an address still counting to the back: an address
+/// keeps its slot until about `max_entries` newer ones have arrived. Evicting an entry gives
+/// that IP a fresh full bucket the next time it shows up, which is acceptable: an attacker
+/// able to cycle that many addresses gains at most one burst per address.
+///
+/// An address whose buckets have filled up again is in the same state as one never seen, so
+/// it is forgotten (a couple are looked at each time a new address arrives, and a slice on
+/// each [`PerIpLimiter::forget_full`] call): the table follows the addresses active within
+/// one refill period, not every address ever seen, and [`PerIpLimiter::shrink`] gives back
+/// its spare capacity after a crowd has gone.
 #[derive(Debug)]
 pub struct PerIpLimiter {
     cfg: PerIpConfig,
@@ -141,6 +172,8 @@ pub struct PerIpLimiter {
     /// the table by eviction from the front, so the two never disagree.
     insertion_order: VecDeque<IpAddr>,
     evictions: u64,
+    /// Addresses forgotten because their buckets were full again.
+    forgotten: u64,
 }
 
 impl PerIpLimiter {
@@ -152,6 +185,7 @@ impl PerIpLimiter {
             table: HashMap::new(),
             insertion_order: VecDeque::new(),
             evictions: 0,
+            forgotten: 0,
         }
     }
 
@@ -197,10 +231,55 @@ impl PerIpLimiter {
         self.evictions
     }
 
+    /// Looks at up to `budget` addresses at the front of the queue: those whose buckets are
+    /// full again are forgotten (no decision changes: an untracked address gets full
+    /// buckets), the others move to the back. Returns how many were forgotten.
+    pub fn forget_full(&mut self, now: Instant, budget: usize) -> usize {
+        let mut forgotten = 0;
+        for _ in 0..budget.min(self.insertion_order.len()) {
+            let Some(ip) = self.insertion_order.pop_front() else {
+                break;
+            };
+            // `None` cannot happen (every queued address is in the table): the address is
+            // dropped from the queue, which keeps the two in step.
+            let full = self.table.get_mut(&ip).map(|buckets| buckets.is_full(now));
+            match full {
+                Some(true) => {
+                    self.table.remove(&ip);
+                    forgotten += 1;
+                }
+                Some(false) => self.insertion_order.push_back(ip),
+                None => {}
+            }
+        }
+        self.forgotten += forgotten as u64;
+        forgotten
+    }
+
+    /// Gives back the table's spare capacity once it is at most a quarter full (a table
+    /// that grew for a crowd would otherwise keep its peak size for ever).
+    pub fn shrink(&mut self) {
+        let keep = (self.table.len() * 2).max(SHRINK_BELOW);
+        if self.table.capacity() > keep * 2 {
+            self.table.shrink_to(keep);
+        }
+        if self.insertion_order.capacity() > keep * 2 {
+            self.insertion_order.shrink_to(keep);
+        }
+    }
+
+    /// The periodic tidy: forgets up to `budget` refilled addresses, then gives back spare
+    /// capacity.
+    pub fn tidy(&mut self, now: Instant, budget: usize) {
+        self.forget_full(now, budget);
+        self.shrink();
+    }
+
     /// `ip`'s buckets, inserting fresh full ones (and evicting the oldest entry if the table
     /// is full) when `ip` is not tracked yet.
     fn buckets(&mut self, now: Instant, ip: IpAddr) -> &mut IpBuckets {
         if !self.table.contains_key(&ip) {
+            self.forget_full(now, FORGET_ON_INSERT);
             if self.table.len() >= self.max_entries {
                 if let Some(oldest) = self.insertion_order.pop_front() {
                     self.table.remove(&oldest);
@@ -473,6 +552,89 @@ mod tests {
         assert_eq!(zero.len(), 1);
     }
 
+    #[test]
+    fn an_address_whose_buckets_refilled_is_forgotten_and_comes_back_fresh() {
+        let start = Instant::now();
+        let mut limiter = PerIpLimiter::new(config(16));
+        let (a, b) = (v4(1), v4(2));
+        assert!(limiter.allow_request(start, a));
+        assert!(limiter.allow_reply_bytes(start, b, 1000));
+        // Both still counting: nothing is forgotten, and the queue keeps its order.
+        assert_eq!(limiter.forget_full(start, 8), 0);
+        assert_eq!(limiter.insertion_order, [a, b]);
+        // Half a second later `a` has its token back (2 a second); `b` lacks 500 bytes.
+        let later = start + Duration::from_millis(500);
+        assert_eq!(limiter.forget_full(later, 8), 1);
+        assert!(!limiter.table.contains_key(&a) && limiter.table.contains_key(&b));
+        assert_eq!(limiter.insertion_order, [b]);
+        // Forgotten, `a` gets a whole burst again, as a new address would.
+        for _ in 0..4 {
+            assert!(limiter.allow_request(later, a));
+        }
+        assert!(!limiter.allow_request(later, a));
+        assert_eq!(limiter.forget_full(later + SEC * 10, 1), 1);
+        assert_eq!(limiter.insertion_order, [a]);
+    }
+
+    #[test]
+    fn a_crowd_that_has_gone_leaves_no_table_behind() {
+        let start = Instant::now();
+        let mut limiter = PerIpLimiter::new(config(100_000));
+        for n in 0..10_000u32 {
+            assert!(limiter.allow_request(start, v4(n)));
+        }
+        // Newcomers look at the front of the queue: later ones push out the refilled.
+        let later = start + SEC;
+        for n in 10_000..10_010u32 {
+            assert!(limiter.allow_request(later, v4(n)));
+        }
+        assert_eq!(limiter.len(), 10_010 - 2 * 10);
+        let capacity = limiter.table.capacity();
+        while limiter.forget_full(later, 1000) > 0 {}
+        assert_eq!(limiter.len(), 10);
+        limiter.shrink();
+        assert!(limiter.table.capacity() < capacity / 8);
+        assert!(limiter.insertion_order.capacity() <= 4 * SHRINK_BELOW);
+    }
+
+    /// Forgetting never changes a decision: any sequence of requests, replies and forgetting
+    /// answers as unbounded buckets per address would.
+    fn forgetting_changes_no_decision(ops: Vec<(u8, u16, u8)>) -> bool {
+        let cfg = config(1 << 20);
+        let mut limiter = PerIpLimiter::new(cfg);
+        let mut model: HashMap<IpAddr, (TokenBucket, TokenBucket)> = HashMap::new();
+        let mut now = Instant::now();
+        for (ip, step_ms, op) in ops {
+            let ip = v4(u32::from(ip % 6));
+            now += Duration::from_millis(u64::from(step_ms % 1500));
+            let (requests, bytes) = model.entry(ip).or_insert_with(|| {
+                (
+                    TokenBucket::new(now, cfg.rate, cfg.per, cfg.burst),
+                    TokenBucket::new(now, cfg.byte_rate, SEC, cfg.byte_burst),
+                )
+            });
+            let same = match op % 3 {
+                0 => limiter.allow_request(now, ip) == requests.try_take(now, 1),
+                1 => limiter.allow_reply_bytes(now, ip, 400) == bytes.try_take(now, 400),
+                _ => {
+                    limiter.forget_full(now, usize::from(op % 5));
+                    true
+                }
+            };
+            if !same {
+                return false;
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn quickcheck_forgetting_changes_no_decision() {
+        QuickCheck::new()
+            .tests(300)
+            .quickcheck(forgetting_changes_no_decision as fn(Vec<(u8, u16, u8)>) -> bool);
+    }
+
     /// After any sequence of requests and replies the table stays within its bound and its
     /// insertion-order queue names every tracked IP exactly once.
     fn table_stays_bounded(max_entries: u8, ops: Vec<(u16, u8, bool)>) -> TestResult {
@@ -498,7 +660,7 @@ mod tests {
                 && queued.len() == limiter.insertion_order.len()
                 && queued.len() == limiter.len()
                 && queued.iter().all(|ip| limiter.table.contains_key(*ip))
-                && limiter.evictions() + limiter.len() as u64 == inserted;
+                && limiter.evictions() + limiter.forgotten + limiter.len() as u64 == inserted;
             if !consistent {
                 return TestResult::failed();
             }

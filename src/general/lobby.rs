@@ -222,6 +222,14 @@ impl GeneralLobby {
         }
     }
 
+    /// The periodic tidy (the driver calls it every few seconds): gives back memory the
+    /// tables and the output arena hold beyond what the lobby now needs. Changes nothing
+    /// visible; call it only once the outputs are drained.
+    pub fn tidy(&mut self) {
+        self.members.shrink();
+        self.out.release_spare();
+    }
+
     /// SIGTERM: ERROR(0, 0, "server shutting down") and a close to every connection.
     pub fn handle_shutdown(&mut self, now: Instant) {
         self.out.begin();

@@ -13,6 +13,7 @@
 //! injected [`TokenSource`]).
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -628,6 +629,15 @@ impl Members {
 
     /// SIGTERM: ERROR(0, 0, "server shutting down") and a close to every connection; nobody
     /// is announced away afterwards.
+    /// Gives back the tables' spare capacity once they are at most a quarter full (after a
+    /// crowd has left, the hash tables would otherwise keep their peak size).
+    pub(crate) fn shrink(&mut self) {
+        shrink_spare(&mut self.conns);
+        shrink_spare(&mut self.by_name);
+        shrink_spare(&mut self.by_token);
+        shrink_spare(&mut self.verifications);
+    }
+
     pub(crate) fn shutdown(&mut self, cx: &mut Ctx<'_>) {
         self.shutting_down = true;
         let mut open: Vec<ConnId> = self
@@ -725,5 +735,13 @@ fn info(id: MemberId, member: &Member) -> ServerRepr<'_> {
         flags: member.flags,
         username: &member.username,
         display_name: &member.display_name,
+    }
+}
+
+/// Shrinks `map` to twice its length once it is at most a quarter full (small maps stay).
+fn shrink_spare<K: Eq + Hash, V>(map: &mut HashMap<K, V>) {
+    let keep = (map.len() * 2).max(16);
+    if map.capacity() > keep * 2 {
+        map.shrink_to(keep);
     }
 }

@@ -106,6 +106,15 @@ impl Outbox {
         }
     }
 
+    /// Between calls, when nothing waits: gives back all the arena and queue memory (the
+    /// next call allocates afresh; the periodic tidy calls this every few seconds).
+    pub(crate) fn release_spare(&mut self) {
+        if self.queue.is_empty() {
+            self.arena = Vec::new();
+            self.queue = VecDeque::new();
+        }
+    }
+
     /// Encodes one frame into the arena.
     pub(crate) fn encode(&mut self, repr: &ServerRepr<'_>) -> FrameRef {
         let start = self.arena.len();

@@ -336,6 +336,13 @@ impl Lobby {
         !self.outputs.is_empty()
     }
 
+    /// The periodic tidy (the driver calls it every few seconds): forgets up to `budget`
+    /// rate-limit entries whose buckets are full again and gives back spare capacity.
+    /// Changes no decision.
+    pub fn tidy(&mut self, now: Instant, budget: usize) {
+        self.limiter.tidy(now, budget);
+    }
+
     /// When [`Lobby::handle_timeout`] must be called next, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next_deadline()

@@ -42,6 +42,7 @@ use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 
 use super::general_stats::GeneralDriverStats;
+use super::heap::FORGET_PER_TIDY;
 use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
@@ -743,6 +744,12 @@ impl FrontEnd for GeneralDriver {
             self.accept(registry, now);
             self.settle(registry, now);
         }
+    }
+
+    fn tidy(&mut self, now: Instant) {
+        self.rate.tidy(now, FORGET_PER_TIDY);
+        // `after_events` drained the core's outputs just before.
+        self.core.tidy();
     }
 
     fn next_deadline(&self) -> Option<Instant> {

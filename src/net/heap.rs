@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 /// millisecond for the heaps lobbyd has), so once every few seconds costs nothing measurable.
 pub const TRIM_EVERY: Duration = Duration::from_secs(5);
 
+/// Rate-limit entries each front end looks at per tidy (`FrontEnd::tidy`, just before each
+/// trim): tens of microseconds of loop time, and a table of the default 65,536 addresses is
+/// gone through in about a minute.
+pub const FORGET_PER_TIDY: usize = 4096;
+
 /// When the heap was last trimmed.
 #[derive(Debug)]
 pub struct HeapTrim {

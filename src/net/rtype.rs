@@ -29,6 +29,7 @@ use crate::lobby::{ConnId, Lobby, Output, RoomId};
 use crate::metrics::{RoomView, Snapshot};
 use crate::wire::tcp_lobby::validate_name;
 
+use super::heap::FORGET_PER_TIDY;
 use super::pass::TIMERS_PER_PASS;
 use super::server::FrontEnd;
 use super::tcp::{Readiness, TcpInput, TcpLobby};
@@ -284,6 +285,13 @@ impl FrontEnd for RtypeFrontEnd {
             self.flush_tcp(registry);
         }
         self.udp.remove_closed(registry, Instant::now());
+    }
+
+    fn tidy(&mut self, now: Instant) {
+        self.lobby.tidy(now, FORGET_PER_TIDY);
+        if let Some(tcp) = self.tcp.as_mut() {
+            tcp.tidy(now);
+        }
     }
 
     fn next_deadline(&self) -> Option<Instant> {

@@ -35,6 +35,7 @@ use crate::wire::tcp_lobby::{
     self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
 };
 
+use super::heap::FORGET_PER_TIDY;
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing};
 use super::stream::{
     canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
@@ -528,6 +529,11 @@ impl TcpLobby {
                 }
             }
         }
+    }
+
+    /// The periodic tidy: forgets connection-rate entries whose buckets are full again.
+    pub fn tidy(&mut self, now: Instant) {
+        self.rate.tidy(now, FORGET_PER_TIDY);
     }
 
     /// When the earliest draining connection must be given up on, or now when a bounded

@@ -36,6 +36,7 @@ use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 
 use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
 
+use super::heap::FORGET_PER_TIDY;
 use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
@@ -621,6 +622,10 @@ impl FrontEnd for WzDriver {
             self.accept(registry, now);
             self.dispatch(registry, now);
         }
+    }
+
+    fn tidy(&mut self, now: Instant) {
+        self.core.tidy(now, FORGET_PER_TIDY);
     }
 
     /// When the loop must wake for a Warzone deadline.

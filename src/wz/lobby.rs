@@ -288,6 +288,13 @@ impl WzLobby {
         }
     }
 
+    /// The periodic tidy (the driver calls it every few seconds): forgets up to `budget`
+    /// registration-rate entries whose buckets are full again and gives back spare
+    /// capacity. Changes no decision.
+    pub fn tidy(&mut self, now: Instant, budget: usize) {
+        self.shared.limiter.tidy(now, budget);
+    }
+
     /// When [`WzLobby::handle_timeout`] must next be called, if ever.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.shared.timers.next_deadline()
