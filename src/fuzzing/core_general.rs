@@ -24,7 +24,6 @@
 //! holds nothing but its open hosted games.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::accounts::{LoginPolicy, UserId, VerifyResult};
@@ -450,8 +449,7 @@ impl Sim {
         let conn = self.next_conn;
         self.open.insert(conn, client);
         self.clients[client].conn = Some(conn);
-        let peer = SocketAddr::from(([127, 0, 0, 1], 1000 + conn as u16));
-        self.lobby.handle_open(self.now, ConnId(conn), peer);
+        self.lobby.handle_open(self.now, ConnId(conn));
         self.drain();
         // Most clients sign in at once; the others linger as guests.
         if choices.below(5) > 0 {

@@ -12,7 +12,6 @@
 //! the seats a departing member gives up). It must not own a socket, read a clock, touch the
 //! account database or draw randomness of its own, and must not panic on anything a peer sends.
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::accounts::VerifyResult;
@@ -96,14 +95,14 @@ impl GeneralLobby {
         &self.config
     }
 
-    /// A connection was accepted from `peer`: HELLO and CHALLENGE(0) go out, and its
-    /// sign-in deadline starts.
-    pub fn handle_open(&mut self, now: Instant, conn: ConnId, peer: SocketAddr) {
+    /// A connection was accepted: HELLO and CHALLENGE(0) go out, and its sign-in deadline
+    /// starts. (Where it came from is the driver's business: per-address caps and rates.)
+    pub fn handle_open(&mut self, now: Instant, conn: ConnId) {
         self.out.begin();
         // A reused id without a close in between is a driver bug; forget the old one cleanly.
         self.handle_closed(now, conn);
         let mut cx = ctx!(self, now);
-        self.members.open(&mut cx, conn, peer);
+        self.members.open(&mut cx, conn);
     }
 
     /// One complete frame from `conn` (from `next_frame`, so its payload is all there).
@@ -333,10 +332,6 @@ impl GeneralLobby {
         self.members.oldest_guest()
     }
 
-    /// The address a connection came from.
-    pub fn peer(&self, conn: ConnId) -> Option<SocketAddr> {
-        self.members.peer(conn)
-    }
 
     /// Test access to the output arena's sizes and the queue's capacity.
     #[cfg(test)]

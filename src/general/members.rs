@@ -14,7 +14,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::accounts::{self, LoginPolicy, VerifyResult};
@@ -78,7 +77,6 @@ enum Phase {
 struct Conn {
     /// Opening order, also telling a reused `ConnId` apart on the timer wheel.
     serial: u64,
-    peer: SocketAddr,
     phase: Phase,
     tries: u32,
     last_active: Instant,
@@ -158,7 +156,7 @@ impl Members {
     }
 
     /// A new connection: HELLO and CHALLENGE(0), and its sign-in deadline.
-    pub(crate) fn open(&mut self, cx: &mut Ctx<'_>, conn: ConnId, peer: SocketAddr) {
+    pub(crate) fn open(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
         let serial = self.next_serial;
         self.next_serial += 1;
         let deadline = cx.now + cx.config.sign_in_timeout;
@@ -173,7 +171,6 @@ impl Members {
             conn,
             Conn {
                 serial,
-                peer,
                 phase: Phase::Challenge,
                 tries: 0,
                 last_active: cx.now,
@@ -699,10 +696,6 @@ impl Members {
         self.verifications.len()
     }
 
-    /// The peer address of a connection.
-    pub(crate) fn peer(&self, conn: ConnId) -> Option<SocketAddr> {
-        self.conns.get(&conn).map(|state| state.peer)
-    }
 
     /// Every member, in id order, with the number of games it plays in from `games_of`.
     pub(crate) fn views<'a>(

@@ -13,7 +13,6 @@ mod resume;
 mod sign_in;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::wire::general::{next_frame, ClientRepr, ErrorCode, Next, ServerRepr, TOKEN_LEN};
@@ -91,8 +90,7 @@ impl Sim {
     }
 
     pub(crate) fn open(&mut self, conn: usize) {
-        let peer = SocketAddr::from(([127, 0, 0, 1], 40_000 + conn as u16));
-        self.lobby.handle_open(self.now, ConnId(conn), peer);
+        self.lobby.handle_open(self.now, ConnId(conn));
         self.drain();
     }
 
