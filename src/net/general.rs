@@ -303,7 +303,8 @@ impl GeneralDriver {
         });
         self.per_ip.add(ip);
         self.stats.accepted += 1;
-        self.core.handle_open(now, conn_id(key, self.next_serial));
+        self.core
+            .handle_open(now, conn_id(key, self.next_serial));
         self.carry_out(registry, now);
     }
 
@@ -545,12 +546,9 @@ impl GeneralDriver {
                         }
                         continue;
                     }
-                    if c.stream.is_blocked() {
-                        // The kernel is full for it: its WRITABLE event writes the queue.
-                    } else if c.stream.pending() >= FLUSH_EARLY {
+                    if c.stream.pending() >= FLUSH_EARLY && !c.stream.is_blocked() {
                         self.flush(registry, now, key);
                     } else if !fanout {
-                        // Also when fan-out waits on it already: this frame does not wait.
                         self.mark_dirty(key);
                     } else if was_idle {
                         self.mark_gathering(now + FANOUT_DELAY, key);
