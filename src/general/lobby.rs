@@ -332,7 +332,6 @@ impl GeneralLobby {
         self.members.oldest_guest()
     }
 
-
     /// Test access to the output arena's sizes and the queue's capacity.
     #[cfg(test)]
     pub(crate) fn output_memory(&self) -> ((usize, usize), usize) {

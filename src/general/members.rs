@@ -696,7 +696,6 @@ impl Members {
         self.verifications.len()
     }
 
-
     /// Every member, in id order, with the number of games it plays in from `games_of`.
     pub(crate) fn views<'a>(
         &'a self,

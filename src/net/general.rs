@@ -286,8 +286,7 @@ impl GeneralDriver {
         });
         self.per_ip.add(ip);
         self.stats.accepted += 1;
-        self.core
-            .handle_open(now, conn_id(key, self.next_serial));
+        self.core.handle_open(now, conn_id(key, self.next_serial));
         self.carry_out(registry, now);
     }
 
