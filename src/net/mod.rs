@@ -9,6 +9,7 @@
 //! `mio::Waker`, so the loop never blocks on them.
 
 pub mod batch;
+pub mod closer;
 pub mod fd_table;
 pub mod general;
 pub mod general_stats;
@@ -203,6 +204,7 @@ fn build(config: &Config) -> io::Result<Built> {
     if let Some(size) = fd_table::reserve(fd_table::descriptors_needed(config)) {
         log::debug!("descriptor table reserved for {size} descriptors");
     }
+    closer::start();
     let poll = Poll::new()?;
     let waker = Arc::new(server::waker(&poll)?);
     let (control, receiver) = mpsc::channel();
