@@ -38,9 +38,9 @@
 # their wakeups (`perf record -e sched:sched_switch` during the attack: lobbyd switched out,
 # runnable, for an attacker about 64 times a second), which puts the attackers' own user-space
 # work, which a remote crowd does on its own machines, into the loop's passes. What reaches
-# lobbyd is unchanged: the attackers' connections, bytes and the kernel's work for them (the
-# attackers' counters below show the same volume at nice 10 and under SCHED_IDLE on an
-# otherwise quiet machine; on a loaded one they get less CPU either way).
+# lobbyd is unchanged: the attackers' connections, bytes and the kernel's work for them (on
+# a quiet machine the attackers' counters below are within 5 % of those at nice 10; on a
+# loaded one the attackers get less CPU either way). docs/BENCHMARKS.md has the runs.
 #
 # Usage: scripts/hostile.sh [SECONDS]   (or HOSTILE_SECONDS; default 60, at least 15).
 # Ports: LOBBYD_PORT etc. (scripts/lib.sh). Output and logs in bench-out/hostile/.
