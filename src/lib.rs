@@ -40,8 +40,10 @@
 //!   batches by `batch.rs`, and its TCP lobby in `tcp.rs`), `wz.rs`,
 //!   `general.rs`; `stream.rs` is the one TCP stream transport under the three TCP front
 //!   ends and `pass.rs` bounds their work per loop pass (accepts, closes, deadlines),
-//!   `login.rs` the password-check bridge any core can use, `token.rs` the tokens.
-//!   Every listener is bound in `net::build`. May import everything above except `load`.
+//!   `login.rs` the password-check bridge any core can use, `token.rs` the tokens,
+//!   `fd_table.rs` the descriptor table sized at start, `closer.rs` the thread that
+//!   closes released sockets off the loop. Every listener is bound in
+//!   `net::build`. May import everything above except `load`.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
 //! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd on its

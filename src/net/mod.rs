@@ -9,6 +9,8 @@
 //! `mio::Waker`, so the loop never blocks on them.
 
 pub mod batch;
+pub mod closer;
+pub mod fd_table;
 pub mod general;
 pub mod general_stats;
 pub mod heap;
@@ -197,6 +199,12 @@ fn build(config: &Config) -> io::Result<Built> {
     {
         check_database(&config.wz.db).map_err(io::Error::other)?;
     }
+    // Before the password worker starts: growing the table later, with two threads, waits
+    // for an RCU grace period inside the loop's `accept` (`net::fd_table`).
+    if let Some(size) = fd_table::reserve(fd_table::descriptors_needed(config)) {
+        log::debug!("descriptor table reserved for {size} descriptors");
+    }
+    closer::start();
     let poll = Poll::new()?;
     let waker = Arc::new(server::waker(&poll)?);
     let (control, receiver) = mpsc::channel();

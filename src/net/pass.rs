@@ -24,6 +24,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::Registry;
 use slab::Slab;
 
+use super::closer::CloseBatch;
 use super::stream::{Phase, Stream};
 
 /// Connections accepted from one listener per readiness event or pass.
@@ -123,7 +124,7 @@ impl Closing {
     }
 
     /// Takes at most [`CLOSES_PER_PASS`] closed connections out of `slab` and releases each
-    /// one's socket ([`Stream::release`]); `take` turns a connection into its stream, after
+    /// one's socket ([`Stream::release_to`]: closed by the closer thread, `net::closer`); `take` turns a connection into its stream, after
     /// whatever bookkeeping its front end keeps (per-IP counts). A key is taken only while
     /// its entry is closed: a key pushed twice must not, a slice later, take the new
     /// connection that reuses it.
@@ -135,14 +136,16 @@ impl Closing {
         mut take: impl FnMut(C) -> Stream,
     ) {
         let slice = self.keys.len().min(CLOSES_PER_PASS);
+        let mut batch = CloseBatch::default();
         for key in self.keys.drain(..slice) {
             let closed = slab
                 .get(key)
                 .is_some_and(|conn| stream(conn).phase() == Phase::Closed);
             if closed {
-                take(slab.remove(key)).release(registry);
+                take(slab.remove(key)).release_to(registry, &mut batch);
             }
         }
+        batch.send();
     }
 }
 

@@ -15,8 +15,10 @@
 //!
 //! System calls per connection are kept to what the job needs (issue 14: a TCP lobby join
 //! costs a connection's whole life): socket options are set once on the listener and
-//! inherited by every accepted socket, and a closed socket is not deregistered first (closing
-//! it takes it out of the epoll set).
+//! inherited by every accepted socket, and a socket closed on the loop is not deregistered
+//! first (closing it takes it out of the epoll set). The sockets of each pass's slice of
+//! closed connections are deregistered and closed by `net::closer`'s thread instead: the
+//! close costs the loop far more than the `epoll_ctl`.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -25,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
+
+use super::closer::CloseBatch;
 
 /// The kernel send buffer asked for on every accepted connection (`SO_SNDBUF`; Linux
 /// doubles it). The default grows to megabytes per socket: 200 clients that never read held
@@ -281,6 +285,20 @@ impl Stream {
                 log::debug!("deregister a closed connection: {e}");
             }
         }
+    }
+
+    /// Like [`Self::release`], but the close itself is left to `batch` (`net::closer`: the
+    /// kernel's work for a close is done off the loop). The socket is deregistered first:
+    /// its descriptor outlives its slab key, and a later connection on that key must not
+    /// receive its events.
+    pub fn release_to(mut self, registry: &Registry, batch: &mut CloseBatch) {
+        discard_input(&mut self.socket);
+        if let Err(e) = registry.deregister(&mut self.socket) {
+            // Still registered: closing it here is what takes it out of the epoll set.
+            log::debug!("deregister a closed connection: {e}");
+            return;
+        }
+        batch.push(self.socket);
     }
 }
 
