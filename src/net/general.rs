@@ -77,7 +77,7 @@ const FLUSH_SLICE: usize = 16;
 /// 0.4 ms against 0.9-2 ms without it; docs/BENCHMARKS.md). Frames for one connection alone
 /// (a reply, a JOIN_ASK, a private line), closes and a queue past [`FLUSH_EARLY`] are not
 /// delayed.
-pub const FANOUT_DELAY: Duration = Duration::from_millis(2);
+const FANOUT_DELAY: Duration = Duration::from_millis(2);
 /// How long a connection the core closed may take to read what is queued for it.
 pub const LINGER: Duration = Duration::from_secs(2);
 /// Frames of one connection handled per readiness event before serving the others.

@@ -21,6 +21,8 @@
 //!   what closed in the batch (so a reused slab key never sees a stale event), accepting
 //!   again below the limit;
 //! - `next_deadline()` before each poll: the loop sleeps until the earliest of them;
+//! - `tidy(now)` every few seconds, just before the loop gives free heap pages back: forget
+//!   state that decides nothing any more (rate buckets full again) and spare capacity;
 //! - `snapshot(&mut Snapshot)` when an operator's page or a test asks: the front end adds its
 //!   counters, rooms or games;
 //! - `reload()` on SIGHUP;
