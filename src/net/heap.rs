@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 pub const TRIM_EVERY: Duration = Duration::from_secs(5);
 
 /// Rate-limit entries each front end looks at per tidy (`FrontEnd::tidy`, just before each
-/// trim): tens of microseconds of loop time, and a table of the default 65,536 addresses is
-/// gone through in about a minute.
-pub const FORGET_PER_TIDY: usize = 4096;
+/// trim): a thousand hash lookups, well under a tenth of a millisecond of loop time; a full
+/// table of the default 65,536 addresses is gone through in about five minutes (newcomers
+/// forget two entries each besides, so a steady crowd keeps the table small by itself).
+pub const FORGET_PER_TIDY: usize = 1024;
 
 /// When the heap was last trimmed.
 #[derive(Debug)]

@@ -85,10 +85,11 @@ pub trait FrontEnd: Send {
     /// Once per event batch, after the events: timers due, deferred work, and removal of the
     /// sockets closed in the batch.
     fn after_events(&mut self, registry: &Registry);
-    /// Every [`TRIM_EVERY`](super::heap::TRIM_EVERY), just before the loop gives the heap's free pages back: forget
-    /// what no longer decides anything (rate-limit entries whose buckets are full again, at
-    /// most [`FORGET_PER_TIDY`](super::heap::FORGET_PER_TIDY) of them) and give back tables' spare capacity, so the trim
-    /// returns those pages too and a crowd that has gone leaves no memory behind.
+    /// Every [`TRIM_EVERY`](super::heap::TRIM_EVERY), just before the loop gives the heap's
+    /// free pages back: forget what no longer decides anything (rate-limit entries whose
+    /// buckets are full again, at most [`FORGET_PER_TIDY`](super::heap::FORGET_PER_TIDY) of
+    /// them) and give back tables' spare capacity, so the trim returns those pages too and a
+    /// crowd that has gone leaves no memory behind.
     fn tidy(&mut self, _now: Instant) {}
     /// When the loop must wake for this front end next; an instant already passed when
     /// work is left from a bounded pass (see "Work left over" in the module doc).
