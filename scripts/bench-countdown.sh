@@ -11,8 +11,11 @@
 #   floor   `lobby-load write-floor`: the same COUNTDOWN frames written to as many loopback
 #           connections in a plain loop of writes, no lobby at all: the kernel's share.
 # The ratio same / floor of the lateness p99 is the target of the same-instant case (<= 1.5).
-# Lateness is measured by the tool against each party's schedule (tcp_cycle.rs), so it
-# includes the tool's own wake-ups; each tcp-cycle run also gets a row for its COUNTDOWNs
+# Lateness is measured by the tool against each party's schedule (tcp_cycle.rs), from when
+# each frame reached the client's socket (the kernel's receive timestamp: over loopback,
+# lobbyd's write), so the tool's own busy passes do not count; a row "when the tool saw it"
+# gives the same samples taken when the tool's poll returned, as measured before
+# 2026-11-26 evening. Each tcp-cycle run also gets a row for its COUNTDOWNs
 # before 0.0, which comes with GAME_START: the tool's own work on a thousand GAME_STARTs
 # at once (close, bind a UDP socket, HELLO) delays its reading of the last 0.0s, a cost the
 # floor does not have. The table goes to bench-out/results-countdown.md.
@@ -67,6 +70,8 @@ cycle() {
   row "$1" "$file"
   ROWS+=("$(printf '| %s, before 0.0 | | %s | %s | %s | |' "$1" "$(extra "$file" before_last_p50_us)" \
     "$(extra "$file" before_last_p99_us)" "$(extra "$file" before_last_max_us)")")
+  ROWS+=("$(printf '| %s, when the tool saw it | | %s | %s | %s | |' "$1" "$(extra "$file" seen_p50_us)" \
+    "$(extra "$file" seen_p99_us)" "$(extra "$file" seen_max_us)")")
 }
 
 cycle "spread-$SPREAD" "$SPREAD"

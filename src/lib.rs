@@ -47,8 +47,9 @@
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
 //! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd on its
-//!   own mio loop. May import `wire`, and `config` and `wz` for lobbyd's default limits (the
-//!   per-address caps a run keeps within); the server never imports it.
+//!   own mio loop. May import `wire`, `config` and `wz` for lobbyd's default limits (the
+//!   per-address caps a run keeps within), and `net::wake` (the loop's timerfd alarm, so a
+//!   scheduled send goes out on time); the server never imports it.
 //! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the
 //!   seeded simulations of the three cores, shared by `cargo fuzz` and `cargo test`
 //!   (`tests/fuzz_corpora.rs`, `tests/simulation*.rs`). May import everything above except

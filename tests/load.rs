@@ -225,6 +225,12 @@ fn run_parties(players: usize, spread: Option<Duration>, millis: u64) -> Summary
     // 300 ms at 50 ms ticks: 7 values (0.3 .. 0.0) to each member of each party.
     let (_, samples) = summary.lateness.expect("COUNTDOWN lateness measured");
     assert!(samples >= 7 * 4 * summary.completed, "{samples}");
+    // Lateness is taken when a frame reached the socket, which is never after the tool's
+    // poll saw it: the percentiles of the one cannot exceed those of the other.
+    let json = summary.to_json();
+    let at_socket = json["countdown_lateness_us"]["p99"].as_f64().unwrap();
+    let seen = json["extra"]["seen_p99_us"].as_f64().unwrap();
+    assert!(at_socket <= seen + 1.0, "{}", summary.to_text());
     summary
 }
 

@@ -36,6 +36,7 @@ pub mod histogram;
 pub mod hostile;
 pub mod relay;
 pub mod runner;
+pub mod rx_time;
 pub mod setup;
 pub mod sources;
 pub mod start_rounds;

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Registry, Token};
 
+use crate::net::wake::PreciseWake;
+
 use super::stats::{Percentiles, Stats, Summary};
 use super::Options;
 
@@ -23,6 +25,8 @@ const MAX_POLL_WAIT: Duration = Duration::from_millis(10);
 const PACED_POLL_WAIT: Duration = Duration::from_millis(1);
 /// Runs this short or shorter show no progress line: the summary follows at once.
 pub const PROGRESS_AFTER: Duration = Duration::from_secs(2);
+/// The loop's alarm clock; workloads number their sockets from 0 up.
+const ALARM: Token = Token(usize::MAX - 1);
 
 /// One mode's clients.
 pub trait Workload {
@@ -32,8 +36,11 @@ pub trait Workload {
     fn tick(&mut self, registry: &Registry, now: Instant, pacer: &mut Pacer, stats: &mut Stats);
     /// Called once when the measurement ends, before the summary (close, count what is open).
     fn finish(&mut self, _now: Instant, _stats: &mut Stats) {}
-    /// When the workload needs a tick before its next event, if ever (a scheduled send): the
-    /// poll waits no longer than that (to the millisecond: mio rounds its timeout up).
+    /// When the workload needs a tick before its next event, if ever (a scheduled send): a
+    /// timerfd wakes the poll then, to the microsecond. Why not the poll's timeout alone:
+    /// mio rounds it up to the millisecond, so the send went out at whatever event woke the
+    /// loop first, and `tcp-cycle --spread` parties started in step with the COUNTDOWN bursts
+    /// of parties already running instead of at their random phases.
     fn next_wake(&self) -> Option<Instant> {
         None
     }
@@ -101,6 +108,9 @@ pub fn drive(
     } else {
         MAX_POLL_WAIT
     };
+    // Without the timerfd (it cannot fail on Linux short of running out of descriptors)
+    // the poll's millisecond timeout is the fallback.
+    let mut alarm = PreciseWake::new(poll.registry(), ALARM).ok();
     workload.tick(poll.registry(), start, &mut pacer, &mut stats);
     loop {
         let now = Instant::now();
@@ -108,7 +118,12 @@ pub fn drive(
         if now >= end || done {
             break;
         }
-        let wake = workload.next_wake().unwrap_or(end);
+        let wake = workload.next_wake();
+        if let (Some(alarm), Some(at)) = (alarm.as_mut(), wake) {
+            // On failure the poll's timeout below still wakes the loop, a little late.
+            let _ = alarm.arm(at, now);
+        }
+        let wake = wake.unwrap_or(end);
         let wait = end
             .min(next_report)
             .min(wake)
@@ -121,6 +136,12 @@ pub fn drive(
         }
         let now = Instant::now();
         for event in events.iter() {
+            if event.token() == ALARM {
+                if let Some(alarm) = alarm.as_mut() {
+                    alarm.fired();
+                }
+                continue;
+            }
             workload.ready(poll.registry(), event.token(), now, &mut stats);
         }
         workload.tick(poll.registry(), now, &mut pacer, &mut stats);

@@ -15,7 +15,11 @@
 //! COUNTDOWN lateness: value `v` is due at `start + (first - v)`, where `start` is when the
 //! party's START_REQ was written (the starter is one of this tool's clients, found by its
 //! hash) and `first` the first value sent (`--countdown`). Each COUNTDOWN every member
-//! receives is one sample: arrival (when the tool's poll returned with it) minus due time.
+//! receives is one sample: arrival minus due time, where arrival is when the frame reached
+//! the member's socket (the kernel's receive timestamp, [`super::rx_time`]: over loopback,
+//! lobbyd's write), so the tool's own busy passes do not count as lobbyd's lateness.
+//! `seen_p50_us` / `seen_p99_us` / `seen_max_us` give the same samples taken when the tool's
+//! poll returned with them, as this tool measured before.
 //!
 //! On GAME_START each member closes its lobby connection (RFC 5.8), says HELLO with its hash
 //! as token on the announced instance port (from its connection's source address; the announced IP is
@@ -89,6 +93,8 @@ pub struct Cycle {
     countdown_frames: u64,
     /// Lateness of the COUNTDOWNs before 0.0, in nanoseconds.
     before_last: Histogram,
+    /// Lateness of every COUNTDOWN taken when the tool's poll returned, in nanoseconds.
+    seen: Histogram,
     parties_failed: u64,
     /// `--spread`: when each party starts.
     rounds: Option<StartRounds>,
@@ -107,6 +113,7 @@ impl Cycle {
             players: 0,
             countdown_frames: 0,
             before_last: Histogram::new(),
+            seen: Histogram::new(),
             parties_failed: 0,
             rounds: options.spread.map(|spread| {
                 StartRounds::new(
@@ -177,12 +184,14 @@ impl Cycle {
         };
         let offset = Duration::from_secs_f64((first - value).clamp(0.0, 3600.0));
         let due = first_due + offset;
-        let late = ctx.now.saturating_duration_since(due);
+        let late = ctx.arrived.saturating_duration_since(due);
         ctx.stats.lateness(late);
+        let nanos = |late: Duration| u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
         if value > 0.0 {
-            self.before_last
-                .record(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
+            self.before_last.record(nanos(late));
         }
+        self.seen
+            .record(nanos(ctx.now.saturating_duration_since(due)));
     }
 
     fn game_start(&mut self, p: &mut Player, gs: GameStart<'_>, ctx: &mut Ctx<'_>) -> Step {
@@ -295,6 +304,7 @@ impl Cycle {
 impl Script for Cycle {
     type Client = Player;
     const MAX_PENDING: usize = MAX_FRAME;
+    const RX_TIMESTAMPS: bool = true;
 
     fn opened(&mut self, i: usize, _p: &mut Player, ctx: &mut Ctx<'_>) {
         let name = player_name(i);
@@ -413,8 +423,13 @@ impl Script for Cycle {
     fn finish(&mut self, stats: &mut Stats) {
         stats.set("players", self.players);
         stats.set("countdown_frames", self.countdown_frames);
+        let us = |nanos: u64| nanos / 1000;
+        if self.seen.count() > 0 {
+            stats.set("seen_p50_us", us(self.seen.percentile(50.0)));
+            stats.set("seen_p99_us", us(self.seen.percentile(99.0)));
+            stats.set("seen_max_us", us(self.seen.max()));
+        }
         if self.before_last.count() > 0 {
-            let us = |nanos: u64| nanos / 1000;
             stats.set("before_last_p50_us", us(self.before_last.percentile(50.0)));
             stats.set("before_last_p99_us", us(self.before_last.percentile(99.0)));
             stats.set("before_last_max_us", us(self.before_last.max()));

@@ -28,6 +28,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::caps::SourcePool;
 use super::fit::source_pool;
 use super::runner::{Pacer, Workload};
+use super::rx_time;
 use super::stats::Stats;
 use super::Options;
 
@@ -66,6 +67,9 @@ pub enum Step {
 pub struct Ctx<'a> {
     /// When the event was seen.
     pub now: Instant,
+    /// When the bytes being handled reached the client's socket: the kernel's stamp for a
+    /// script with [`Script::RX_TIMESTAMPS`], else `now`.
+    pub arrived: Instant,
     /// The source address of the client's connection.
     pub source: IpAddr,
     /// Where to register a socket of the script's own.
@@ -84,6 +88,9 @@ pub trait Script {
     type Client: Default;
     /// Longest unconsumed tail [`Script::received`] may leave (one frame of the protocol).
     const MAX_PENDING: usize;
+    /// Read with the kernel's receive timestamps ([`super::rx_time`]), given to
+    /// [`Script::received`] as [`Ctx::arrived`].
+    const RX_TIMESTAMPS: bool = false;
     /// Client `i`'s connection is established: write its first message into `ctx.out`.
     fn opened(&mut self, i: usize, client: &mut Self::Client, ctx: &mut Ctx<'_>);
     /// Bytes arrived (the unconsumed tail of earlier reads first): how many were consumed,
@@ -165,6 +172,8 @@ pub struct TcpEngine<S: Script> {
     open_loop: bool,
     next_sweep: Instant,
     chunk: Box<[u8]>,
+    /// Control buffer of a stamped read.
+    control: Vec<u8>,
     out: Vec<u8>,
     /// Clients [`Script::wake_due`] named (kept to reuse its allocation).
     due: Vec<usize>,
@@ -343,6 +352,7 @@ impl<S: Script> TcpEngine<S> {
             open_loop,
             next_sweep: Instant::now() + SWEEP_EVERY,
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+            control: rx_time::control_buffer(),
             out: Vec::with_capacity(1024),
             due: Vec::new(),
         }
@@ -355,7 +365,14 @@ impl<S: Script> TcpEngine<S> {
             return false;
         };
         let source = self.pool.addr(k);
-        match connect_registered(source, self.target, registry, Token(i)) {
+        let connected =
+            connect_registered(source, self.target, registry, Token(i)).and_then(|stream| {
+                if S::RX_TIMESTAMPS {
+                    rx_time::enable(&stream)?;
+                }
+                Ok(stream)
+            });
+        match connected {
             Ok(stream) => {
                 let slot = &mut self.slots[i];
                 slot.state = S::Client::default();
@@ -492,6 +509,7 @@ impl<S: Script> TcpEngine<S> {
             .map_or(UNSPECIFIED, |k| self.pool.addr(k));
         let mut ctx = Ctx {
             now,
+            arrived: now,
             source,
             registry,
             aux_token: Token(self.slots.len() + i),
@@ -542,15 +560,22 @@ impl<S: Script> TcpEngine<S> {
                 return;
             };
             let source = slot.source.map_or(UNSPECIFIED, |k| self.pool.addr(k));
+            let read = if S::RX_TIMESTAMPS {
+                rx_time::read(stream, &mut self.chunk, &mut self.control)
+                    .map(|(len, stamp)| (len, stamp.unwrap_or(now)))
+            } else {
+                stream.read(&mut self.chunk).map(|len| (len, now))
+            };
             let mut ctx = Ctx {
                 now,
+                arrived: read.as_ref().map_or(now, |&(_, at)| at),
                 source,
                 registry,
                 aux_token,
                 stats,
                 out: &mut self.out,
             };
-            let step = match stream.read(&mut self.chunk) {
+            let step = match read.map(|(len, _)| len) {
                 Ok(0) => self.script.eof(i, &mut slot.state, &mut ctx),
                 Ok(len) => {
                     let fresh = &self.chunk[..len];

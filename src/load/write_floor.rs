@@ -11,9 +11,10 @@
 //! It reports, per burst, the time the write loop took (`latency_us`: the kernel's time to
 //! write those frames), and per frame the time from the burst's start to the frame being
 //! read (`countdown_lateness_us`, measured as `tcp-cycle` measures a COUNTDOWN against its
-//! due time). Counts: `frames` read, `bursts`, `connections`.
+//! due time: from the kernel's receive timestamp, [`super::rx_time`]). Counts: `frames`
+//! read, `bursts`, `connections`.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::wire::tcp_lobby::ServerRepr;
 
+use super::rx_time;
 use super::stats::{Stats, Summary};
 use super::tcp_engine::connect_blocking;
 use super::Options;
@@ -127,9 +129,11 @@ fn read_frames(
         .map(mio::net::TcpStream::from_std)
         .collect();
     for (i, socket) in sockets.iter_mut().enumerate() {
+        rx_time::enable(socket)?;
         poll.registry()
             .register(socket, Token(i), Interest::READABLE)?;
     }
+    let mut control = rx_time::control_buffer();
     // Bytes of a frame split across reads, per connection.
     let mut partial = vec![0usize; sockets.len()];
     let mut events = Events::with_capacity(1024);
@@ -143,16 +147,16 @@ fn read_frames(
         }
         let now = Instant::now();
         let started = base + Duration::from_nanos(burst_start.load(Ordering::Acquire));
-        let late = now.saturating_duration_since(started);
         for event in events.iter() {
             let i = event.token().0;
             let Some(socket) = sockets.get_mut(i) else {
                 continue;
             };
             loop {
-                match socket.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
+                match rx_time::read(socket, &mut buf, &mut control) {
+                    Ok((0, _)) => break,
+                    Ok((n, stamp)) => {
+                        let late = stamp.unwrap_or(now).saturating_duration_since(started);
                         let bytes = partial[i] + n;
                         for _ in 0..bytes / frame_len {
                             lateness.push(late);

@@ -131,7 +131,7 @@ pub struct Server {
 impl Server {
     /// A loop over `poll` with no front end yet.
     pub(super) fn new(poll: Poll, control: Receiver<Control>) -> io::Result<Server> {
-        let wake = PreciseWake::new(poll.registry())?;
+        let wake = PreciseWake::new(poll.registry(), Target::Timer.token())?;
         Ok(Server {
             poll,
             control,

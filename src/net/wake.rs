@@ -1,5 +1,6 @@
 //! Wakes the loop at its next deadline to the microsecond: a Linux `timerfd` registered in
-//! the loop's one `Poll`.
+//! the loop's one `Poll`. The load generator (`lobby-load`) uses it too, to send a scheduled
+//! request at its time rather than at whatever event wakes its loop first.
 //!
 //! Why: `mio::Poll::poll` takes its timeout in whole milliseconds, rounded up (epoll_wait),
 //! so every deadline was reached up to 1 ms late on top of the timer wheel's own tick; the
@@ -18,13 +19,11 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
-use mio::{Interest, Registry};
+use mio::{Interest, Registry, Token};
 use rustix::time::{
     timerfd_create, timerfd_settime, Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags,
     Timespec,
 };
-
-use super::token::Target;
 
 /// The loop's precise alarm clock.
 #[derive(Debug)]
@@ -35,18 +34,14 @@ pub struct PreciseWake {
 }
 
 impl PreciseWake {
-    /// A disarmed timerfd (CLOCK_MONOTONIC, the clock `Instant` reads), registered for
-    /// [`Target::Timer`].
-    pub fn new(registry: &Registry) -> io::Result<PreciseWake> {
+    /// A disarmed timerfd (CLOCK_MONOTONIC, the clock `Instant` reads), registered under
+    /// `token` (the server's is `Target::Timer`).
+    pub fn new(registry: &Registry, token: Token) -> io::Result<PreciseWake> {
         let fd = timerfd_create(
             TimerfdClockId::Monotonic,
             TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
         )?;
-        registry.register(
-            &mut SourceFd(&fd.as_raw_fd()),
-            Target::Timer.token(),
-            Interest::READABLE,
-        )?;
+        registry.register(&mut SourceFd(&fd.as_raw_fd()), token, Interest::READABLE)?;
         Ok(PreciseWake { fd, armed: None })
     }
 
@@ -93,6 +88,7 @@ impl PreciseWake {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::token::Target;
     use mio::{Events, Poll};
 
     /// The timerfd wakes a poll with no timeout at the deadline, well under a millisecond
@@ -100,7 +96,7 @@ mod tests {
     #[test]
     fn wakes_a_poll_at_the_deadline() {
         let mut poll = Poll::new().unwrap();
-        let mut wake = PreciseWake::new(poll.registry()).unwrap();
+        let mut wake = PreciseWake::new(poll.registry(), Target::Timer.token()).unwrap();
         let mut events = Events::with_capacity(4);
         let start = Instant::now();
         let deadline = start + Duration::from_micros(2500);
@@ -125,7 +121,7 @@ mod tests {
     #[test]
     fn re_arms_only_for_earlier_deadlines() {
         let poll = Poll::new().unwrap();
-        let mut wake = PreciseWake::new(poll.registry()).unwrap();
+        let mut wake = PreciseWake::new(poll.registry(), Target::Timer.token()).unwrap();
         let now = Instant::now();
         wake.arm(now + Duration::from_secs(10), now).unwrap();
         wake.arm(now + Duration::from_secs(20), now).unwrap();

@@ -1,0 +1,129 @@
+//! When bytes reached a client's socket: the kernel's receive timestamp (`SO_TIMESTAMPNS`),
+//! for `tcp-cycle`'s and `write-floor`'s COUNTDOWN lateness (issue 14 section 3).
+//!
+//! Why: lateness is meant to measure the server (and the kernel's delivery), not this tool.
+//! Taken when the tool's poll returned, it also counted the tool's own passes: at 4,000
+//! connections and 40,000 frames a second the tool's loop on the same two cores is busy
+//! for milliseconds at a time (reading, answering GAME_STARTs, reconnecting), and a frame
+//! that arrived during such a pass was stamped at the next poll. Over loopback the kernel
+//! stamps a segment when the sender's `write` delivers it (the loopback device clears the
+//! transmit time so that the receive path stamps it), so the stamp is the server's send.
+//!
+//! The stamp is `CLOCK_REALTIME`; it becomes an [`Instant`] by its age, read from both clocks
+//! back to back: a step of the wall clock during a run would shift the samples taken across
+//! it, which is why both lateness figures are reported (`tcp-cycle` keeps the poll-time one).
+
+use std::io::{self, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::sys::socket::{recvmsg, setsockopt, sockopt, ControlMessageOwned, MsgFlags};
+use nix::sys::time::TimeSpec;
+
+/// Asks the kernel to stamp every segment read from `socket`.
+pub fn enable(socket: &impl AsFd) -> io::Result<()> {
+    setsockopt(socket, sockopt::ReceiveTimestampns, &true).map_err(io::Error::from)
+}
+
+/// A control buffer for one [`read`]: room for one `SCM_TIMESTAMPNS` message.
+pub fn control_buffer() -> Vec<u8> {
+    nix::cmsg_space!(TimeSpec)
+}
+
+/// Reads from `socket` into `buf` as `read(2)` would; with the read's length, when its last
+/// byte reached the socket (`None`: not stamped: [`enable`] was not called, or the kernel
+/// had not yet switched receive stamping on, which it does asynchronously after the first
+/// `enable` on the machine).
+pub fn read(
+    socket: &impl AsRawFd,
+    buf: &mut [u8],
+    control: &mut [u8],
+) -> io::Result<(usize, Option<Instant>)> {
+    let mut iov = [IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        socket.as_raw_fd(),
+        &mut iov,
+        Some(control),
+        MsgFlags::empty(),
+    )
+    .map_err(io::Error::from)?;
+    let mut stamp = None;
+    // A truncated control buffer (it cannot be, it fits the one message) leaves no stamp.
+    if let Ok(cmsgs) = msg.cmsgs() {
+        for cmsg in cmsgs {
+            if let ControlMessageOwned::ScmTimestampns(ts) = cmsg {
+                stamp = to_instant(ts);
+            }
+        }
+    }
+    Ok((msg.bytes, stamp))
+}
+
+/// The wall-clock stamp `ts` as an [`Instant`]: now minus its age.
+fn to_instant(ts: TimeSpec) -> Option<Instant> {
+    let secs = u64::try_from(ts.tv_sec()).ok()?;
+    let nanos = u32::try_from(ts.tv_nsec()).ok()?;
+    let stamp = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    // A stamp "in the future" (a clock step): age zero.
+    let age = wall.duration_since(stamp).unwrap_or_default();
+    Some(now.checked_sub(age).unwrap_or(now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::net::{TcpListener, TcpStream};
+
+    /// Bytes written, then read after a pause: the stamp is the write's time (between the
+    /// instants around the write), not the read's. The kernel switches receive stamping on
+    /// asynchronously after the first `enable` on the machine, so a read may come unstamped
+    /// at first: the test writes again until one is stamped (a few tries at most).
+    #[test]
+    fn stamps_when_the_bytes_arrived_not_when_they_were_read() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        enable(&server).unwrap();
+        let mut buf = [0u8; 64];
+        let mut control = control_buffer();
+        for _ in 0..100 {
+            let before = Instant::now();
+            client.write_all(b"COUNTDOWN").unwrap();
+            let after = Instant::now();
+            std::thread::sleep(Duration::from_millis(50));
+            let (len, stamp) = read(&server, &mut buf, &mut control).unwrap();
+            let read_at = Instant::now();
+            assert_eq!(&buf[..len], b"COUNTDOWN");
+            let Some(stamp) = stamp else {
+                continue;
+            };
+            // The clocks are read twice to convert, so allow a little slack either side,
+            // far less than the 50 ms pause that tells the write's time from the read's.
+            let slack = Duration::from_millis(10);
+            assert!(stamp + slack >= before, "stamp before the write");
+            assert!(
+                stamp <= after + slack,
+                "stamp {:?} after the write",
+                stamp - after
+            );
+            assert!(read_at - stamp >= Duration::from_millis(40));
+            return;
+        }
+        panic!("no read was stamped in 100 tries");
+    }
+
+    /// Without `enable`, reads work and carry no stamp.
+    #[test]
+    fn unstamped_without_enable() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        client.write_all(b"x").unwrap();
+        let mut buf = [0u8; 8];
+        let mut control = control_buffer();
+        let (len, stamp) = read(&server, &mut buf, &mut control).unwrap();
+        assert_eq!((len, stamp), (1, None));
+    }
+}
