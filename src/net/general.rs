@@ -802,6 +802,7 @@ impl FrontEnd for GeneralDriver {
 
     fn tidy(&mut self, now: Instant) {
         self.rate.tidy(now, FORGET_PER_TIDY);
+        self.per_ip.shrink();
         // `after_events` drained the core's outputs just before.
         self.core.tidy();
     }
