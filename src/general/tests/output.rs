@@ -1,5 +1,6 @@
-//! The output contract: a fan-out is one encode, memory held after a spike is given back once
-//! drained, and `handle_timeout` stops at its output budget.
+//! The output contract: a fan-out is one encode marked as a fan-out, a frame for one
+//! connection is marked direct, memory held after a spike is given back once drained, and
+//! `handle_timeout` stops at its output budget.
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ fn a_lobby_chat_is_encoded_once() {
         sim.member(conn, &format!("m{conn}"));
     }
     let before = sim.lobby.stats();
+    let deliveries = sim.deliveries;
     sim.send(
         1,
         ClientRepr::Chat {
@@ -22,6 +24,12 @@ fn a_lobby_chat_is_encoded_once() {
         },
     );
     let after = sim.lobby.stats();
+    assert_eq!(sim.deliveries[0], deliveries[0], "no record marked direct");
+    assert_eq!(
+        sim.deliveries[1] - deliveries[1],
+        50,
+        "every record marked fan-out"
+    );
     let line = ServerRepr::ChatFrom {
         game: 0,
         member: 1,
@@ -35,6 +43,37 @@ fn a_lobby_chat_is_encoded_once() {
     for conn in 1..=50 {
         sim.expect(conn, &[line]);
     }
+}
+
+#[test]
+fn a_frame_for_one_connection_is_direct() {
+    let mut sim = Sim::new(config());
+    let alone = sim.member(1, "alone");
+    sim.member(2, "away");
+    sim.close(2);
+    sim.clear();
+    sim.deliveries = [0; 2];
+    // A reply, and a lobby chat line with one member present.
+    sim.send(1, ClientRepr::Ping { payload: b"x" });
+    sim.send(
+        1,
+        ClientRepr::Chat {
+            game: 0,
+            text: "anyone?",
+        },
+    );
+    assert_eq!(sim.deliveries, [2, 0]);
+    sim.expect(
+        1,
+        &[
+            ServerRepr::Pong { payload: b"x" },
+            ServerRepr::ChatFrom {
+                game: 0,
+                member: alone.0,
+                text: "anyone?",
+            },
+        ],
+    );
 }
 
 #[test]
