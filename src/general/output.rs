@@ -30,6 +30,15 @@ pub const ARENA_KEEP: usize = 256 * 1024;
 /// Output records kept across calls; a spike above it is given back once drained.
 pub const QUEUE_KEEP: usize = 4096;
 
+/// Bytes the arena and the queue each keep through the periodic tidy
+/// ([`Outbox::release_spare`]). A quiet lobby's calls (a PONG, a reply, a chat line to a few
+/// dozen members, a small lobby's sync) fit in that, so they reuse the same two buffers
+/// instead of allocating both afresh on the first call after every tidy; two 4 KiB buffers
+/// are nothing beside the process's 2 MB, while a burst's (up to [`ARENA_KEEP`] bytes and
+/// [`QUEUE_KEEP`] records, about half a megabyte together) is cut back so that the heap trim
+/// after the tidy can return its pages.
+pub(crate) const IDLE_KEEP_BYTES: usize = 4 * 1024;
+
 /// A run of one or more whole frames in the core's arena, for one connection; read it with
 /// `GeneralLobby::frame` before the next `handle_*` call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,12 +130,16 @@ impl Outbox {
         }
     }
 
-    /// Between calls, when nothing waits: gives back all the arena and queue memory (the
-    /// next call allocates afresh; the periodic tidy calls this every few seconds).
+    /// Between calls, when nothing waits: empties the arena and cuts the arena and the queue
+    /// back to [`IDLE_KEEP_BYTES`] each, leaving smaller ones as they are (the periodic tidy
+    /// calls this every few seconds).
     pub(crate) fn release_spare(&mut self) {
         if self.queue.is_empty() {
-            self.arena = Vec::new();
-            self.queue = VecDeque::new();
+            self.arena.clear();
+            // `shrink_to` leaves a buffer at or under its argument untouched.
+            self.arena.shrink_to(IDLE_KEEP_BYTES);
+            self.queue
+                .shrink_to(IDLE_KEEP_BYTES / std::mem::size_of::<GeneralOutput>());
         }
     }
 

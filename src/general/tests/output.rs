@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use super::{config, count_frames, Sim};
-use crate::general::{ConnId, GeneralConfig, ARENA_KEEP, QUEUE_KEEP};
+use crate::general::output::IDLE_KEEP_BYTES;
+use crate::general::{ConnId, GeneralConfig, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};
 use crate::wire::general::{ClientRepr, ServerRepr};
 
 #[test]
@@ -129,6 +130,45 @@ fn a_spike_of_outputs_is_given_back() {
     sim.close(0);
     let (_, queue) = sim.lobby.output_memory();
     assert!(queue <= QUEUE_KEEP, "still holding {queue} records");
+}
+
+#[test]
+fn the_tidy_keeps_small_buffers_and_cuts_back_large_ones() {
+    let record = std::mem::size_of::<GeneralOutput>();
+    let mut sim = Sim::new(config());
+    sim.member(1, "m1");
+    sim.send(1, ClientRepr::Ping { payload: b"x" });
+    let ((_, arena), queue) = sim.lobby.output_memory();
+    assert!(arena > 0 && arena <= IDLE_KEEP_BYTES, "arena {arena}");
+    assert!(
+        queue > 0 && queue * record <= IDLE_KEEP_BYTES,
+        "queue {queue}"
+    );
+    sim.lobby.tidy();
+    assert_eq!(
+        sim.lobby.output_memory(),
+        ((0, arena), queue),
+        "small buffers are kept"
+    );
+    // 150 members: each newcomer's sync is about 6 KiB, its MEMBER_INFO goes to 149 others.
+    for conn in 2..=150 {
+        sim.member(conn, &format!("member{conn}"));
+    }
+    let ((_, arena), queue) = sim.lobby.output_memory();
+    assert!(arena > IDLE_KEEP_BYTES, "arena {arena}");
+    assert!(queue * record > IDLE_KEEP_BYTES, "queue {queue}");
+    sim.lobby.tidy();
+    let ((used, arena), queue) = sim.lobby.output_memory();
+    assert_eq!(used, 0);
+    assert!(arena > 0 && arena <= IDLE_KEEP_BYTES, "arena {arena}");
+    assert!(
+        queue > 0 && queue * record <= IDLE_KEEP_BYTES,
+        "queue {queue}"
+    );
+    // The next quiet call fits in what was kept.
+    sim.send(1, ClientRepr::Ping { payload: b"x" });
+    let pong = ServerRepr::Pong { payload: b"x" }.buffer_len();
+    assert_eq!(sim.lobby.output_memory(), ((pong, arena), queue));
 }
 
 #[test]
