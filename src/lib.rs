@@ -12,8 +12,11 @@
 //!   `Repr` types with `parse`/`buffer_len`/`emit`, smoltcp's `wire`; the stream and document
 //!   protocols (`wz::legacy`, `wz/v4/` with its BSON and JSON decoders) are total decoders
 //!   with stated bounds. Imports nothing of the crate.
+//! - [`capacity`]: the one rule by which long-lived tables give back spare capacity after a
+//!   crowd (shrink once less than a quarter full). Pure; imports nothing of the crate.
 //! - [`time`], [`ratelimit`]: the fixed-tick hashed timer wheel and the token buckets with
-//!   their bounded per-IP table. Pure, no clock reads; import nothing of the crate.
+//!   their bounded per-IP table. Pure, no clock reads; import nothing of the crate but
+//!   `capacity`.
 //! - [`accounts`]: users, the SQLite store (argon2id hashes), the password-verification
 //!   worker thread, login sessions, and the [`accounts::LoginPolicy`] and
 //!   [`accounts::VerifyResult`] every front end with logins shares. Imports nothing of the
@@ -26,7 +29,7 @@
 //!   import `wire`, `time`, `ratelimit`, `accounts` (types only).
 //! - [`general`]: the general lobby core, sans-IO: members, chat, games with owners, join
 //!   approval, relay, game data, server-hosted games (tic-tac-toe). May import `wire`,
-//!   `time`, `ratelimit`, `accounts` (types only).
+//!   `capacity`, `time`, `ratelimit`, `accounts` (types only).
 //! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
 //!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
 //!   sockets. May import the cores' counter and room types.
@@ -61,6 +64,7 @@
 #![warn(missing_docs)]
 
 pub mod accounts;
+pub mod capacity;
 pub mod cli_user;
 pub mod config;
 #[doc(hidden)]

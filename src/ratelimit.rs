@@ -21,6 +21,8 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use crate::capacity::shrink_spare;
+
 /// Integer token bucket (no floats): `rate` tokens per `per` duration, capacity `burst`.
 ///
 /// Tokens accrue continuously; the fraction of a token earned so far is kept as a remainder
@@ -142,7 +144,8 @@ impl IpBuckets {
     }
 }
 
-/// Tables this small are never shrunk.
+/// The capacity the table and its queue keep however few addresses are tracked
+/// ([`shrink_spare`]'s floor).
 const SHRINK_BELOW: usize = 64;
 
 /// Addresses looked at for forgetting each time a new one is tracked: two, so the table
@@ -256,16 +259,11 @@ impl PerIpLimiter {
         forgotten
     }
 
-    /// Gives back the table's spare capacity once it is at most a quarter full (a table
+    /// Gives back the table's spare capacity once it is less than a quarter full (a table
     /// that grew for a crowd would otherwise keep its peak size for ever).
     pub fn shrink(&mut self) {
-        let keep = (self.table.len() * 2).max(SHRINK_BELOW);
-        if self.table.capacity() > keep * 2 {
-            self.table.shrink_to(keep);
-        }
-        if self.insertion_order.capacity() > keep * 2 {
-            self.insertion_order.shrink_to(keep);
-        }
+        shrink_spare(&mut self.table, SHRINK_BELOW);
+        shrink_spare(&mut self.insertion_order, SHRINK_BELOW);
     }
 
     /// The periodic tidy: forgets up to `budget` refilled addresses, then gives back spare

@@ -18,7 +18,8 @@
 //!   answers a SIGN_IN that carried the token last issued to that member (a resume token is
 //!   a bearer credential: with the simulation's tiny token space a client may hold a stale
 //!   token that was issued again to someone else, and resuming with it is right);
-//! - the outputs of one call are bounded by the members present.
+//! - the outputs of one call are bounded by the members present;
+//! - a run marked `Delivery::FanOut` goes to two connections or more, record after record.
 //!
 //! At the end, once every connection is closed and the graces and asks have run out, the core
 //! holds nothing but its open hosted games.
@@ -28,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use crate::accounts::{LoginPolicy, UserId, VerifyResult};
 use crate::general::{
-    ConnId, GameId, GeneralConfig, GeneralLobby, GeneralOutput, GeneralStats, HostedKind,
-    HostedSpec, JobId, MemberId,
+    ConnId, Delivery, FrameRef, GameId, GeneralConfig, GeneralLobby, GeneralOutput, GeneralStats,
+    HostedKind, HostedSpec, JobId, MemberId,
 };
 use crate::wire::general::{next_frame, ClientRepr, Next, ServerRepr, GAME_HOSTED, TOKEN_LEN};
 
@@ -190,9 +191,28 @@ impl Sim {
             "{} outputs queued by one call (bound {bound})",
             self.lobby.output_count()
         );
+        // The fan-out run being carried out and its records so far.
+        let mut run = None;
         while let Some(output) = self.lobby.poll_output() {
+            let fan_out = match &output {
+                GeneralOutput::Send {
+                    frames,
+                    delivery: Delivery::FanOut,
+                    ..
+                } => Some(*frames),
+                _ => None,
+            };
+            run = match (run, fan_out) {
+                (Some((frames, records)), Some(next)) if frames == next => {
+                    Some((frames, records + 1))
+                }
+                (ended, next) => {
+                    check_fan_out_run(ended);
+                    next.map(|frames| (frames, 1))
+                }
+            };
             match output {
-                GeneralOutput::Send { conn, frames } => {
+                GeneralOutput::Send { conn, frames, .. } => {
                     let client = self.client_of(conn);
                     let bytes = self.lobby.frame(frames).to_vec();
                     self.read(client, &bytes);
@@ -206,6 +226,7 @@ impl Sim {
                 GeneralOutput::Verify { job, .. } => self.jobs.push(job),
             }
         }
+        check_fan_out_run(run);
     }
 
     /// Reads what a client received: every frame must parse.
@@ -602,6 +623,14 @@ impl Sim {
             .games()
             .all(|g| g.players == 0 && g.id > GameId(0)));
         assert_eq!(self.lobby.timer_count(), 0, "no deadline left behind");
+    }
+}
+
+/// A fan-out run that ended after `records` records (`None`: no run) reached two connections
+/// or more: a frame for one connection alone is marked `Delivery::Direct`.
+fn check_fan_out_run(run: Option<(FrameRef, usize)>) {
+    if let Some((frames, records)) = run {
+        assert!(records >= 2, "{frames:?} marked fan-out for one connection");
     }
 }
 

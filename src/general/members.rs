@@ -13,10 +13,10 @@
 //! injected [`TokenSource`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::hash::Hash;
 use std::time::{Duration, Instant};
 
 use crate::accounts::{self, LoginPolicy, VerifyResult};
+use crate::capacity::shrink_spare;
 use crate::ratelimit::TokenBucket;
 use crate::time::TimerKey;
 use crate::wire::general::{
@@ -34,6 +34,10 @@ pub const MAX_NAME_CHARS: usize = 24;
 /// How many times the core draws a resume token that is not already live before it gives up
 /// on one sign-in ("try again").
 const TOKEN_DRAWS: usize = 8;
+
+/// The capacity each of the hash tables keeps however few connections are left
+/// ([`shrink_spare`]'s floor).
+const TABLE_FLOOR: usize = 16;
 
 /// The CHALLENGE text sent on accept.
 pub const CHALLENGE_TEXT: &str = "sign in";
@@ -624,17 +628,17 @@ impl Members {
         }
     }
 
-    /// SIGTERM: ERROR(0, 0, "server shutting down") and a close to every connection; nobody
-    /// is announced away afterwards.
-    /// Gives back the tables' spare capacity once they are at most a quarter full (after a
+    /// Gives back the tables' spare capacity once they are less than a quarter full (after a
     /// crowd has left, the hash tables would otherwise keep their peak size).
     pub(crate) fn shrink(&mut self) {
-        shrink_spare(&mut self.conns);
-        shrink_spare(&mut self.by_name);
-        shrink_spare(&mut self.by_token);
-        shrink_spare(&mut self.verifications);
+        shrink_spare(&mut self.conns, TABLE_FLOOR);
+        shrink_spare(&mut self.by_name, TABLE_FLOOR);
+        shrink_spare(&mut self.by_token, TABLE_FLOOR);
+        shrink_spare(&mut self.verifications, TABLE_FLOOR);
     }
 
+    /// SIGTERM: ERROR(0, 0, "server shutting down") and a close to every connection; nobody
+    /// is announced away afterwards.
     pub(crate) fn shutdown(&mut self, cx: &mut Ctx<'_>) {
         self.shutting_down = true;
         let mut open: Vec<ConnId> = self
@@ -727,13 +731,5 @@ fn info(id: MemberId, member: &Member) -> ServerRepr<'_> {
         flags: member.flags,
         username: &member.username,
         display_name: &member.display_name,
-    }
-}
-
-/// Shrinks `map` to twice its length once it is at most a quarter full (small maps stay).
-fn shrink_spare<K: Eq + Hash, V>(map: &mut HashMap<K, V>) {
-    let keep = (map.len() * 2).max(16);
-    if map.capacity() > keep * 2 {
-        map.shrink_to(keep);
     }
 }

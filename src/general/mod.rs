@@ -43,7 +43,7 @@ mod tests;
 pub use chat::MAX_CHAT_BYTES;
 pub use lobby::GeneralLobby;
 pub use members::{valid_name, MAX_NAME_CHARS};
-pub use output::{FrameRef, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};
+pub use output::{Delivery, FrameRef, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};
 pub use stats::GeneralStats;
 pub use types::{
     AskId, CloseReason, ConnId, GameId, GameView, GeneralConfig, HostedKind, HostedSpec, JobId,

@@ -4,7 +4,9 @@
 //!
 //! Contract (docs/protocols/general-lobby.md, "Output and back-pressure"):
 //! - a frame is encoded once, however many members receive it: a chat line to 1,000 members is
-//!   one encode and 1,000 [`GeneralOutput::Send`] records naming the same [`FrameRef`];
+//!   one encode and 1,000 [`GeneralOutput::Send`] records naming the same [`FrameRef`], each
+//!   marked [`Delivery::FanOut`] (the driver may gather those into fewer writes; a frame for
+//!   one connection alone is [`Delivery::Direct`]);
 //! - a [`FrameRef`] stays valid until the next `handle_*` call; at the start of each call, once
 //!   the driver has drained the queue, the arena is emptied and, after a spike, both the arena
 //!   and the queue give their memory back (down to [`ARENA_KEEP`] bytes and [`QUEUE_KEEP`]
@@ -28,6 +30,15 @@ pub const ARENA_KEEP: usize = 256 * 1024;
 /// Output records kept across calls; a spike above it is given back once drained.
 pub const QUEUE_KEEP: usize = 4096;
 
+/// Bytes the arena and the queue each keep through the periodic tidy
+/// ([`Outbox::release_spare`]). A quiet lobby's calls (a PONG, a reply, a chat line to a few
+/// dozen members, a small lobby's sync) fit in that, so they reuse the same two buffers
+/// instead of allocating both afresh on the first call after every tidy; two 4 KiB buffers
+/// are nothing beside the process's 2 MB, while a burst's (up to [`ARENA_KEEP`] bytes and
+/// [`QUEUE_KEEP`] records, about half a megabyte together) is cut back so that the heap trim
+/// after the tidy can return its pages.
+pub(crate) const IDLE_KEEP_BYTES: usize = 4 * 1024;
+
 /// A run of one or more whole frames in the core's arena, for one connection; read it with
 /// `GeneralLobby::frame` before the next `handle_*` call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +59,17 @@ impl FrameRef {
     }
 }
 
+/// How many connections one [`GeneralOutput::Send`]'s frames go to, for the driver's choice
+/// of when to write them (docs/protocols/general-lobby.md, "What the driver does").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// For this connection alone: a reply, a JOIN_ASK, a private line, a sync.
+    Direct,
+    /// One of the records of a run the core queued for two or more connections at once (a
+    /// newcomer's MEMBER_INFO, MEMBER_LEFT, a lobby or game chat line, a GAME_INFO).
+    FanOut,
+}
+
 /// Something the driver must do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GeneralOutput {
@@ -57,6 +79,8 @@ pub enum GeneralOutput {
         conn: ConnId,
         /// The bytes: `GeneralLobby::frame(frames)`.
         frames: FrameRef,
+        /// Whether the same frames go to other connections too.
+        delivery: Delivery,
     },
     /// Close the connection once what is queued on it is flushed. The driver then calls
     /// `handle_closed` (the core already treats the connection as gone).
@@ -106,12 +130,16 @@ impl Outbox {
         }
     }
 
-    /// Between calls, when nothing waits: gives back all the arena and queue memory (the
-    /// next call allocates afresh; the periodic tidy calls this every few seconds).
+    /// Between calls, when nothing waits: empties the arena and cuts the arena and the queue
+    /// back to [`IDLE_KEEP_BYTES`] each, leaving smaller ones as they are (the periodic tidy
+    /// calls this every few seconds).
     pub(crate) fn release_spare(&mut self) {
         if self.queue.is_empty() {
-            self.arena = Vec::new();
-            self.queue = VecDeque::new();
+            self.arena.clear();
+            // `shrink_to` leaves a buffer at or under its argument untouched.
+            self.arena.shrink_to(IDLE_KEEP_BYTES);
+            self.queue
+                .shrink_to(IDLE_KEEP_BYTES / std::mem::size_of::<GeneralOutput>());
         }
     }
 
@@ -145,11 +173,15 @@ impl Outbox {
             .unwrap_or(&[])
     }
 
-    /// Queues `frames` for `conn`.
+    /// Queues `frames` for `conn` alone.
     pub(crate) fn send(&mut self, conn: ConnId, frames: FrameRef) {
         if !frames.is_empty() {
             self.sends += 1;
-            self.queue.push_back(GeneralOutput::Send { conn, frames });
+            self.queue.push_back(GeneralOutput::Send {
+                conn,
+                frames,
+                delivery: Delivery::Direct,
+            });
         }
     }
 
@@ -168,28 +200,19 @@ impl Outbox {
 
     /// Queues `frames` for each present member of `members`.
     pub(crate) fn send_members(&mut self, members: &[i32], frames: FrameRef) {
-        for &member in members {
-            self.send_member(MemberId(member), frames);
-        }
+        let routes = &self.routes;
+        let conns = members
+            .iter()
+            .filter_map(|&member| routes.get(&MemberId(member)).copied());
+        fan_out(&mut self.queue, &mut self.sends, frames, conns);
     }
 
     /// Queues `frames` for every present member except `except`.
     pub(crate) fn broadcast_except(&mut self, except: Option<MemberId>, frames: FrameRef) {
-        if frames.is_empty() {
-            return;
-        }
-        let Outbox {
-            queue,
-            routes,
-            sends,
-            ..
-        } = self;
-        for (&member, &conn) in routes.iter() {
-            if Some(member) != except {
-                *sends += 1;
-                queue.push_back(GeneralOutput::Send { conn, frames });
-            }
-        }
+        let conns = (self.routes.iter())
+            .filter(|&(&member, _)| Some(member) != except)
+            .map(|(_, &conn)| conn);
+        fan_out(&mut self.queue, &mut self.sends, frames, conns);
     }
 
     /// Queues `frames` for every present member.
@@ -247,6 +270,35 @@ impl Outbox {
     #[cfg(test)]
     pub(crate) fn queue_capacity(&self) -> usize {
         self.queue.capacity()
+    }
+}
+
+/// Queues `frames` for each of `conns`: [`Delivery::FanOut`] when they are two or more,
+/// [`Delivery::Direct`] for one alone.
+fn fan_out(
+    queue: &mut VecDeque<GeneralOutput>,
+    sends: &mut u64,
+    frames: FrameRef,
+    mut conns: impl Iterator<Item = ConnId>,
+) {
+    if frames.is_empty() {
+        return;
+    }
+    let Some(first) = conns.next() else {
+        return;
+    };
+    let second = conns.next();
+    let delivery = match second {
+        Some(_) => Delivery::FanOut,
+        None => Delivery::Direct,
+    };
+    for conn in std::iter::once(first).chain(second).chain(conns) {
+        *sends += 1;
+        queue.push_back(GeneralOutput::Send {
+            conn,
+            frames,
+            delivery,
+        });
     }
 }
 

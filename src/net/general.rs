@@ -36,7 +36,9 @@ use slab::Slab;
 
 use crate::accounts::{LoginPolicy, VerifyResult};
 use crate::config::GeneralSettings;
-use crate::general::{ConnId, GeneralConfig, GeneralLobby, GeneralOutput, JobId, TokenSource};
+use crate::general::{
+    ConnId, Delivery, GeneralConfig, GeneralLobby, GeneralOutput, JobId, TokenSource,
+};
 use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, Snapshot};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
@@ -67,16 +69,16 @@ const FLUSH_EARLY: usize = 1024;
 /// (tens of microseconds) is what a request waits at most; a poll between slices costs one
 /// `epoll_wait` per 16 writes (measured: 128 kept the sign-in p99 at half rate near 2 ms).
 const FLUSH_SLICE: usize = 16;
-/// How long a fan-out frame (one the core sends to several connections: another member's
-/// MEMBER_INFO or MEMBER_LEFT, a chat line, a GAME_INFO) may wait for the next ones to share
-/// its write. In a busy lobby every member gets frames from every sign-in, chat line and game
-/// change; written as they come, each costs a system call and a wake-up of the reader, and the
-/// loop, kept busy by those writes, is preempted by the readers while requests wait. Gathered
-/// over 2 ms they cost at most one write per member per period whatever the traffic, a delay
-/// no player sees (measured at half the peak sign-in rate with 1,000 members: sign-in p99
-/// 0.4 ms against 0.9-2 ms without it; docs/BENCHMARKS.md). Frames for one connection alone
-/// (a reply, a JOIN_ASK, a private line), closes and a queue past [`FLUSH_EARLY`] are not
-/// delayed.
+/// How long a fan-out frame (one the core sends to several connections, marked
+/// [`Delivery::FanOut`]: another member's MEMBER_INFO or MEMBER_LEFT, a chat line, a
+/// GAME_INFO) may wait for the next ones to share its write. In a busy lobby every member
+/// gets frames from every sign-in, chat line and game change; written as they come, each
+/// costs a system call and a wake-up of the reader, and the loop, kept busy by those writes,
+/// is preempted by the readers while requests wait. Gathered over 2 ms they cost at most one
+/// write per member per period whatever the traffic, a delay no player sees (measured at half
+/// the peak sign-in rate with 1,000 members: sign-in p99 0.4 ms against 0.9-2 ms without it;
+/// docs/BENCHMARKS.md). Frames for one connection alone ([`Delivery::Direct`]: a reply, a
+/// JOIN_ASK, a private line), closes and a queue past [`FLUSH_EARLY`] are not delayed.
 const FANOUT_DELAY: Duration = Duration::from_millis(2);
 /// How long a connection the core closed may take to read what is queued for it.
 pub const LINGER: Duration = Duration::from_secs(2);
@@ -522,12 +524,13 @@ impl GeneralDriver {
     /// Carries out the core's outputs: frames into send queues (written at once past
     /// [`FLUSH_EARLY`]), closes, password checks.
     fn carry_out(&mut self, registry: &Registry, now: Instant) {
-        // The core queues a fan-out as one run to one connection after another.
-        let mut last_run = None;
         while let Some(output) = self.core.poll_output() {
             match output {
-                GeneralOutput::Send { conn, frames } => {
-                    let fanout = last_run.replace(frames) == Some(frames);
+                GeneralOutput::Send {
+                    conn,
+                    frames,
+                    delivery,
+                } => {
                     let (key, serial) = key_of(conn);
                     let Some(c) = self
                         .conns
@@ -552,7 +555,7 @@ impl GeneralDriver {
                         // The kernel is full for it: its WRITABLE event writes the queue.
                     } else if c.stream.pending() >= FLUSH_EARLY {
                         self.flush(registry, now, key);
-                    } else if !fanout {
+                    } else if delivery == Delivery::Direct {
                         // Also when fan-out waits on it already: this frame does not wait.
                         self.mark_dirty(key);
                     } else if was_idle {
@@ -589,8 +592,6 @@ impl GeneralDriver {
                         _ => Some(VerifyResult::Busy),
                     };
                     if let Some(result) = decided {
-                        // A new call: its runs start the arena afresh.
-                        last_run = None;
                         self.core.handle_verify_result(now, job, result);
                     }
                 }
@@ -802,6 +803,7 @@ impl FrontEnd for GeneralDriver {
 
     fn tidy(&mut self, now: Instant) {
         self.rate.tidy(now, FORGET_PER_TIDY);
+        self.per_ip.shrink();
         // `after_events` drained the core's outputs just before.
         self.core.tidy();
     }

@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 
+use crate::capacity::shrink_spare;
+
 use super::closer::CloseBatch;
 
 /// The kernel send buffer asked for on every accepted connection (`SO_SNDBUF`; Linux
@@ -420,6 +422,10 @@ pub fn below_resume_mark(open: usize, max_conns: usize) -> bool {
     open.saturating_mul(10) < max_conns.saturating_mul(9)
 }
 
+/// The capacity [`PerIpCounts`] keeps however few addresses are connected
+/// ([`shrink_spare`]'s floor).
+const PER_IP_FLOOR: usize = 64;
+
 /// Open connections per source address, for per-IP caps.
 #[derive(Debug, Default)]
 pub struct PerIpCounts {
@@ -445,6 +451,13 @@ impl PerIpCounts {
                 self.open.remove(&ip);
             }
         }
+    }
+
+    /// Gives back the table's spare capacity once it is less than a quarter full: a flood
+    /// of connections from many addresses would otherwise leave its peak size behind. For
+    /// the front end's periodic tidy.
+    pub fn shrink(&mut self) {
+        shrink_spare(&mut self.open, PER_IP_FLOOR);
     }
 }
 
@@ -584,6 +597,25 @@ mod tests {
         assert!(counts.open.is_empty());
         counts.remove(ip);
         assert_eq!(counts.get(ip), 0);
+    }
+
+    #[test]
+    fn per_ip_counts_give_back_a_crowds_table() {
+        let mut counts = PerIpCounts::default();
+        let crowd: Vec<IpAddr> = (0..5_000u32)
+            .map(|n| IpAddr::from((0x0a00_0000 | n).to_be_bytes()))
+            .collect();
+        crowd.iter().for_each(|&ip| counts.add(ip));
+        let peak = counts.open.capacity();
+        crowd[10..].iter().for_each(|&ip| counts.remove(ip));
+        counts.shrink();
+        assert!(
+            counts.open.capacity() <= 4 * PER_IP_FLOOR,
+            "{}",
+            counts.open.capacity()
+        );
+        assert!(counts.open.capacity() < peak);
+        assert!(crowd[..10].iter().all(|&ip| counts.get(ip) == 1));
     }
 
     /// What `tune_listener` relies on: an accepted socket carries the listener's options.

@@ -531,9 +531,11 @@ impl TcpLobby {
         }
     }
 
-    /// The periodic tidy: forgets connection-rate entries whose buckets are full again.
+    /// The periodic tidy: forgets connection-rate entries whose buckets are full again and
+    /// gives back the per-address tables' spare capacity.
     pub fn tidy(&mut self, now: Instant) {
         self.rate.tidy(now, FORGET_PER_TIDY);
+        self.per_ip.shrink();
     }
 
     /// When the earliest draining connection must be given up on, or now when a bounded

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::wire::general::{next_frame, ClientRepr, ErrorCode, Next, ServerRepr, TOKEN_LEN};
 
-use super::{ConnId, GeneralConfig, GeneralLobby, GeneralOutput, JobId, MemberId};
+use super::{ConnId, Delivery, GeneralConfig, GeneralLobby, GeneralOutput, JobId, MemberId};
 
 /// The token the deterministic source hands out `n`-th (from 1): sixteen bytes of `n`.
 pub(crate) fn token(n: u8) -> [u8; TOKEN_LEN] {
@@ -42,6 +42,8 @@ pub(crate) struct Sim {
     pub(crate) closed: BTreeSet<ConnId>,
     /// Verifications asked for, oldest first.
     pub(crate) verifies: Vec<(JobId, String, String)>,
+    /// Send records marked [`Delivery::Direct`] and [`Delivery::FanOut`], in that order.
+    pub(crate) deliveries: [u64; 2],
 }
 
 impl Sim {
@@ -58,6 +60,7 @@ impl Sim {
             inbox: BTreeMap::new(),
             closed: BTreeSet::new(),
             verifies: Vec::new(),
+            deliveries: [0; 2],
         };
         sim.drain();
         sim
@@ -67,7 +70,12 @@ impl Sim {
     pub(crate) fn drain(&mut self) {
         while let Some(output) = self.lobby.poll_output() {
             match output {
-                GeneralOutput::Send { conn, frames } => {
+                GeneralOutput::Send {
+                    conn,
+                    frames,
+                    delivery,
+                } => {
+                    self.deliveries[usize::from(delivery == Delivery::FanOut)] += 1;
                     assert!(
                         !self.closed.contains(&conn),
                         "send to {conn:?} after its close"

@@ -1,10 +1,12 @@
-//! The output contract: a fan-out is one encode, memory held after a spike is given back once
-//! drained, and `handle_timeout` stops at its output budget.
+//! The output contract: a fan-out is one encode marked as a fan-out, a frame for one
+//! connection is marked direct, memory held after a spike is given back once drained, and
+//! `handle_timeout` stops at its output budget.
 
 use std::time::Duration;
 
 use super::{config, count_frames, Sim};
-use crate::general::{ConnId, GeneralConfig, ARENA_KEEP, QUEUE_KEEP};
+use crate::general::output::IDLE_KEEP_BYTES;
+use crate::general::{ConnId, GeneralConfig, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};
 use crate::wire::general::{ClientRepr, ServerRepr};
 
 #[test]
@@ -14,6 +16,7 @@ fn a_lobby_chat_is_encoded_once() {
         sim.member(conn, &format!("m{conn}"));
     }
     let before = sim.lobby.stats();
+    let deliveries = sim.deliveries;
     sim.send(
         1,
         ClientRepr::Chat {
@@ -22,6 +25,12 @@ fn a_lobby_chat_is_encoded_once() {
         },
     );
     let after = sim.lobby.stats();
+    assert_eq!(sim.deliveries[0], deliveries[0], "no record marked direct");
+    assert_eq!(
+        sim.deliveries[1] - deliveries[1],
+        50,
+        "every record marked fan-out"
+    );
     let line = ServerRepr::ChatFrom {
         game: 0,
         member: 1,
@@ -35,6 +44,37 @@ fn a_lobby_chat_is_encoded_once() {
     for conn in 1..=50 {
         sim.expect(conn, &[line]);
     }
+}
+
+#[test]
+fn a_frame_for_one_connection_is_direct() {
+    let mut sim = Sim::new(config());
+    let alone = sim.member(1, "alone");
+    sim.member(2, "away");
+    sim.close(2);
+    sim.clear();
+    sim.deliveries = [0; 2];
+    // A reply, and a lobby chat line with one member present.
+    sim.send(1, ClientRepr::Ping { payload: b"x" });
+    sim.send(
+        1,
+        ClientRepr::Chat {
+            game: 0,
+            text: "anyone?",
+        },
+    );
+    assert_eq!(sim.deliveries, [2, 0]);
+    sim.expect(
+        1,
+        &[
+            ServerRepr::Pong { payload: b"x" },
+            ServerRepr::ChatFrom {
+                game: 0,
+                member: alone.0,
+                text: "anyone?",
+            },
+        ],
+    );
 }
 
 #[test]
@@ -90,6 +130,45 @@ fn a_spike_of_outputs_is_given_back() {
     sim.close(0);
     let (_, queue) = sim.lobby.output_memory();
     assert!(queue <= QUEUE_KEEP, "still holding {queue} records");
+}
+
+#[test]
+fn the_tidy_keeps_small_buffers_and_cuts_back_large_ones() {
+    let record = std::mem::size_of::<GeneralOutput>();
+    let mut sim = Sim::new(config());
+    sim.member(1, "m1");
+    sim.send(1, ClientRepr::Ping { payload: b"x" });
+    let ((_, arena), queue) = sim.lobby.output_memory();
+    assert!(arena > 0 && arena <= IDLE_KEEP_BYTES, "arena {arena}");
+    assert!(
+        queue > 0 && queue * record <= IDLE_KEEP_BYTES,
+        "queue {queue}"
+    );
+    sim.lobby.tidy();
+    assert_eq!(
+        sim.lobby.output_memory(),
+        ((0, arena), queue),
+        "small buffers are kept"
+    );
+    // 150 members: each newcomer's sync is about 6 KiB, its MEMBER_INFO goes to 149 others.
+    for conn in 2..=150 {
+        sim.member(conn, &format!("member{conn}"));
+    }
+    let ((_, arena), queue) = sim.lobby.output_memory();
+    assert!(arena > IDLE_KEEP_BYTES, "arena {arena}");
+    assert!(queue * record > IDLE_KEEP_BYTES, "queue {queue}");
+    sim.lobby.tidy();
+    let ((used, arena), queue) = sim.lobby.output_memory();
+    assert_eq!(used, 0);
+    assert!(arena > 0 && arena <= IDLE_KEEP_BYTES, "arena {arena}");
+    assert!(
+        queue > 0 && queue * record <= IDLE_KEEP_BYTES,
+        "queue {queue}"
+    );
+    // The next quiet call fits in what was kept.
+    sim.send(1, ClientRepr::Ping { payload: b"x" });
+    let pong = ServerRepr::Pong { payload: b"x" }.buffer_len();
+    assert_eq!(sim.lobby.output_memory(), ((pong, arena), queue));
 }
 
 #[test]
