@@ -21,10 +21,12 @@
 #           socket; driven by the same client. same / rooms compares the servers doing the same
 #           socket work (raw serves every room from one socket, which lobbyd cannot).
 #
-# With RELAY_PERF=1 each server also runs under `perf stat -e task-clock,raw_syscalls:sys_enter`
-# and each line gives its CPU time and system calls per relayed copy (from the server's start
-# to its end, setup included: a few hundred datagrams against 100,000s of copies), figures the
-# machine's other load moves far less than the rates.
+# With RELAY_PERF=1 each server and each client also runs under `perf stat -e
+# task-clock,raw_syscalls:sys_enter` and each line gives their CPU time and system calls per
+# relayed copy, "[server ... ; client ...]" (the server's from its start to its end, setup
+# included: a few hundred datagrams against 100,000s of copies; `lobby-load`'s includes its
+# setup of the rooms, relay_rr's client only its run), figures the machine's other load moves
+# far less than the rates.
 #
 # usage: scripts/side-by-side-relay.sh [PAIRS] [SECONDS]     (from the project root, after `make build`)
 # env: RELAY_ROOMS (16), RELAY_MEMBERS (4), RELAY_SIZE (64 bytes per datagram), RELAY_PERF, LOBBYD and
@@ -52,9 +54,10 @@ median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1
 # copies. Every run's sockets, lobby-load's included, are on 127.0.0.1: the same destinations
 # for every server.
 drive() {
-  python3 - "$1" "$T/relay_rr" "$SECS" "$ROOMS" "$MEMBERS" "$SIZE" "$P" "$LP" "${RELAY_RAW_PORTS:-44000}" <<'PY'
+  python3 - "$1" "$T/relay_rr" "$SECS" "$ROOMS" "$MEMBERS" "$SIZE" "$P" "$LP" "${RELAY_RAW_PORTS:-44000}" \
+    "$(client_perf)" <<'PY'
 import socket, struct, subprocess, sys, zlib
-mode, client, secs, rooms, members, size, raw_port, lobby_port, raw_ports = sys.argv[1:10]
+mode, client, secs, rooms, members, size, raw_port, lobby_port, raw_ports, perf = sys.argv[1:11]
 rooms, members, size, raw_ports = int(rooms), int(members), int(size), int(raw_ports)
 raw_ports -= raw_ports % members   # groups start at a multiple of MEMBERS (relay_rr's rule)
 def frame(code, seq, payload):
@@ -115,7 +118,7 @@ for s in sockets:   # leftover PEER_JOINED
             s.recv(2048)
     except BlockingIOError:
         pass
-out = subprocess.run(["taskset", "-c", "1", client, "client", secs, str(members - 1)],
+out = subprocess.run(perf.split() + ["taskset", "-c", "1", client, "client", secs, str(members - 1)],
                      input="\n".join(plan) + "\n", pass_fds=[s.fileno() for s in sockets],
                      capture_output=True, text=True)
 import json
@@ -135,25 +138,38 @@ start_lobbyd() {
 pf=
 start_perf() {
   [ "${RELAY_PERF:-0}" = 1 ] || return 0
+  rm -f "$T/client-perf"
   perf stat -x, -e task-clock,raw_syscalls:sys_enter -p "$1" -o "$T/perf" 2>/dev/null & pf=$!
   sleep 0.1
 }
-# " CPU us, syscalls per copy" for $1 copies (nothing without RELAY_PERF=1).
+# The command prefix that runs a client under perf stat (nothing without RELAY_PERF=1).
+client_perf() {
+  [ "${RELAY_PERF:-0}" = 1 ] && echo "perf stat -x, -e task-clock,raw_syscalls:sys_enter -o $T/client-perf"
+}
+# "CPU us, syscalls" per copy from perf stat's file $1 for $2 copies.
+per_copy() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+values = {}
+try:
+    for line in open(sys.argv[1]):
+        f = line.strip().split(",")
+        if len(f) > 2 and f[0][:1].isdigit():
+            values[f[2]] = float(f[0])
+except OSError:
+    pass
+copies = float(sys.argv[2] or 0)
+if copies and "task-clock" in values and "raw_syscalls:sys_enter" in values:
+    print("%.2f us, %.2f syscalls" % (values["task-clock"] * 1000 / copies,
+                                      values["raw_syscalls:sys_enter"] / copies), end="")
+PY
+}
+# " [server CPU us, syscalls; client CPU us, syscalls] per copy" for $1 copies (nothing
+# without RELAY_PERF=1).
 stop_perf() {
   [ -n "$pf" ] || return 0
   kill -INT $pf; wait $pf 2>/dev/null; pf=
-  python3 - "$T/perf" "$1" <<'PY'
-import sys
-values = {}
-for line in open(sys.argv[1]):
-    f = line.strip().split(",")
-    if len(f) > 2 and f[0][:1].isdigit():
-        values[f[2]] = float(f[0])
-copies = float(sys.argv[2] or 0)
-if copies and "task-clock" in values and "raw_syscalls:sys_enter" in values:
-    print(" [%.2f us, %.2f syscalls per copy]" % (values["task-clock"] * 1000 / copies,
-                                                  values["raw_syscalls:sys_enter"] / copies), end="")
-PY
+  echo -n " [server $(per_copy "$T/perf" "$1"); client $(per_copy "$T/client-perf" "$1") per copy]"
 }
 # Runs the C server in MODE $1 (server, rooms) and its client; prints "RATE COPIES[ perf]".
 c_run() {
@@ -172,7 +188,7 @@ loads=(); sames=(); roomss=()
 for r in $(seq "$PAIRS"); do
   raw=$(c_run server)
   start_lobbyd; start_perf $l
-  load=$(taskset -c 1 "$L" relay --target "127.0.0.1:$LP" --size "$SIZE" --members "$MEMBERS" \
+  load=$($(client_perf) taskset -c 1 "$L" relay --target "127.0.0.1:$LP" --size "$SIZE" --members "$MEMBERS" \
     --concurrency "$ROOMS" --sources 127.0.0.1 --caps off --duration "$SECS" --json -q 2>/dev/null |
     python3 -c 'import json,sys; j=[json.loads(l) for l in sys.stdin if l.startswith("{")][-1]; print(j["per_second"], j["completed"])')
   load="${load% *} $(stop_perf "${load#* }")"

@@ -13,6 +13,13 @@
 //! With `--start` the owner sends START once the room is full: the room counts down and
 //! plays while the DATA flows (COUNTDOWN and STARTED are not relay traffic and are skipped).
 //!
+//! Each readable member socket is read with one `recvmmsg` of a few slots (lobbyd's
+//! [`RecvBatch`]): a member has one copy waiting at a time in closed loop, and the short
+//! batch proves the socket drained, where reading until `WouldBlock` took a second, empty
+//! system call per copy. After setup every member socket is connected to its room's
+//! instance: a send then skips the kernel's route lookup, and only the instance's datagrams
+//! reach the member (a copy from anywhere else would not be a relayed copy).
+//!
 //! Closed loop: each room has one datagram in flight; when all its copies have arrived (or
 //! the timeout passed, the missing copies counted as `lost_copy` timeouts) the next member
 //! sends. Open loop: the pacer hands sends to the rooms round robin, nothing waits.
@@ -22,12 +29,12 @@
 //! ```
 
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use mio::net::UdpSocket;
 use mio::{Interest, Poll, Registry, Token};
 
+use crate::net::batch::{ReadSize, RecvBatch};
 use crate::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr, BROADCAST, MAX_DATA};
 
 use super::runner::{drive, Pacer, Workload};
@@ -49,7 +56,6 @@ struct InFlight {
 }
 
 struct Room {
-    instance: SocketAddr,
     members: Vec<UdpSocket>,
     /// The slot WELCOME gave each member.
     slots: Vec<u8>,
@@ -70,7 +76,10 @@ pub struct Relay {
     idle: Vec<usize>,
     next_sweep: Instant,
     opaque: Box<[u8; MAX_DATA]>,
+    /// Where each DATA and LEAVE is emitted.
     buf: Box<[u8; BUF_LEN]>,
+    /// Where the copies are read.
+    recv: RecvBatch,
 }
 
 impl Relay {
@@ -98,13 +107,13 @@ impl Relay {
             let mut slots = Vec::with_capacity(m);
             for (k, (slot, socket)) in sockets.into_iter().enumerate() {
                 socket.set_nonblocking(true)?;
+                socket.connect(room.instance)?;
                 let mut socket = UdpSocket::from_std(socket);
                 registry.register(&mut socket, Token(r * m + k), Interest::READABLE)?;
                 members.push(socket);
                 slots.push(slot);
             }
             rooms.push(Room {
-                instance: room.instance,
                 members,
                 slots,
                 next_sender: 0,
@@ -132,6 +141,7 @@ impl Relay {
             next_sweep: Instant::now() + SWEEP_EVERY,
             opaque: Box::new([0; MAX_DATA]),
             buf: Box::new([0; BUF_LEN]),
+            recv: RecvBatch::new(),
         })
     }
 
@@ -157,7 +167,7 @@ impl Relay {
             },
         }
         .emit(&mut self.buf[..]);
-        if let Err(e) = room.members[member].send_to(&self.buf[..len], room.instance) {
+        if let Err(e) = room.members[member].send(&self.buf[..len]) {
             stats.error(match e.kind() {
                 io::ErrorKind::WouldBlock => "send_would_block",
                 _ => "send_failed",
@@ -175,9 +185,13 @@ impl Relay {
         true
     }
 
-    /// Judges one datagram member `k` of room `r` received.
-    fn received(&mut self, r: usize, len: usize, now: Instant, stats: &mut Stats) {
-        let (sender_slot, stamp) = match ServerRepr::parse(&self.buf[..len]) {
+    /// Judges datagram `i` of the last read, received by a member of room `r`.
+    fn received(&mut self, r: usize, i: usize, now: Instant, stats: &mut Stats) {
+        let Some((datagram, _)) = self.recv.datagram(i) else {
+            // Not an IP sender: nothing lobbyd sends.
+            return stats.error("foreign_sender");
+        };
+        let (sender_slot, stamp) = match ServerRepr::parse(datagram) {
             Ok(ServerRepr {
                 msg: ServerMsg::Data { sender, data },
                 ..
@@ -262,8 +276,15 @@ impl Workload for Relay {
             let Some(socket) = self.rooms.get(r).and_then(|room| room.members.get(k)) else {
                 return;
             };
-            match socket.recv_from(&mut self.buf[..]) {
-                Ok((len, _)) => self.received(r, len, now, stats),
+            match self.recv.recv(socket, ReadSize::First) {
+                Ok(count) => {
+                    for i in 0..count {
+                        self.received(r, i, now, stats);
+                    }
+                    if self.recv.drained() {
+                        return;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => stats.error("recv_failed"),
@@ -298,7 +319,7 @@ impl Workload for Relay {
             .emit(&mut self.buf[..]);
             for member in &room.members {
                 // Best effort: a lost LEAVE lets the seat lapse by idleness.
-                let _ = member.send_to(&self.buf[..len], room.instance);
+                let _ = member.send(&self.buf[..len]);
             }
         }
         let expected = stats.sent * (self.members as u64 - 1);
