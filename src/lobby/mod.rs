@@ -301,7 +301,7 @@ impl Lobby {
         now: Instant,
         hash_source: Box<dyn FnMut() -> u64 + Send>,
     ) -> Lobby {
-        let timers = TimerWheel::new(now, config.timer_tick, 4096);
+        let timers = TimerWheel::new(now, config.timer_tick, wheel_slots(config.timer_tick));
         let limiter = PerIpLimiter::new(config.rate);
         Lobby {
             config,
@@ -956,3 +956,12 @@ impl Lobby {
 
 #[cfg(test)]
 mod tests;
+
+/// Slots for a wheel of `tick`: enough that one revolution spans a second. An entry further
+/// out than a revolution still takes its slot's turn every revolution (the loop wakes for it,
+/// finds it a round early, and sleeps again), so a short revolution costs wake-ups for every
+/// long timer (room housekeeping, idle connections).
+fn wheel_slots(tick: Duration) -> usize {
+    let per_second = Duration::from_secs(1).as_nanos() / tick.as_nanos().max(1);
+    usize::try_from(per_second).unwrap_or(usize::MAX).max(1024)
+}

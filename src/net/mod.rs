@@ -84,8 +84,11 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
         // the loop even wakes (the timerfd in `wake.rs` wakes it at the tick itself). 100 us
         // rather than 250: 1,000 parties spread over a second, COUNTDOWN lateness p50 0.17 ms
         // and p99 0.57-0.93 ms against 0.27 ms and 0.77-1.44 ms, for 10-20 % more loop CPU
-        // at 40,000 COUNTDOWNs a second (fewer deadlines share a wake-up); 4096 slots span
-        // 0.4 s, past which entries wait a round (docs/BENCHMARKS.md).
+        // at 40,000 COUNTDOWNs a second (fewer deadlines share a wake-up). The wheel gets
+        // enough slots to span a second (`lobby::wheel_slots`: 16,384 here, 256 KB more
+        // than 4,096): with 4,096 it spanned 0.4 s and every room's housekeeping timer came
+        // round 2.5 times a second, LIST_ROOMS against C 0.90-0.98 instead of 0.99-1.05
+        // (docs/BENCHMARKS.md).
         timer_tick: Duration::from_micros(100),
         party: PartyConfig {
             min_players: config.min_players,
