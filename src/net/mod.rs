@@ -85,8 +85,8 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
         // rather than 250: 1,000 parties spread over a second, COUNTDOWN lateness p50 0.17 ms
         // and p99 0.57-0.93 ms against 0.27 ms and 0.77-1.44 ms, for 10-20 % more loop CPU
         // at 40,000 COUNTDOWNs a second (fewer deadlines share a wake-up). The wheel gets
-        // enough slots to span a second (`lobby::wheel_slots`: 16,384 here, 256 KB more
-        // than 4,096): with 4,096 it spanned 0.4 s and every room's housekeeping timer came
+        // enough slots to span a second (`lobby::wheel_slots`: 16,384 here, at most 384 KB
+        // more than 4,096; 268 kB measured at start): with 4,096 it spanned 0.4 s and every room's housekeeping timer came
         // round 2.5 times a second, LIST_ROOMS against C 0.90-0.98 instead of 0.99-1.05
         // (docs/BENCHMARKS.md).
         timer_tick: Duration::from_micros(100),
