@@ -560,22 +560,24 @@ impl<S: Script> TcpEngine<S> {
                 return;
             };
             let source = slot.source.map_or(UNSPECIFIED, |k| self.pool.addr(k));
-            let read = if S::RX_TIMESTAMPS {
-                rx_time::read(stream, &mut self.chunk, &mut self.control)
-                    .map(|(len, stamp)| (len, stamp.unwrap_or(now)))
+            let (read, arrived) = if S::RX_TIMESTAMPS {
+                match rx_time::read(stream, &mut self.chunk, &mut self.control) {
+                    Ok((len, stamp)) => (Ok(len), stamp.unwrap_or(now)),
+                    Err(e) => (Err(e), now),
+                }
             } else {
-                stream.read(&mut self.chunk).map(|len| (len, now))
+                (stream.read(&mut self.chunk), now)
             };
             let mut ctx = Ctx {
                 now,
-                arrived: read.as_ref().map_or(now, |&(_, at)| at),
+                arrived,
                 source,
                 registry,
                 aux_token,
                 stats,
                 out: &mut self.out,
             };
-            let step = match read.map(|(len, _)| len) {
+            let step = match read {
                 Ok(0) => self.script.eof(i, &mut slot.state, &mut ctx),
                 Ok(len) => {
                     let fresh = &self.chunk[..len];
