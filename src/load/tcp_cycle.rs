@@ -423,20 +423,35 @@ impl Script for Cycle {
     fn finish(&mut self, stats: &mut Stats) {
         stats.set("players", self.players);
         stats.set("countdown_frames", self.countdown_frames);
-        let us = |nanos: u64| nanos / 1000;
-        if self.seen.count() > 0 {
-            stats.set("seen_p50_us", us(self.seen.percentile(50.0)));
-            stats.set("seen_p99_us", us(self.seen.percentile(99.0)));
-            stats.set("seen_max_us", us(self.seen.max()));
-        }
-        if self.before_last.count() > 0 {
-            stats.set("before_last_p50_us", us(self.before_last.percentile(50.0)));
-            stats.set("before_last_p99_us", us(self.before_last.percentile(99.0)));
-            stats.set("before_last_max_us", us(self.before_last.max()));
-        }
+        set_micros(
+            stats,
+            &self.seen,
+            ["seen_p50_us", "seen_p99_us", "seen_max_us"],
+        );
+        set_micros(
+            stats,
+            &self.before_last,
+            [
+                "before_last_p50_us",
+                "before_last_p99_us",
+                "before_last_max_us",
+            ],
+        );
         stats.set("parties_failed", self.parties_failed);
         if let Some(rounds) = self.rounds.as_ref() {
             stats.set("rounds", rounds.rounds());
         }
     }
+}
+
+/// Sets `keys` (p50, p99, max) to those of `histogram` (nanoseconds) in microseconds, if it
+/// holds any sample.
+fn set_micros(stats: &mut Stats, histogram: &Histogram, keys: [&'static str; 3]) {
+    if histogram.count() == 0 {
+        return;
+    }
+    let [p50, p99, max] = keys;
+    stats.set(p50, histogram.percentile(50.0) / 1000);
+    stats.set(p99, histogram.percentile(99.0) / 1000);
+    stats.set(max, histogram.max() / 1000);
 }
