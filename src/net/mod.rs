@@ -80,15 +80,12 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
             byte_burst: reply_bytes.saturating_mul(2),
             max_entries: config.rate_table_size,
         },
-        // A deadline is rounded up to the tick, so this is how late a COUNTDOWN may be before
-        // the loop even wakes (the timerfd in `wake.rs` wakes it at the tick itself). 100 us
-        // rather than 250: 1,000 parties spread over a second, COUNTDOWN lateness p50 0.17 ms
-        // and p99 0.57-0.93 ms against 0.27 ms and 0.77-1.44 ms, for 10-20 % more loop CPU
-        // at 40,000 COUNTDOWNs a second (fewer deadlines share a wake-up). The wheel gets
-        // enough slots to span a second (`lobby::wheel_slots`: 16,384 here, at most 384 KB
-        // more than 4,096; 268 kB measured at start): with 4,096 it spanned 0.4 s and every room's housekeeping timer came
-        // round 2.5 times a second, LIST_ROOMS against C 0.90-0.98 instead of 0.99-1.05
-        // (docs/BENCHMARKS.md).
+        // A deadline is rounded up to the tick: this is how late a COUNTDOWN may be before
+        // the timerfd (`wake.rs`) wakes the loop. 100 us rather than 250: spread COUNTDOWN
+        // lateness p99 0.57-0.93 ms against 0.77-1.44 ms, for 10-20 % more loop CPU at
+        // 40,000 COUNTDOWNs a second. The core sizes its wheel to span a second
+        // (`lobby::wheel_slots`), so far-off timers come round once a second, not 2.5 times
+        // (docs/BENCHMARKS.md: both measured).
         timer_tick: Duration::from_micros(100),
         party: PartyConfig {
             min_players: config.min_players,
