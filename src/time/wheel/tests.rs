@@ -1,5 +1,7 @@
 //! Unit and model tests for [`TimerWheel`](super::TimerWheel): the firing contract of the
-//! module documentation, checked case by case and against a naive list under quickcheck.
+//! module documentation, checked case by case and against a naive list under quickcheck;
+//! cascading across the levels against a sorted list; and the wake-ups a driver loop makes
+//! with a thousand far-off timers.
 
 use super::*;
 use quickcheck::{Arbitrary, Gen, QuickCheck};
@@ -184,49 +186,102 @@ impl Arbitrary for Op {
     }
 }
 
+/// The naive model: the live timers as (firing time, id), and every key handed out (a key's
+/// index is the id of its timer).
+struct Model {
+    start: Instant,
+    tick: Duration,
+    live: Vec<(Instant, usize)>,
+    keys: Vec<TimerKey>,
+}
+
+impl Model {
+    fn new(start: Instant, tick: Duration) -> Self {
+        Model {
+            start,
+            tick,
+            live: Vec::new(),
+            keys: Vec::new(),
+        }
+    }
+
+    /// Inserts a timer `offset` ms from `now` (negative: in the past) into the wheel and the
+    /// model; returns its id and naive firing time: the deadline rounded up to a tick
+    /// boundary, `start` at least.
+    fn insert(
+        &mut self,
+        wheel: &mut TimerWheel<usize>,
+        now: Instant,
+        offset: i64,
+    ) -> (usize, Instant) {
+        let magnitude = ms(offset.unsigned_abs());
+        let deadline = if offset < 0 {
+            now.checked_sub(magnitude).unwrap_or(now)
+        } else {
+            now + magnitude
+        };
+        let since = deadline.saturating_duration_since(self.start);
+        let ticks = since.as_nanos().div_ceil(self.tick.as_nanos());
+        let firing = self.start + self.tick * u32::try_from(ticks).unwrap_or(u32::MAX);
+        let id = self.keys.len();
+        self.keys.push(wheel.insert(deadline, id));
+        self.live.push((firing, id));
+        (id, firing)
+    }
+
+    /// Cancels an earlier insert, picked modulo the number of inserts so far, in both; the
+    /// wheel must give the value back exactly while the model still holds it.
+    fn cancel(&mut self, wheel: &mut TimerWheel<usize>, pick: usize) -> Result<(), String> {
+        if self.keys.is_empty() {
+            return Ok(());
+        }
+        let id = pick % self.keys.len();
+        let expected = self
+            .live
+            .iter()
+            .position(|&(_, live)| live == id)
+            .map(|at| {
+                self.live.remove(at);
+                id
+            });
+        let got = wheel.cancel(self.keys[id]);
+        if got != expected {
+            return Err(format!("cancel({id}): wheel {got:?}, model {expected:?}"));
+        }
+        Ok(())
+    }
+
+    /// Removes and returns the ids due at `now`, in firing order then insertion order.
+    fn take_due(&mut self, now: Instant) -> Vec<usize> {
+        self.live.sort_unstable();
+        let due = self.live.partition_point(|&(when, _)| when <= now);
+        self.live.drain(..due).map(|(_, id)| id).collect()
+    }
+
+    /// The wheel holds as many timers as the model, and its next deadline fits the earliest.
+    fn check(&self, wheel: &TimerWheel<usize>) -> Result<(), String> {
+        if wheel.len() != self.live.len() {
+            return Err(format!("len {} vs model {}", wheel.len(), self.live.len()));
+        }
+        check_next_deadline(wheel, self.live.iter().map(|&(when, _)| when).min())
+    }
+}
+
 /// Runs `ops` against the wheel and against a plain list of (firing time, id).
 fn matches_naive_model(tick_ms: u8, slots: u8, ops: Vec<Op>) -> Result<(), String> {
     let tick = ms(u64::from(tick_ms % 13) + 1);
     let start = Instant::now();
     let mut wheel = TimerWheel::new(start, tick, usize::from(slots % 70) + 1);
-    // The naive firing time: the deadline rounded up to a tick boundary, `start` at least.
-    let firing_time = |deadline: Instant| {
-        let since = deadline.saturating_duration_since(start);
-        let ticks = since.as_nanos().div_ceil(tick.as_nanos());
-        start + tick * u32::try_from(ticks).unwrap_or(u32::MAX)
-    };
     let mut now = start;
-    let mut model: Vec<(Instant, usize)> = Vec::new();
+    let mut model = Model::new(start, tick);
     let mut firing_of: HashMap<usize, Instant> = HashMap::new();
-    let mut keys: Vec<(TimerKey, usize)> = Vec::new();
     for op in ops {
         match op {
             Op::Insert(offset) => {
-                let magnitude = ms(offset.unsigned_abs());
-                let deadline = if offset < 0 {
-                    now.checked_sub(magnitude).unwrap_or(now)
-                } else {
-                    now + magnitude
-                };
-                let id = keys.len();
-                keys.push((wheel.insert(deadline, id), id));
-                model.push((firing_time(deadline), id));
-                firing_of.insert(id, firing_time(deadline));
+                let (id, firing) = model.insert(&mut wheel, now, offset);
+                firing_of.insert(id, firing);
             }
-            Op::Cancel(pick) => {
-                if keys.is_empty() {
-                    continue;
-                }
-                let (key, id) = keys[pick % keys.len()];
-                let expected = model.iter().position(|&(_, live)| live == id).map(|at| {
-                    model.remove(at);
-                    id
-                });
-                let got = wheel.cancel(key);
-                if got != expected {
-                    return Err(format!("cancel({id}): wheel {got:?}, model {expected:?}"));
-                }
-            }
+            Op::Cancel(pick) => model.cancel(&mut wheel, pick)?,
             Op::Advance(step) => {
                 now += ms(step);
                 let fired = drain(&mut wheel, now);
@@ -234,12 +289,7 @@ fn matches_naive_model(tick_ms: u8, slots: u8, ops: Vec<Op>) -> Result<(), Strin
                 if times.windows(2).any(|pair| pair[0] > pair[1]) {
                     return Err(format!("fired out of tick order: {fired:?}"));
                 }
-                let mut expected: Vec<usize> = model
-                    .iter()
-                    .filter(|&&(when, _)| when <= now)
-                    .map(|&(_, id)| id)
-                    .collect();
-                model.retain(|&(when, _)| when > now);
+                let mut expected = model.take_due(now);
                 let mut fired = fired;
                 fired.sort_unstable();
                 expected.sort_unstable();
@@ -254,19 +304,7 @@ fn matches_naive_model(tick_ms: u8, slots: u8, ops: Vec<Op>) -> Result<(), Strin
                 }
             }
         }
-        if wheel.len() != model.len() {
-            return Err(format!("len {} vs model {}", wheel.len(), model.len()));
-        }
-        let earliest = model.iter().map(|&(when, _)| when).min();
-        match (wheel.next_deadline(), earliest) {
-            (None, None) => {}
-            (Some(next), Some(earliest)) if next <= earliest => {}
-            (next, earliest) => {
-                return Err(format!(
-                    "next_deadline {next:?}, model earliest {earliest:?}"
-                ))
-            }
-        }
+        model.check(&wheel)?;
     }
     Ok(())
 }
@@ -276,4 +314,222 @@ fn quickcheck_against_naive_model() {
     QuickCheck::new()
         .tests(400)
         .quickcheck(matches_naive_model as fn(u8, u8, Vec<Op>) -> Result<(), String>);
+}
+
+/// `next_deadline` against the model's earliest firing time: never later; exact while that
+/// entry is due (already, or in the current revolution); otherwise not before the next
+/// revolution starts, so a far-off entry costs no wake-up within this one.
+fn check_next_deadline<T>(wheel: &TimerWheel<T>, earliest: Option<Instant>) -> Result<(), String> {
+    let (next, earliest) = match (wheel.next_deadline(), earliest) {
+        (None, None) => return Ok(()),
+        (Some(next), Some(earliest)) => (next, earliest),
+        (next, earliest) => {
+            return Err(format!(
+                "next_deadline {next:?}, model earliest {earliest:?}"
+            ))
+        }
+    };
+    let earliest_tick = wheel.tick_at_or_after(earliest);
+    let current = wheel.revolution_of(wheel.next_tick);
+    let exact = wheel.expired.head.is_some() || wheel.revolution_of(earliest_tick) == current;
+    let next_revolution = wheel.boundary_or_earlier((current + 1) << wheel.revolution_bits);
+    if next > earliest || (exact && next != earliest) || (!exact && next < next_revolution) {
+        return Err(format!(
+            "next_deadline {next:?}, model earliest {earliest:?} (exact: {exact})"
+        ));
+    }
+    Ok(())
+}
+
+/// Every entry sits in the list its distance from `next_tick` calls for, and the counters
+/// and bitmaps agree with the lists.
+fn check_levels<T>(wheel: &TimerWheel<T>) -> Result<(), String> {
+    let now = wheel.next_tick;
+    let mut pending = 0;
+    for (index, entry) in wheel.entries.iter() {
+        let due = entry.due_tick;
+        let placed = match entry.list {
+            List::Expired => due < now,
+            List::Slot(slot) => {
+                due >= now
+                    && wheel.revolution_of(due) == wheel.revolution_of(now)
+                    && slot == wheel.slot_of(due)
+            }
+            List::Coarse(slot) => {
+                wheel.revolution_of(due) > wheel.revolution_of(now)
+                    && wheel.epoch_of(due) == wheel.epoch_of(now)
+                    && slot == wheel.coarse_slot_of(due)
+            }
+            List::Overflow => {
+                wheel.epoch_of(due) > wheel.epoch_of(now) && due >= wheel.overflow_min
+            }
+        };
+        if !placed {
+            return Err(format!(
+                "entry {index} due {due} in {:?} at next_tick {now}",
+                entry.list
+            ));
+        }
+        pending += usize::from(entry.list != List::Expired);
+    }
+    if pending != wheel.pending {
+        return Err(format!("pending {} counted {pending}", wheel.pending));
+    }
+    let bits_agree = |heads: &[ListHead], bits: &[u64]| {
+        heads.iter().enumerate().all(|(slot, list)| {
+            let bit = bits
+                .get(slot / 64)
+                .map_or(0, |word| word >> (slot % 64) & 1);
+            list.head.is_some() == (bit == 1)
+        })
+    };
+    if !bits_agree(&wheel.slots, &wheel.occupied)
+        || !bits_agree(&wheel.coarse, &wheel.coarse_occupied)
+    {
+        return Err("an occupancy bit disagrees with its list".into());
+    }
+    Ok(())
+}
+
+/// Operations that cross levels on a small wheel: deadlines many epochs out, long jumps,
+/// and single polls that leave due entries waiting while more are inserted.
+#[derive(Clone, Debug)]
+enum LevelOp {
+    /// Insert, cancel, or advance and drain, as in the naive model.
+    Op(Op),
+    /// Move the clock forward this many milliseconds, then take at most one entry.
+    PollOne(u64),
+}
+
+impl Arbitrary for LevelOp {
+    fn arbitrary(g: &mut Gen) -> Self {
+        match u8::arbitrary(g) % 16 {
+            0..=3 => LevelOp::Op(Op::Insert(i64::from(u16::arbitrary(g) % 700) - 30)),
+            4..=5 => LevelOp::Op(Op::Insert(i64::from(u32::arbitrary(g) % 40_000))),
+            6..=8 => LevelOp::Op(Op::Cancel(usize::arbitrary(g))),
+            9..=11 => LevelOp::Op(Op::Advance(u64::from(u16::arbitrary(g) % 300))),
+            12 => LevelOp::Op(Op::Advance(u64::from(u32::arbitrary(g) % 60_000))),
+            _ => LevelOp::PollOne(u64::from(u8::arbitrary(g) % 40)),
+        }
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+        match self {
+            LevelOp::Op(op) => Box::new(op.shrink().map(LevelOp::Op)),
+            LevelOp::PollOne(step) => Box::new(step.shrink().map(LevelOp::PollOne)),
+        }
+    }
+}
+
+/// Runs `ops` on a wheel of 1-16 fine and 1-8 coarse slots (an epoch of at most 128 ticks,
+/// so entries pass through the overflow list and both levels) against the model: entries
+/// must come out exactly in (tick, insertion) order, at their tick, and every entry must
+/// sit in the list its distance calls for.
+fn cascades_like_a_sorted_list(slots: u8, coarse: u8, ops: Vec<LevelOp>) -> Result<(), String> {
+    let tick = ms(2);
+    let start = Instant::now();
+    let fine = usize::from(slots % 16) + 1;
+    let mut wheel = TimerWheel::with_levels(start, tick, fine, usize::from(coarse % 8) + 1);
+    let mut now = start;
+    let mut model = Model::new(start, tick);
+    for op in ops {
+        match op {
+            LevelOp::Op(Op::Insert(offset)) => {
+                model.insert(&mut wheel, now, offset);
+            }
+            LevelOp::Op(Op::Cancel(pick)) => model.cancel(&mut wheel, pick)?,
+            LevelOp::Op(Op::Advance(step)) => {
+                now += ms(step);
+                let fired = drain(&mut wheel, now);
+                let expected = model.take_due(now);
+                if fired != expected {
+                    return Err(format!(
+                        "at {now:?}: wheel fired {fired:?}, model {expected:?}"
+                    ));
+                }
+            }
+            LevelOp::PollOne(step) => {
+                now += ms(step);
+                let got = wheel.poll_expired(now);
+                model.live.sort_unstable();
+                let expected = match model.live.first() {
+                    Some(&(when, id)) if when <= now => {
+                        model.live.remove(0);
+                        Some(id)
+                    }
+                    _ => None,
+                };
+                if got != expected {
+                    return Err(format!("at {now:?}: polled {got:?}, model {expected:?}"));
+                }
+            }
+        }
+        model.check(&wheel)?;
+        check_levels(&wheel)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn quickcheck_cascading_across_levels() {
+    QuickCheck::new()
+        .tests(400)
+        .quickcheck(cascades_like_a_sorted_list as fn(u8, u8, Vec<LevelOp>) -> Result<(), String>);
+}
+
+/// Drives `wheel` like the server loop (sleep to `next_deadline`, then drain) for
+/// `revolutions` revolutions of `slot_count` 1 ms ticks, with 1,000 timers re-armed 2 to 60
+/// revolutions ahead whenever they fire (idle timeouts). Returns (wake-ups that found nothing
+/// due, timers fired); panics if one fires early or more than a tick late.
+fn driver_wakeups(mut wheel: TimerWheel<usize>, slot_count: u64, revolutions: u64) -> (u64, u64) {
+    let start = wheel.start;
+    let revolution = slot_count;
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut far_off = |now: Instant| {
+        // xorshift64: a fixed, evenly spread sequence of distances.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        now + ms(2 * revolution + seed % (58 * revolution))
+    };
+    let mut deadlines: Vec<Instant> = (0..1000).map(|_| far_off(start)).collect();
+    for (id, &deadline) in deadlines.iter().enumerate() {
+        wheel.insert(deadline, id);
+    }
+    let end = start + ms(revolutions * revolution);
+    let (mut empty, mut fired) = (0, 0);
+    while let Some(now) = wheel.next_deadline().filter(|&next| next <= end) {
+        let mut found = false;
+        while let Some(id) = wheel.poll_expired(now) {
+            let deadline = deadlines[id];
+            assert!(
+                deadline <= now && now < deadline + ms(1),
+                "timer {id} fired at {now:?}"
+            );
+            deadlines[id] = far_off(now);
+            wheel.insert(deadlines[id], id);
+            found = true;
+            fired += 1;
+        }
+        empty += u64::from(!found);
+    }
+    (empty, fired)
+}
+
+/// Far-off timers cost at most a wake-up or two per revolution, not one per occupied slot
+/// (a one-level wheel of 256 slots woke about 250 times per revolution here).
+#[test]
+fn far_timers_cost_few_empty_wakeups() {
+    let start = Instant::now();
+    let revolutions = 300;
+    for coarse in [COARSE_SLOTS, 4] {
+        let wheel = TimerWheel::with_levels(start, ms(1), 256, coarse);
+        let (empty, fired) = driver_wakeups(wheel, 256, revolutions);
+        // Each timer fires every 31 revolutions on average: thousands of firings in all.
+        assert!(fired > 5_000, "only {fired} timers fired");
+        assert!(
+            empty <= 2 * revolutions,
+            "{empty} empty wake-ups in {revolutions} revolutions ({coarse} coarse slots)"
+        );
+    }
 }
