@@ -402,17 +402,33 @@ impl<T> TimerWheel<T> {
         self.link_back(index, list);
     }
 
-    /// Moves every entry of `tick`'s fine slot (all due at `tick`) to the expired list,
-    /// keeping their order. Returns whether anything moved.
+    /// Moves every entry of `tick`'s fine slot (all due at `tick`) to the back of the expired
+    /// list in one splice, keeping their order. Returns whether anything moved.
     fn collect_slot(&mut self, tick: u64) -> bool {
         let slot = self.slot_of(tick);
-        let mut moved = false;
-        while let Some(index) = self.slots.get(slot).and_then(|list| list.head) {
-            self.unlink(index);
-            self.link_back(index, List::Expired);
-            moved = true;
+        let Some(list) = self.slots.get(slot).copied() else {
+            return false;
+        };
+        let Some(first) = list.head else {
+            return false;
+        };
+        let mut cursor = Some(first);
+        while let Some(entry) = cursor.and_then(|index| self.entries.get_mut(index)) {
+            entry.list = List::Expired;
+            cursor = entry.next;
+            self.pending -= 1;
         }
-        moved
+        let before = self.expired.tail;
+        match before.and_then(|index| self.entries.get_mut(index)) {
+            Some(last) => last.next = Some(first),
+            None => self.expired.head = Some(first),
+        }
+        if let Some(entry) = self.entries.get_mut(first) {
+            entry.prev = before;
+        }
+        self.expired.tail = list.tail;
+        self.set_head(List::Slot(slot), ListHead::default());
+        true
     }
 
     fn pop_expired(&mut self) -> Option<T> {
