@@ -18,9 +18,10 @@
 //!   inserting). A poll after a long gap does not walk empty ticks or revolutions: it skips
 //!   to the next occupied slot through bitmaps.
 //! - [`TimerWheel::next_deadline`] is exact while the earliest entry is due in the current
-//!   revolution; otherwise it is the first tick of the next revolution (or epoch) holding
-//!   entries. So at most one wake-up per revolution, plus one per epoch, finds nothing due,
-//!   however many far-off timers there are.
+//!   revolution; otherwise it is the first tick of the next revolution holding entries, or,
+//!   past the current epoch, the overflow list's earliest tick (a lower bound after a
+//!   cancel, and never before the next epoch). So at most one wake-up per revolution, plus
+//!   one per epoch, finds nothing due, however many far-off timers there are.
 //! - A [`TimerKey`] carries a generation, so a key whose entry has fired or been cancelled
 //!   never cancels a newer entry that reused its slab slot.
 //!
