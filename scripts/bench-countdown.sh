@@ -18,7 +18,9 @@
 # 2026-11-26 evening. Each tcp-cycle run also gets a row for its COUNTDOWNs
 # before 0.0, which comes with GAME_START: the tool's own work on a thousand GAME_STARTs
 # at once (close, bind a UDP socket, HELLO) delays its reading of the last 0.0s, a cost the
-# floor does not have. The table goes to bench-out/results-countdown.md.
+# floor does not have. Each run's row also gives the time the hypervisor took from this
+# machine's CPUs during it (host steal, /proc/stat): on a shared VM it decides much of a
+# run's p99. The table goes to bench-out/results-countdown.md.
 #
 # Environment: COUNTDOWN_PARTIES (default 1000), COUNTDOWN_SPREAD (ms, default 1000),
 # COUNTDOWN_DURATION (s per tcp-cycle run, default 15: two rounds of 5 s countdowns),
@@ -47,13 +49,13 @@ LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 PSI_BEFORE="$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev/null || true)"
 ROWS=()
 
-# row NAME FILE: one table row from a lobby-load --json summary.
+# row NAME FILE STEAL_MS: one table row from a lobby-load --json summary.
 row() {
   local p50 p99 max n fails
   p50="$(json_lateness "$2" p50)"; p99="$(json_lateness "$2" p99)"; max="$(json_lateness "$2" max)"
   n="$(sed -n 's/.*"samples":\([0-9]*\).*/\1/p' "$2")"
   fails="$(json_failures "$2")"
-  ROWS+=("$(printf '| %s | %s | %.0f | %.0f | %.0f | %s |' "$1" "${n:-0}" "${p50:-0}" "${p99:-0}" "${max:-0}" "$fails")")
+  ROWS+=("$(printf '| %s | %s | %.0f | %.0f | %.0f | %s | %s |' "$1" "${n:-0}" "${p50:-0}" "${p99:-0}" "${max:-0}" "$fails" "$3")")
 }
 
 # extra FILE KEY: a mode-specific count of a lobby-load --json summary.
@@ -61,25 +63,28 @@ extra() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1"; }
 
 # cycle NAME SPREAD_MS: tcp-cycle against a fresh lobbyd.
 cycle() {
-  local file="$OUT/countdown-$1.json"
+  local file="$OUT/countdown-$1.json" steal
   start_lobbyd "$OUT/lobbyd-countdown-$1.log" "${LIMITS[@]}"
   log "== $1: lobby-load tcp-cycle --concurrency $CONNS --spread $2 (${DURATION}s)"
+  steal="$(steal_ms)"
   run_load tcp-cycle --concurrency "$CONNS" --members 4 --spread "$2" --duration "$DURATION" \
     --timeout 10000 --sources "$SOURCES" --json -q >"$file" || true
+  steal=$(( $(steal_ms) - steal ))
   stop_lobbyd
-  row "$1" "$file"
-  ROWS+=("$(printf '| %s, before 0.0 | | %s | %s | %s | |' "$1" "$(extra "$file" before_last_p50_us)" \
+  row "$1" "$file" "$steal"
+  ROWS+=("$(printf '| %s, before 0.0 | | %s | %s | %s | | |' "$1" "$(extra "$file" before_last_p50_us)" \
     "$(extra "$file" before_last_p99_us)" "$(extra "$file" before_last_max_us)")")
-  ROWS+=("$(printf '| %s, when the tool saw it | | %s | %s | %s | |' "$1" "$(extra "$file" seen_p50_us)" \
+  ROWS+=("$(printf '| %s, when the tool saw it | | %s | %s | %s | | |' "$1" "$(extra "$file" seen_p50_us)" \
     "$(extra "$file" seen_p99_us)" "$(extra "$file" seen_max_us)")")
 }
 
 cycle "spread-$SPREAD" "$SPREAD"
 cycle same-instant 0
 log "== floor: lobby-load write-floor --concurrency $CONNS"
+floor_steal="$(steal_ms)"
 "$LOBBY_LOAD" write-floor --concurrency "$CONNS" --sources "$SOURCES" --duration 5 \
   --json -q >"$OUT/countdown-floor.json" || true
-row write-floor "$OUT/countdown-floor.json"
+row write-floor "$OUT/countdown-floor.json" $(( $(steal_ms) - floor_steal ))
 
 same_p99="$(json_lateness "$OUT/countdown-same-instant.json" p99)"
 floor_p99="$(json_lateness "$OUT/countdown-floor.json" p99)"
@@ -91,8 +96,8 @@ PSI_AFTER="$(sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' /proc/pressure/cpu 2>/dev
 {
   echo "## COUNTDOWN lateness, $PARTIES parties of 4, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
-  echo "| run | COUNTDOWNs | lateness p50 us | p99 us | max us | failures |"
-  echo "|---|---|---|---|---|---|"
+  echo "| run | COUNTDOWNs | lateness p50 us | p99 us | max us | failures | host steal ms |"
+  echo "|---|---|---|---|---|---|---|"
   printf '%s\n' "${ROWS[@]}"
   echo
   echo "- same-instant / write-floor lateness p99: **$(ratio "$same_p99" "$floor_p99")**;" \

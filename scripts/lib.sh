@@ -69,6 +69,10 @@ stop_lobbyd() {
   LOBBYD_PID=""
 }
 
+# steal_ms: the time the hypervisor has taken from this machine's CPUs so far, in ms
+# (/proc/stat "steal"; 0 on bare metal). A run's delta tells a noisy host from a slow server.
+steal_ms() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / { printf "%d\n", $9 * 1000 / hz }' /proc/stat; }
+
 # status_kb PID FIELD: a /proc/PID/status field in kB (VmRSS, VmHWM).
 status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 

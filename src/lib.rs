@@ -52,8 +52,9 @@
 //! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd on its
 //!   own mio loop. May import `wire`, `config` and `wz` for lobbyd's default limits (the
 //!   per-address caps a run keeps within), `net::wake` (the loop's timerfd alarm, so a
-//!   scheduled send goes out on time) and `net::batch` (`recvmmsg` reads for the relay's
-//!   members); the server never imports it.
+//!   scheduled send goes out on time), `net::batch` (`recvmmsg` reads for the relay's
+//!   members) and `net::rx_time` (the kernel's receive timestamps COUNTDOWN lateness is taken
+//!   from); the server never imports it.
 //! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the
 //!   seeded simulations of the three cores, shared by `cargo fuzz` and `cargo test`
 //!   (`tests/fuzz_corpora.rs`, `tests/simulation*.rs`). May import everything above except

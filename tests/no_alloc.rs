@@ -3,7 +3,8 @@
 //! mates, and the parsers every datagram or TCP frame goes through; and the driver's batch
 //! path (issue 14 section 1): the R-Type front end on real loopback sockets reading with
 //! `recvmmsg` and answering with `sendmmsg`, LIST_ROOMS and relays, the send queue filling
-//! up mid-batch. A counting allocator wraps the system one in this test binary only; counts
+//! up mid-batch; and the TCP lobby's read with its kernel receive timestamp (`recvmsg`).
+//! A counting allocator wraps the system one in this test binary only; counts
 //! are per thread, so the test harness's other threads do not disturb them.
 
 #[path = "common/core_fixture.rs"]
@@ -19,6 +20,7 @@ use std::time::Duration;
 use fixture::{addr, broadcast_data, list_once, lobby, room_of_four, with_rooms};
 use lobbyd::net::instance::{PortPool, PortRange};
 use lobbyd::net::rtype::RtypeFrontEnd;
+use lobbyd::net::rx_time;
 use lobbyd::net::server::FrontEnd;
 use lobbyd::net::token::Target;
 use lobbyd::net::udp::UdpLobby;
@@ -112,6 +114,35 @@ fn relay_allocates_nothing() {
     let mut result = (false, 0);
     assert_eq!(allocations(|| result = relay()), 0);
     assert_eq!(result, (true, 3));
+}
+
+/// The TCP lobby's stamped read (`recvmsg` with the kernel's receive timestamp, into the
+/// transport's preallocated control buffer) allocates nothing once the buffer exists.
+#[test]
+fn stamped_tcp_read_allocates_nothing() {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    rx_time::enable(&listener).unwrap();
+    let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    let mut buf = [0u8; 64];
+    let mut control = rx_time::control_buffer();
+    let mut stamped = 0;
+    for _ in 0..20 {
+        client.write_all(b"START_REQ").unwrap();
+        let mut read = Ok((0, None));
+        assert_eq!(
+            allocations(|| read = rx_time::read(&server, &mut buf, &mut control)),
+            0
+        );
+        let (len, stamp) = read.unwrap();
+        assert_eq!(&buf[..len], b"START_REQ");
+        stamped += usize::from(stamp.is_some());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Stamping switches on a moment after the first `enable` on the machine: the later
+    // reads, at least, went through the stamped path.
+    assert!(stamped > 0, "no read was stamped");
 }
 
 #[test]

@@ -36,7 +36,6 @@ pub mod histogram;
 pub mod hostile;
 pub mod relay;
 pub mod runner;
-pub mod rx_time;
 pub mod setup;
 pub mod sources;
 pub mod start_rounds;

@@ -20,6 +20,7 @@ pub mod login;
 pub mod loop_stats;
 pub mod pass;
 pub mod rtype;
+pub mod rx_time;
 pub mod server;
 pub mod stats;
 pub mod stream;

@@ -20,7 +20,7 @@
 //! countdown is not held up behind a batch of joins. No protocol logic here.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mio::event::Event;
 use mio::Registry;
@@ -53,6 +53,24 @@ fn instance_read_size(round: usize) -> ReadSize {
     }
 }
 
+/// How far back a TCP lobby request may count as received: its kernel receive timestamp is
+/// taken up to this long before the loop read it, no further. The timestamp lets a START_REQ
+/// that waited in its socket while the loop was busy (writing a burst of COUNTDOWNs, or
+/// descheduled) start its countdown on time, so the wait does not shift every COUNTDOWN of
+/// the party (issue 14 section 3: with 1,000 parties, START_REQs read up to 3.4 ms late
+/// gave a fifth to two thirds of the COUNTDOWNs over 1 ms late). The bound keeps a request that sat
+/// far longer (a wall-clock step, an overloaded loop) from starting a countdown whose first
+/// values are already past: a countdown loses at most this much of its first interval.
+const MAX_BACKDATE: Duration = Duration::from_millis(10);
+
+/// The time a TCP lobby request read at `read_at` counts as received at: when it reached
+/// the socket (`arrived`, the kernel's stamp), but no more than [`MAX_BACKDATE`] before the
+/// read, and never after it.
+fn received_at(arrived: Instant, read_at: Instant) -> Instant {
+    let earliest = read_at.checked_sub(MAX_BACKDATE).unwrap_or(read_at);
+    arrived.clamp(earliest, read_at)
+}
+
 /// The R-Type lobby core and its sockets.
 pub struct RtypeFrontEnd {
     lobby: Lobby,
@@ -62,9 +80,9 @@ pub struct RtypeFrontEnd {
     destinations: Vec<SocketAddr>,
     /// Reused for the inputs of each TCP lobby readiness event.
     tcp_inputs: Vec<TcpInput>,
-    /// When the current event batch's first TCP lobby input was read: the time every TCP
-    /// request of the batch counts as received at (they were all in the kernel by then), so
-    /// START_REQs read in one batch start their countdowns on one schedule.
+    /// When the current event batch's first TCP lobby input was read: the time a request
+    /// counts as received at when its read was not stamped by the kernel (they were all in
+    /// the kernel by then), so such START_REQs read in one batch share one schedule.
     batch_started: Option<Instant>,
 }
 
@@ -220,10 +238,13 @@ impl RtypeFrontEnd {
             writable: event.is_writable(),
         };
         let mut inputs = std::mem::take(&mut self.tcp_inputs);
-        tcp.ready(key, readiness, &mut self.lobby, registry, &mut inputs);
+        let arrived = tcp.ready(key, readiness, &mut self.lobby, registry, &mut inputs);
         self.dispatch(registry);
         let conn = ConnId(key);
-        let now = *self.batch_started.get_or_insert_with(Instant::now);
+        let now = match arrived {
+            Some(at) => received_at(at, Instant::now()),
+            None => *self.batch_started.get_or_insert_with(Instant::now),
+        };
         for input in inputs.drain(..) {
             if !self.lobby.tcp_conn_is_open(conn) {
                 break;
@@ -356,5 +377,25 @@ impl FrontEnd for RtypeFrontEnd {
         if let Some(tcp) = self.tcp.as_mut() {
             tcp.close_all(registry);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_count_from_their_arrival_within_the_backdate_bound() {
+        let read_at = Instant::now() + Duration::from_secs(1);
+        let ms = Duration::from_millis;
+        assert_eq!(received_at(read_at - ms(3), read_at), read_at - ms(3));
+        assert_eq!(received_at(read_at, read_at), read_at);
+        // Sat in the socket longer than the bound: counted from the bound.
+        assert_eq!(
+            received_at(read_at - ms(500), read_at),
+            read_at - MAX_BACKDATE
+        );
+        // A stamp after the read (the clocks are read apart): counted from the read.
+        assert_eq!(received_at(read_at + ms(1), read_at), read_at);
     }
 }

@@ -21,7 +21,7 @@
 //! An idle connection costs one `Conn` (its size is checked by a unit test) plus the core's
 //! record; no heap buffer is held while nothing is being sent.
 
-use std::io::{self, Read};
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,7 @@ use crate::wire::tcp_lobby::{
 
 use super::heap::FORGET_PER_TIDY;
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing};
+use super::rx_time;
 use super::stream::{
     canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
 };
@@ -170,6 +171,8 @@ pub struct TcpLobby {
     draining: Linger,
     next_serial: u32,
     read_buf: Box<[u8; READ_BUF_LEN]>,
+    /// Room for a read's receive timestamp ([`rx_time`]).
+    control: Vec<u8>,
     frame_buf: Vec<u8>,
     slots: Vec<wire::Slot>,
     /// The transport's counters.
@@ -184,6 +187,11 @@ impl TcpLobby {
         limits: TcpLimits,
     ) -> io::Result<TcpLobby> {
         tune_listener(&listener, true);
+        // Inherited by every accepted socket: a START_REQ's countdown starts from when it
+        // reached the socket (`net::rtype`). Without it requests count from their read.
+        if let Err(e) = rx_time::enable(&listener) {
+            log::debug!("SO_TIMESTAMPNS: {e}");
+        }
         registry.register(
             &mut listener,
             Target::TcpListener.token(),
@@ -210,6 +218,7 @@ impl TcpLobby {
             draining: Linger::new(DRAIN_WAIT),
             next_serial: 0,
             read_buf: Box::new([0; READ_BUF_LEN]),
+            control: rx_time::control_buffer(),
             frame_buf: vec![0; wire::HEADER_LEN + MAX_SERVER_PAYLOAD],
             slots: Vec::new(),
             stats: TcpStats::default(),
@@ -329,6 +338,7 @@ impl TcpLobby {
 
     /// Readiness on a connection: writes what waits, then reads at most
     /// [`FRAMES_PER_EVENT`] frames into `inputs` for the front end to hand to the core.
+    /// Returns when the first bytes read reached the socket, if the kernel stamped them.
     pub fn ready(
         &mut self,
         key: usize,
@@ -336,13 +346,14 @@ impl TcpLobby {
         lobby: &mut Lobby,
         registry: &Registry,
         inputs: &mut Vec<TcpInput>,
-    ) {
+    ) -> Option<Instant> {
         if readiness.writable {
             self.flush_one(key, lobby, registry);
         }
         if readiness.readable || readiness.closed {
-            self.read(key, readiness.closed, registry, inputs);
+            return self.read(key, readiness.closed, registry, inputs);
         }
+        None
     }
 
     /// Reads what `key` sent and decodes it into `inputs`, within the read and frame budgets.
@@ -356,32 +367,49 @@ impl TcpLobby {
     /// is made just to see `WouldBlock` (one system call per request saved): bytes that
     /// arrive later raise a new edge. Unless `closed`: an end of stream that had already
     /// arrived raises none, so it is read now.
-    fn read(&mut self, key: usize, closed: bool, registry: &Registry, inputs: &mut Vec<TcpInput>) {
+    ///
+    /// Returns the receive timestamp of the first read that got bytes (see [`Self::ready`]).
+    fn read(
+        &mut self,
+        key: usize,
+        closed: bool,
+        registry: &Registry,
+        inputs: &mut Vec<TcpInput>,
+    ) -> Option<Instant> {
         let mut budget = FRAMES_PER_EVENT;
+        let mut arrived = None;
         for _ in 0..READ_BUDGET {
             let Some(conn) = self.conns.get_mut(key) else {
-                return;
+                return arrived;
             };
             if !conn.stream.is_open() {
-                return;
+                return arrived;
             }
             if budget == 0 {
                 break;
             }
             let want = conn.frames.skipping() + budget * wire::HEADER_LEN;
             let want = want.min(READ_BUF_LEN);
-            let n = match conn.stream.socket.read(&mut self.read_buf[..want]) {
-                Ok(0) => {
+            let read = rx_time::read(
+                &conn.stream.socket,
+                &mut self.read_buf[..want],
+                &mut self.control,
+            );
+            let n = match read {
+                Ok((0, _)) => {
                     self.close_on_read(key, ConnClose::PeerClosed, inputs);
-                    return;
+                    return arrived;
                 }
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Ok((n, stamp)) => {
+                    arrived = arrived.or(stamp);
+                    n
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return arrived,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     log::debug!("tcp lobby: read {key}: {e}");
                     self.close_on_read(key, ConnClose::Error, inputs);
-                    return;
+                    return arrived;
                 }
             };
             self.stats.bytes_in += n as u64;
@@ -391,7 +419,7 @@ impl TcpLobby {
                 true
             });
             if n < want && !closed {
-                return;
+                return arrived;
             }
         }
         // Budget spent with data possibly left: mio is edge-triggered, so reregistering
@@ -401,6 +429,7 @@ impl TcpLobby {
                 log::debug!("tcp lobby: reregister {key}: {e}");
             }
         }
+        arrived
     }
 
     /// The peer closed or failed while being read: the connection goes, and the core learns

@@ -1,17 +1,21 @@
-//! When bytes reached a client's socket: the kernel's receive timestamp (`SO_TIMESTAMPNS`),
-//! for `tcp-cycle`'s and `write-floor`'s COUNTDOWN lateness (issue 14 section 3).
+//! When bytes reached a TCP socket: the kernel's receive timestamp (`SO_TIMESTAMPNS`).
 //!
-//! Why: lateness is meant to measure the server (and the kernel's delivery), not this tool.
-//! Taken when the tool's poll returned, it also counted the tool's own passes: at 4,000
-//! connections and 40,000 frames a second the tool's loop on the same two cores is busy
-//! for milliseconds at a time (reading, answering GAME_STARTs, reconnecting), and a frame
-//! that arrived during such a pass was stamped at the next poll. Over loopback the kernel
-//! stamps a segment when the sender's `write` delivers it (the loopback device clears the
-//! transmit time so that the receive path stamps it), so the stamp is the server's send.
+//! Two users, one reason: a time taken when a loop gets round to a socket also counts how
+//! busy that loop was. lobbyd's TCP lobby starts a party's countdown from when its START_REQ
+//! reached the socket (`net::rtype`), so a loop busy writing a burst, or descheduled, when the
+//! request came in does not shift the party's whole schedule (issue 14 section 3). The load
+//! tool (`lobby-load tcp-cycle`, `write-floor`) stamps each COUNTDOWN the same way, so its own
+//! busy passes do not count as the server's lateness. Over loopback the kernel stamps a
+//! segment when the sender's `write` delivers it (the loopback device clears the transmit
+//! time so that the receive path stamps it).
+//!
+//! Stamping is asked for on a socket with [`enable`]; a listener's setting is inherited by
+//! every socket it accepts. A read's stamp is that of the last segment it consumed.
 //!
 //! The stamp is `CLOCK_REALTIME`; it becomes an [`Instant`] by its age, read from both clocks
-//! back to back: a step of the wall clock during a run would shift the samples taken across
-//! it, which is why both lateness figures are reported (`tcp-cycle` keeps the poll-time one).
+//! back to back. A step of the wall clock between the arrival and the read shifts that one
+//! stamp: a stamp "in the future" counts as arriving now, and users bound how far back they
+//! take one (the TCP lobby: [`crate::net::rtype`]'s `MAX_BACKDATE`).
 
 use std::io::{self, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd};
@@ -112,6 +116,29 @@ mod tests {
             return;
         }
         panic!("no read was stamped in 100 tries");
+    }
+
+    /// A listener's stamping is inherited by the sockets it accepts (what the TCP lobby relies
+    /// on: one `setsockopt` on the listener, none per connection).
+    #[test]
+    fn accepted_sockets_inherit_the_listeners_stamping() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        enable(&listener).unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 8];
+        let mut control = control_buffer();
+        // Stamping switches on asynchronously after the first `enable` on the machine.
+        for _ in 0..100 {
+            client.write_all(b"x").unwrap();
+            let (len, stamp) = read(&server, &mut buf, &mut control).unwrap();
+            assert_eq!(len, 1);
+            if stamp.is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("no read of an accepted socket was stamped in 100 tries");
     }
 
     /// Without `enable`, reads work and carry no stamp.
