@@ -14,7 +14,7 @@
 //!   with stated bounds. Imports nothing of the crate.
 //! - [`capacity`]: the one rule by which long-lived tables give back spare capacity after a
 //!   crowd (shrink once less than a quarter full). Pure; imports nothing of the crate.
-//! - [`time`], [`ratelimit`]: the fixed-tick hashed timer wheel and the token buckets with
+//! - [`time`], [`ratelimit`]: the fixed-tick two-level timer wheel and the token buckets with
 //!   their bounded per-IP table. Pure, no clock reads; import nothing of the crate but
 //!   `capacity`.
 //! - [`accounts`]: users, the SQLite store (argon2id hashes), the password-verification

@@ -33,7 +33,7 @@ use super::types::{
 /// Timer granularity: deadlines fire at most this late.
 const TIMER_TICK: Duration = Duration::from_millis(10);
 
-/// Timer wheel slots (one revolution = 40.96 s; longer deadlines share slots).
+/// Timer wheel slots (one revolution = 40.96 s; later deadlines wait a level up).
 const TIMER_SLOTS: usize = 4096;
 
 const NOT_SIGNED_IN: Refusal = Refusal::new(ErrorCode::NotSignedIn, "sign in first");

@@ -271,6 +271,11 @@ struct PendingCreate {
     seq: u16,
 }
 
+/// Timer wheel slots: one revolution is 4,096 ticks (0.41 s at the driver's 100 us tick).
+/// Later deadlines (idle connections, room housekeeping) wait a level up in the wheel and
+/// cost no wake-ups until their revolution comes.
+const TIMER_SLOTS: usize = 4096;
+
 /// The lobby: every room, its timers and the queue of outputs.
 pub struct Lobby {
     config: LobbyConfig,
@@ -301,7 +306,7 @@ impl Lobby {
         now: Instant,
         hash_source: Box<dyn FnMut() -> u64 + Send>,
     ) -> Lobby {
-        let timers = TimerWheel::new(now, config.timer_tick, wheel_slots(config.timer_tick));
+        let timers = TimerWheel::new(now, config.timer_tick, TIMER_SLOTS);
         let limiter = PerIpLimiter::new(config.rate);
         Lobby {
             config,
@@ -956,12 +961,3 @@ impl Lobby {
 
 #[cfg(test)]
 mod tests;
-
-/// Slots for a wheel of `tick`: enough that one revolution spans a second. An entry further
-/// out than a revolution still takes its slot's turn every revolution (the loop wakes for it,
-/// finds it a round early, and sleeps again), so a short revolution costs wake-ups for every
-/// long timer (room housekeeping, idle connections).
-fn wheel_slots(tick: Duration) -> usize {
-    let per_second = Duration::from_secs(1).as_nanos() / tick.as_nanos().max(1);
-    usize::try_from(per_second).unwrap_or(usize::MAX).max(1024)
-}

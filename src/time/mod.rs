@@ -4,8 +4,9 @@
 //! `std::time::Instant` from the caller, so the core can be driven by a virtual clock in
 //! simulations (HOUSE-STYLE section 2) and by the mio driver in production (section 3).
 //!
-//! - [`wheel`]: a fixed-tick hashed timer wheel over a slab; the driver's poll timeout is
-//!   the time to [`TimerWheel::next_deadline`].
+//! - [`wheel`]: a fixed-tick timer wheel over a slab, one-tick slots for the current
+//!   revolution and one-revolution slots beyond; the driver's poll timeout is the time to
+//!   [`TimerWheel::next_deadline`].
 
 pub mod wheel;
 

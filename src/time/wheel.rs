@@ -1,4 +1,4 @@
-//! A fixed-tick hashed timer wheel over a slab (HOUSE-STYLE section 3, "Timers").
+//! A fixed-tick timer wheel in two levels over a slab (HOUSE-STYLE section 3, "Timers").
 //!
 //! The lobby core keeps every deadline it cares about (countdowns, seat expiry, idle
 //! members, room reaping) in one [`TimerWheel`]; the driver sleeps for the time to
@@ -14,14 +14,47 @@
 //!   tick they come out in insertion order. This holds for past deadlines too: they join
 //!   the due-but-unpolled entries in tick order.
 //! - Cancel is O(1). Insert is O(1), except that a deadline already past steps back over
-//!   the due-but-unpolled entries of later ticks (none if the caller drains before inserting). A poll after a long gap does not walk empty ticks: it skips
-//!   to the next occupied slot through a bitmap, and after one fruitless revolution jumps
-//!   straight to the earliest pending entry.
+//!   the due-but-unpolled entries of later ticks (none if the caller drains before
+//!   inserting). A poll after a long gap does not walk empty ticks or revolutions: it skips
+//!   to the next occupied slot through bitmaps.
+//! - [`TimerWheel::next_deadline`] is exact while the earliest entry is due in the current
+//!   revolution; otherwise it is the first tick of the next revolution holding entries, or,
+//!   past the current epoch, the overflow list's earliest tick (a lower bound after a
+//!   cancel, and never before the next epoch). So at most one wake-up per revolution, plus
+//!   one per epoch, finds nothing due, however many far-off timers there are.
 //! - A [`TimerKey`] carries a generation, so a key whose entry has fired or been cancelled
 //!   never cancels a newer entry that reused its slab slot.
 //!
+//! Shape. Ticks are grouped into aligned *revolutions* of `slots` ticks, and revolutions into
+//! aligned *epochs* of [`COARSE_SLOTS`] revolutions. Each entry sits in one intrusive list:
+//! - a *fine* slot (one per tick) if it is due in the current revolution, the one holding
+//!   the first unprocessed tick. Every entry of a fine slot is due at that slot's tick, so a
+//!   slot visit fires the whole list and the first occupied slot is the exact deadline;
+//! - a *coarse* slot (one per revolution) if it is due in a later revolution of the current
+//!   epoch. When the wheel enters a revolution, that revolution's coarse slot is cascaded
+//!   into the fine slots;
+//! - the *overflow* list, with a lower bound on its earliest tick, if it lies beyond the
+//!   current epoch. Entering an epoch that may hold some of them walks the list once and
+//!   moves those down.
+//!
+//! Why so. A one-level hashed wheel keeps an entry rounds ahead in the slot of its tick,
+//! beside nearer ones: the nearest occupied slot may hold only such entries, and the driver
+//! woke, polled nothing and slept again once per far-off timer per revolution (at the R-Type
+//! lobby's 100 us tick, 4,096 slots span 0.41 s and every 30 s idle timeout came round 73
+//! times). Aligned spans rather than sliding windows, so that a coarse slot never mixes two
+//! revolutions (a cascade moves all of it and looks at no entry twice) and the levels need no
+//! wrap-around. Two levels and an overflow list rather than many small levels (the Linux or
+//! tokio shape): the fine level has to be large for a short tick anyway, and 1,024 coarse
+//! slots make an epoch 1,024 revolutions (7 minutes at 100 us x 4,096, 11.6 hours at the
+//! general lobby's 10 ms x 4,096), so the overflow list only holds entries inserted close to
+//! an epoch's end or hours ahead, and is walked at most once per epoch. Moving entries down
+//! walks a list front to back and appends, and happens as soon as the first unprocessed tick
+//! enters the new revolution or epoch, before an insert can reach the lower list: so each
+//! list keeps insertion order within a tick.
+//!
 //! What it must not do: read the clock, allocate in steady state (only the slab grows, up to
-//! the high-water mark of live timers), or panic on any input.
+//! the high-water mark of live timers), walk every entry on a driver's pass, or panic on any
+//! input.
 //!
 //! ```
 //! use std::time::{Duration, Instant};
@@ -46,6 +79,11 @@ const MAX_TICK: u64 = 1 << 62;
 /// Upper bound on the number of slots, so a bad configuration cannot ask for a huge table.
 const MAX_SLOTS: usize = 1 << 20;
 
+/// Revolutions per epoch: the coarse level's slot count (a power of two). See the module
+/// documentation for why 1,024: 32 KB of list heads buys an epoch long enough that the
+/// overflow list is rarely used.
+const COARSE_SLOTS: usize = 1024;
+
 const NANOS_PER_SEC: u128 = 1_000_000_000;
 
 /// Handle to one timer, returned by [`TimerWheel::insert`] and accepted by
@@ -62,8 +100,12 @@ pub struct TimerKey {
 /// Which intrusive list an entry is linked into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum List {
-    /// Waiting in a wheel slot for its tick.
+    /// Fine level: due at this slot's tick of the current revolution.
     Slot(usize),
+    /// Coarse level: due in this slot's revolution, later in the current epoch.
+    Coarse(usize),
+    /// Due after the current epoch.
+    Overflow,
     /// Due: handed out by the next calls to `poll_expired`, front first.
     Expired,
 }
@@ -78,8 +120,8 @@ struct ListHead {
 struct Entry<T> {
     value: T,
     /// Absolute tick number (since `start`) at which the entry fires. Storing the absolute
-    /// tick rather than a decrementing rounds count means a slot visit only reads entries
-    /// that are not yet due, and it gives `next_deadline` and the gap jump an exact answer.
+    /// tick says at once which level an entry belongs to, and gives `next_deadline` an exact
+    /// answer.
     due_tick: u64,
     generation: u64,
     list: List,
@@ -87,10 +129,10 @@ struct Entry<T> {
     next: Option<usize>,
 }
 
-/// A hashed timer wheel: `slots` buckets of one tick each, entries further away than one
-/// revolution sharing a bucket with nearer ones until their own turn comes.
+/// A timer wheel of `slots` one-tick slots for the current revolution, a coarse level of
+/// one-revolution slots for the rest of the epoch, and an overflow list beyond.
 ///
-/// See the module documentation for the firing contract.
+/// See the module documentation for the firing contract and the shape.
 #[derive(Debug)]
 pub struct TimerWheel<T> {
     start: Instant,
@@ -98,12 +140,27 @@ pub struct TimerWheel<T> {
     tick_nanos: u128,
     /// `slots.len() - 1`; the slot count is a power of two so a tick maps to a slot by masking.
     mask: usize,
+    /// log2 of `slots.len()`: ticks per revolution.
+    revolution_bits: u32,
+    /// The fine level: one list per tick of the current revolution.
     slots: Vec<ListHead>,
-    /// One bit per slot, set while the slot's list is non-empty.
+    /// One bit per fine slot, set while the slot's list is non-empty.
     occupied: Vec<u64>,
+    /// `coarse.len() - 1`.
+    coarse_mask: usize,
+    /// log2 of `coarse.len()`: revolutions per epoch.
+    epoch_bits: u32,
+    /// The coarse level: one list per revolution of the current epoch.
+    coarse: Vec<ListHead>,
+    /// One bit per coarse slot, set while the slot's list is non-empty.
+    coarse_occupied: Vec<u64>,
+    overflow: ListHead,
+    /// No overflow entry is due before this tick (`u64::MAX` while the list is empty). Exact
+    /// after each walk of the list; a cancel may leave it lower than the true earliest.
+    overflow_min: u64,
     expired: ListHead,
     entries: Slab<Entry<T>>,
-    /// Entries linked into slots (the rest of `entries` sit in `expired`).
+    /// Entries linked into either level or the overflow list (the rest sit in `expired`).
     pending: usize,
     /// First tick not yet processed: every entry due before it is in `expired` or gone.
     next_tick: u64,
@@ -114,18 +171,33 @@ impl<T> TimerWheel<T> {
     /// Creates an empty wheel whose tick 0 is `start`.
     ///
     /// `tick` is clamped to at least one nanosecond; `slots` is rounded up to a power of two
-    /// and clamped to `1..=2^20`. One revolution is `tick * slots`; entries further out than
-    /// that still work, they just share slots with nearer ones.
+    /// and clamped to `1..=2^20`. One revolution is `tick * slots`; entries further out wait
+    /// in the coarse level (1,024 revolutions) or beyond it, and cost no wake-ups until
+    /// their revolution comes.
     pub fn new(start: Instant, tick: Duration, slots: usize) -> Self {
+        Self::with_levels(start, tick, slots, COARSE_SLOTS)
+    }
+
+    /// [`TimerWheel::new`] with `coarse_slots` revolutions per epoch (rounded and clamped
+    /// like `slots`); tests use small ones to reach the overflow list quickly.
+    fn with_levels(start: Instant, tick: Duration, slots: usize, coarse_slots: usize) -> Self {
         let tick = tick.max(Duration::from_nanos(1));
         let slot_count = slots.clamp(1, MAX_SLOTS).next_power_of_two();
+        let coarse_count = coarse_slots.clamp(1, MAX_SLOTS).next_power_of_two();
         TimerWheel {
             start,
             tick,
             tick_nanos: tick.as_nanos(),
             mask: slot_count - 1,
+            revolution_bits: slot_count.trailing_zeros(),
             slots: vec![ListHead::default(); slot_count],
             occupied: vec![0; slot_count.div_ceil(64)],
+            coarse_mask: coarse_count - 1,
+            epoch_bits: coarse_count.trailing_zeros(),
+            coarse: vec![ListHead::default(); coarse_count],
+            coarse_occupied: vec![0; coarse_count.div_ceil(64)],
+            overflow: ListHead::default(),
+            overflow_min: u64::MAX,
             expired: ListHead::default(),
             entries: Slab::new(),
             pending: 0,
@@ -161,7 +233,7 @@ impl<T> TimerWheel<T> {
             }
             self.link_after(index, List::Expired, after);
         } else {
-            self.link_back(index, List::Slot(self.slot_of(due_tick)));
+            self.place(index, due_tick);
         }
         TimerKey { index, generation }
     }
@@ -192,20 +264,19 @@ impl<T> TimerWheel<T> {
 
     /// When the driver must wake up next, or `None` if the wheel is empty.
     ///
-    /// Never later than the firing time of the earliest entry. It may be earlier (by whole
-    /// revolutions) when the nearest occupied slot only holds entries of later rounds: the
-    /// driver then wakes, polls nothing, and asks again. If entries are already due it is
-    /// not after the last `now` polled, so the driver polls immediately.
+    /// Never later than the firing time of the earliest entry, and equal to it when that
+    /// entry is due in the current revolution. When the earliest entry lies in a later
+    /// revolution it is the start of that revolution (or of the next epoch holding entries):
+    /// the driver then wakes, polls nothing, and asks again, at most once per revolution. If
+    /// entries are already due it is not after the last `now` polled, so the driver polls
+    /// immediately.
     pub fn next_deadline(&self) -> Option<Instant> {
         // The expired list is in tick order, so its head is the earliest due entry.
         if let Some(entry) = self.expired.head.and_then(|index| self.entries.get(index)) {
             return Some(self.boundary_or_earlier(entry.due_tick));
         }
-        if self.pending == 0 {
-            return None;
-        }
-        let distance = self.distance_to_occupied(self.next_tick)?;
-        Some(self.boundary_or_earlier(self.next_tick + distance))
+        let tick = self.next_pending_tick()?;
+        Some(self.boundary_or_earlier(tick))
     }
 
     /// Number of live timers (pending or due but not yet polled).
@@ -224,64 +295,141 @@ impl<T> TimerWheel<T> {
     }
 
     /// Processes ticks up to and including `now_tick`, stopping early as soon as some entry
-    /// has been moved to the expired list so the caller can hand it out.
+    /// has been moved to the expired list so the caller can hand it out. Each turn of the
+    /// loop moves `next_tick` forward to a tick where an entry may be due (a bitmap search),
+    /// so a long gap costs one turn per occupied revolution or epoch, not per tick.
     fn advance(&mut self, now_tick: u64) {
-        let revolution = self.slots.len() as u64;
-        let mut scanned = 0u64;
         while self.next_tick <= now_tick {
-            if self.pending == 0 {
-                self.next_tick = now_tick + 1;
-                return;
-            }
-            if scanned >= revolution {
-                // A whole revolution went by with nothing due: every pending entry is some
-                // rounds ahead. Jump to the earliest instead of lapping the wheel again.
-                match self.earliest_pending_tick() {
-                    Some(tick) if tick <= now_tick => {
-                        self.next_tick = self.next_tick.max(tick);
-                        scanned = 0;
-                    }
-                    _ => {
-                        self.next_tick = now_tick + 1;
-                        return;
-                    }
+            let tick = match self.next_pending_tick() {
+                Some(tick) if tick <= now_tick => tick,
+                _ => {
+                    self.move_to(now_tick + 1);
+                    return;
                 }
-            }
-            let Some(distance) = self.distance_to_occupied(self.next_tick) else {
-                self.next_tick = now_tick + 1;
-                return;
             };
-            let tick = self.next_tick + distance;
-            if tick > now_tick {
-                self.next_tick = now_tick + 1;
-                return;
-            }
-            scanned += distance + 1;
-            self.next_tick = tick + 1;
+            self.move_to(tick);
             if self.collect_slot(tick) {
+                self.move_to(tick + 1);
                 return;
             }
         }
     }
 
-    /// Moves every entry of `tick`'s slot that is due by `tick` to the expired list, keeping
-    /// insertion order. Returns whether anything moved.
-    fn collect_slot(&mut self, tick: u64) -> bool {
-        let slot = self.slot_of(tick);
-        let mut moved = false;
-        let mut cursor = self.slots.get(slot).and_then(|head| head.head);
+    /// No pending entry is due before the returned tick: the exact earliest tick if an entry
+    /// is due in the current revolution, else the first tick of the first revolution holding
+    /// coarse entries, else a lower bound for the overflow list (at least the next epoch).
+    fn next_pending_tick(&self) -> Option<u64> {
+        if self.pending == 0 {
+            return None;
+        }
+        // Fine entries are due in the current revolution at or after `next_tick`, so the
+        // first occupied slot from `next_tick`'s is the earliest, with no wrap-around.
+        let revolution = self.revolution_of(self.next_tick);
+        if let Some(slot) = first_set(&self.occupied, self.slot_of(self.next_tick)) {
+            return Some((revolution << self.revolution_bits) | slot as u64);
+        }
+        // Likewise coarse entries are due in later revolutions of the current epoch.
+        let coarse_from = self.coarse_slot_of(self.next_tick);
+        if let Some(slot) = first_set(&self.coarse_occupied, coarse_from) {
+            let epoch = self.epoch_of(self.next_tick);
+            return Some(((epoch << self.epoch_bits) | slot as u64) << self.revolution_bits);
+        }
+        self.overflow
+            .head
+            .map(|_| self.overflow_min.max(self.next_epoch_start()))
+    }
+
+    /// Moves `next_tick` forward to `tick`, bringing entries down a level when it enters a
+    /// new revolution or epoch. The caller guarantees no pending entry is due before `tick`,
+    /// so the levels skipped over are empty.
+    fn move_to(&mut self, tick: u64) {
+        let from = self.next_tick;
+        self.next_tick = tick;
+        if self.revolution_of(tick) == self.revolution_of(from) {
+            return;
+        }
+        if self.epoch_of(tick) == self.epoch_of(from) {
+            self.cascade(self.coarse_slot_of(tick));
+        } else if self.overflow_min < self.next_epoch_start() {
+            // The coarse level is empty (its entries were all due before `tick`).
+            self.lower_overflow();
+        }
+    }
+
+    /// Moves the entries of a coarse slot, now the current revolution, to the fine slots.
+    fn cascade(&mut self, coarse_slot: usize) {
+        while let Some(index) = self.coarse.get(coarse_slot).and_then(|list| list.head) {
+            let Some(due_tick) = self.entries.get(index).map(|entry| entry.due_tick) else {
+                break;
+            };
+            self.unlink(index);
+            self.link_back(index, List::Slot(self.slot_of(due_tick)));
+        }
+    }
+
+    /// Walks the overflow list once, moving the entries due in the current epoch to the
+    /// coarse or fine level and recomputing the earliest tick of those left.
+    fn lower_overflow(&mut self) {
+        let epoch_end = self.next_epoch_start();
+        let mut earliest_left = u64::MAX;
+        let mut cursor = self.overflow.head;
         while let Some(index) = cursor {
             let Some(entry) = self.entries.get(index) else {
                 break;
             };
             cursor = entry.next;
-            if entry.due_tick <= tick {
+            let due_tick = entry.due_tick;
+            if due_tick < epoch_end {
                 self.unlink(index);
-                self.link_back(index, List::Expired);
-                moved = true;
+                self.place(index, due_tick);
+            } else {
+                earliest_left = earliest_left.min(due_tick);
             }
         }
-        moved
+        self.overflow_min = earliest_left;
+    }
+
+    /// Links the unlinked entry `index`, due at `due_tick >= next_tick`, at the back of the
+    /// list its distance calls for.
+    fn place(&mut self, index: usize, due_tick: u64) {
+        let list = if self.revolution_of(due_tick) == self.revolution_of(self.next_tick) {
+            List::Slot(self.slot_of(due_tick))
+        } else if self.epoch_of(due_tick) == self.epoch_of(self.next_tick) {
+            List::Coarse(self.coarse_slot_of(due_tick))
+        } else {
+            self.overflow_min = self.overflow_min.min(due_tick);
+            List::Overflow
+        };
+        self.link_back(index, list);
+    }
+
+    /// Moves every entry of `tick`'s fine slot (all due at `tick`) to the back of the expired
+    /// list in one splice, keeping their order. Returns whether anything moved.
+    fn collect_slot(&mut self, tick: u64) -> bool {
+        let slot = self.slot_of(tick);
+        let Some(list) = self.slots.get(slot).copied() else {
+            return false;
+        };
+        let Some(first) = list.head else {
+            return false;
+        };
+        let mut cursor = Some(first);
+        while let Some(entry) = cursor.and_then(|index| self.entries.get_mut(index)) {
+            entry.list = List::Expired;
+            cursor = entry.next;
+            self.pending -= 1;
+        }
+        let before = self.expired.tail;
+        match before.and_then(|index| self.entries.get_mut(index)) {
+            Some(last) => last.next = Some(first),
+            None => self.expired.head = Some(first),
+        }
+        if let Some(entry) = self.entries.get_mut(first) {
+            entry.prev = before;
+        }
+        self.expired.tail = list.tail;
+        self.set_head(List::Slot(slot), ListHead::default());
+        true
     }
 
     fn pop_expired(&mut self) -> Option<T> {
@@ -290,54 +438,34 @@ impl<T> TimerWheel<T> {
         self.entries.try_remove(index).map(|entry| entry.value)
     }
 
-    fn earliest_pending_tick(&self) -> Option<u64> {
-        self.entries
-            .iter()
-            .filter(|(_, entry)| matches!(entry.list, List::Slot(_)))
-            .map(|(_, entry)| entry.due_tick)
-            .min()
-    }
-
-    /// Ticks from `from_tick` to the first tick at or after it whose slot is occupied
-    /// (always less than one revolution), or `None` if every slot is empty.
-    fn distance_to_occupied(&self, from_tick: u64) -> Option<u64> {
-        let from_slot = self.slot_of(from_tick);
-        let words = self.occupied.len();
-        let first_word = from_slot / 64;
-        // Visiting the first word twice (masked, then whole) covers the wrap-around.
-        for step in 0..=words {
-            let word_index = (first_word + step) % words;
-            let mut word = self.occupied.get(word_index).copied().unwrap_or(0);
-            if step == 0 {
-                word &= u64::MAX << (from_slot % 64);
-            }
-            if word != 0 {
-                let slot = word_index * 64 + word.trailing_zeros() as usize;
-                return Some((slot.wrapping_sub(from_slot) & self.mask) as u64);
-            }
-        }
-        None
-    }
-
     fn slot_of(&self, tick: u64) -> usize {
         // The mask is below 2^20, so the masked value always fits a usize.
         (tick & self.mask as u64) as usize
     }
 
-    fn set_occupied(&mut self, slot: usize, occupied: bool) {
-        if let Some(word) = self.occupied.get_mut(slot / 64) {
-            let bit = 1u64 << (slot % 64);
-            if occupied {
-                *word |= bit;
-            } else {
-                *word &= !bit;
-            }
-        }
+    fn coarse_slot_of(&self, tick: u64) -> usize {
+        (self.revolution_of(tick) & self.coarse_mask as u64) as usize
+    }
+
+    fn revolution_of(&self, tick: u64) -> u64 {
+        tick >> self.revolution_bits
+    }
+
+    fn epoch_of(&self, tick: u64) -> u64 {
+        tick >> (self.revolution_bits + self.epoch_bits)
+    }
+
+    /// First tick of the epoch after `next_tick`'s. Ticks stay below 2^62 + 2 and an epoch
+    /// is at most 2^40 ticks, so this cannot overflow.
+    fn next_epoch_start(&self) -> u64 {
+        (self.epoch_of(self.next_tick) + 1) << (self.revolution_bits + self.epoch_bits)
     }
 
     fn head(&self, list: List) -> ListHead {
         match list {
             List::Slot(slot) => self.slots.get(slot).copied().unwrap_or_default(),
+            List::Coarse(slot) => self.coarse.get(slot).copied().unwrap_or_default(),
+            List::Overflow => self.overflow,
             List::Expired => self.expired,
         }
     }
@@ -348,7 +476,19 @@ impl<T> TimerWheel<T> {
                 if let Some(stored) = self.slots.get_mut(slot) {
                     *stored = head;
                 }
-                self.set_occupied(slot, head.head.is_some());
+                set_bit(&mut self.occupied, slot, head.head.is_some());
+            }
+            List::Coarse(slot) => {
+                if let Some(stored) = self.coarse.get_mut(slot) {
+                    *stored = head;
+                }
+                set_bit(&mut self.coarse_occupied, slot, head.head.is_some());
+            }
+            List::Overflow => {
+                self.overflow = head;
+                if head.head.is_none() {
+                    self.overflow_min = u64::MAX;
+                }
             }
             List::Expired => self.expired = head,
         }
@@ -380,7 +520,7 @@ impl<T> TimerWheel<T> {
             entry.next = next;
         }
         self.set_head(list, head);
-        if matches!(list, List::Slot(_)) {
+        if list != List::Expired {
             self.pending += 1;
         }
     }
@@ -402,7 +542,7 @@ impl<T> TimerWheel<T> {
             None => head.tail = prev,
         }
         self.set_head(list, head);
-        if matches!(list, List::Slot(_)) {
+        if list != List::Expired {
             self.pending -= 1;
         }
     }
@@ -438,286 +578,34 @@ impl<T> TimerWheel<T> {
     }
 }
 
+/// The index of the first set bit at or after `from` in a bitmap, without wrapping round.
+fn first_set(bits: &[u64], from: usize) -> Option<usize> {
+    let first_word = from / 64;
+    let mut masked = u64::MAX << (from % 64);
+    for (word_index, word) in bits.iter().enumerate().skip(first_word) {
+        let word = word & masked;
+        masked = u64::MAX;
+        if word != 0 {
+            return Some(word_index * 64 + word.trailing_zeros() as usize);
+        }
+    }
+    None
+}
+
+fn set_bit(bits: &mut [u64], index: usize, set: bool) {
+    if let Some(word) = bits.get_mut(index / 64) {
+        let bit = 1u64 << (index % 64);
+        if set {
+            *word |= bit;
+        } else {
+            *word &= !bit;
+        }
+    }
+}
+
 fn clamp_tick(tick: u128) -> u64 {
     u64::try_from(tick).map_or(MAX_TICK, |tick| tick.min(MAX_TICK))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use quickcheck::{Arbitrary, Gen, QuickCheck};
-    use std::collections::HashMap;
-
-    fn ms(millis: u64) -> Duration {
-        Duration::from_millis(millis)
-    }
-
-    fn drain<T>(wheel: &mut TimerWheel<T>, now: Instant) -> Vec<T> {
-        let mut fired = Vec::new();
-        while let Some(value) = wheel.poll_expired(now) {
-            fired.push(value);
-        }
-        fired
-    }
-
-    #[test]
-    fn slots_round_up_to_power_of_two() {
-        let start = Instant::now();
-        assert_eq!(TimerWheel::<()>::new(start, ms(1), 100).slots.len(), 128);
-        assert_eq!(TimerWheel::<()>::new(start, ms(1), 64).slots.len(), 64);
-        assert_eq!(TimerWheel::<()>::new(start, ms(1), 0).slots.len(), 1);
-        assert_eq!(
-            TimerWheel::<()>::new(start, Duration::ZERO, 8).tick(),
-            Duration::from_nanos(1)
-        );
-    }
-
-    #[test]
-    fn fires_at_tick_boundary_never_before_deadline() {
-        let start = Instant::now();
-        let mut wheel = TimerWheel::new(start, ms(10), 16);
-        wheel.insert(start + ms(15), 'a');
-        wheel.insert(start + ms(20), 'b');
-        assert_eq!(drain(&mut wheel, start + ms(14)), Vec::<char>::new());
-        assert_eq!(drain(&mut wheel, start + ms(19)), Vec::<char>::new());
-        assert_eq!(drain(&mut wheel, start + ms(20)), vec!['a', 'b']);
-        assert!(wheel.is_empty());
-    }
-
-    #[test]
-    fn tick_order_then_insertion_order() {
-        let start = Instant::now();
-        let mut wheel = TimerWheel::new(start, ms(10), 4);
-        wheel.insert(start + ms(30), 3);
-        wheel.insert(start + ms(10), 1);
-        wheel.insert(start + ms(75), 5); // tick 8: slot 0 again, two revolutions on
-        wheel.insert(start + ms(21), 2);
-        wheel.insert(start + ms(29), 4);
-        wheel.insert(start + ms(5), 0);
-        assert_eq!(wheel.len(), 6);
-        assert_eq!(drain(&mut wheel, start + ms(200)), vec![1, 0, 3, 2, 4, 5]);
-    }
-
-    #[test]
-    fn past_deadline_fires_at_next_poll() {
-        let start = Instant::now();
-        let mut wheel = TimerWheel::new(start, ms(10), 8);
-        let now = start + ms(105);
-        assert_eq!(wheel.poll_expired(now), None);
-        wheel.insert(start + ms(30), "late");
-        wheel.insert(now, "now");
-        let not_started = start.checked_sub(ms(50)).unwrap_or(start);
-        wheel.insert(not_started, "before start");
-        let deadline = wheel.next_deadline();
-        assert!(deadline.is_some_and(|deadline| deadline <= now));
-        // No time passes between the insert and the poll.
-        assert_eq!(drain(&mut wheel, now), vec!["before start", "late"]);
-        assert_eq!(drain(&mut wheel, start + ms(110)), vec!["now"]);
-    }
-
-    #[test]
-    fn cancel_and_stale_keys() {
-        let start = Instant::now();
-        let mut wheel = TimerWheel::new(start, ms(10), 8);
-        let first = wheel.insert(start + ms(50), "first");
-        assert_eq!(wheel.cancel(first), Some("first"));
-        assert_eq!(wheel.cancel(first), None);
-        // The slab hands the same index to the next entry; the old key must not touch it.
-        let second = wheel.insert(start + ms(50), "second");
-        assert_eq!(second.index, first.index);
-        assert_eq!(wheel.cancel(first), None);
-        assert_eq!(wheel.len(), 1);
-        assert_eq!(drain(&mut wheel, start + ms(50)), vec!["second"]);
-        assert_eq!(wheel.cancel(second), None);
-        assert_eq!(wheel.next_deadline(), None);
-    }
-
-    #[test]
-    fn cancel_from_middle_of_slot_and_expired_list() {
-        let start = Instant::now();
-        let mut wheel = TimerWheel::new(start, ms(10), 2);
-        let keys: Vec<TimerKey> = (0..5).map(|i| wheel.insert(start + ms(10), i)).collect();
-        assert_eq!(wheel.cancel(keys[2]), Some(2));
-        assert_eq!(wheel.cancel(keys[4]), Some(4));
-        assert_eq!(wheel.poll_expired(start + ms(10)), Some(0));
-        // 1 and 3 now sit in the expired list; cancelling there must work too.
-        assert_eq!(wheel.cancel(keys[1]), Some(1));
-        assert_eq!(drain(&mut wheel, start + ms(10)), vec![3]);
-        assert!(wheel.is_empty());
-        assert_eq!(wheel.pending, 0);
-        assert!(wheel.occupied.iter().all(|word| *word == 0));
-    }
-
-    #[test]
-    fn far_future_deadline_waits_its_rounds() {
-        let start = Instant::now();
-        let mut wheel = TimerWheel::new(start, ms(1), 8);
-        wheel.insert(start + ms(1000), "far");
-        for now in 0..1000 {
-            let now = start + ms(now);
-            assert_eq!(wheel.poll_expired(now), None);
-            let next = wheel.next_deadline();
-            assert!(next.is_some_and(|next| next > now && next <= start + ms(1000)));
-        }
-        assert_eq!(wheel.poll_expired(start + ms(1000)), Some("far"));
-        assert_eq!(wheel.next_deadline(), None);
-    }
-
-    #[test]
-    fn large_gap_poll_fires_everything_in_order() {
-        let start = Instant::now();
-        let hour = Duration::from_secs(3600);
-        // A 1 µs tick makes a two-day gap 1.7e11 ticks: walking them one by one would never end.
-        let mut wheel = TimerWheel::new(start, Duration::from_micros(1), 64);
-        wheel.insert(start + hour * 3, 3);
-        wheel.insert(start + hour * 24, 4);
-        wheel.insert(start + hour, 1);
-        wheel.insert(start + ms(5), 0);
-        wheel.insert(start + hour * 2, 2);
-        wheel.insert(start + hour * 96, 5);
-        assert_eq!(drain(&mut wheel, start + hour * 48), vec![0, 1, 2, 3, 4]);
-        assert_eq!(wheel.len(), 1);
-        let next = wheel.next_deadline();
-        assert!(next.is_some_and(|next| next > start + hour * 48 && next <= start + hour * 96));
-        assert_eq!(drain(&mut wheel, start + hour * 96), vec![5]);
-    }
-
-    #[test]
-    fn next_deadline_tracks_earliest() {
-        let start = Instant::now();
-        let mut wheel = TimerWheel::new(start, ms(10), 64);
-        assert_eq!(wheel.next_deadline(), None);
-        let late = wheel.insert(start + ms(300), ());
-        assert_eq!(wheel.next_deadline(), Some(start + ms(300)));
-        wheel.insert(start + ms(41), ());
-        assert_eq!(wheel.next_deadline(), Some(start + ms(50)));
-        assert_eq!(drain(&mut wheel, start + ms(60)), vec![()]);
-        assert_eq!(wheel.next_deadline(), Some(start + ms(300)));
-        assert_eq!(wheel.cancel(late), Some(()));
-        assert_eq!(wheel.next_deadline(), None);
-    }
-
-    #[derive(Clone, Debug)]
-    enum Op {
-        /// Deadline this many milliseconds from the current time (negative: in the past).
-        Insert(i64),
-        /// Cancel the key of an earlier insert, picked modulo the number of inserts so far.
-        Cancel(usize),
-        /// Move the clock forward this many milliseconds, then drain.
-        Advance(u64),
-    }
-
-    impl Arbitrary for Op {
-        fn arbitrary(g: &mut Gen) -> Self {
-            match u8::arbitrary(g) % 16 {
-                0..=5 => Op::Insert(i64::from(u16::arbitrary(g) % 500) - 60),
-                6 => Op::Insert(i64::from(u32::arbitrary(g) % 200_000)),
-                7..=9 => Op::Cancel(usize::arbitrary(g)),
-                10..=14 => Op::Advance(u64::from(u16::arbitrary(g) % 150)),
-                _ => Op::Advance(u64::from(u32::arbitrary(g) % 300_000)),
-            }
-        }
-
-        fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
-            match *self {
-                Op::Insert(offset) => Box::new(offset.shrink().map(Op::Insert)),
-                Op::Cancel(pick) => Box::new(pick.shrink().map(Op::Cancel)),
-                Op::Advance(step) => Box::new(step.shrink().map(Op::Advance)),
-            }
-        }
-    }
-
-    /// Runs `ops` against the wheel and against a plain list of (firing time, id).
-    fn matches_naive_model(tick_ms: u8, slots: u8, ops: Vec<Op>) -> Result<(), String> {
-        let tick = ms(u64::from(tick_ms % 13) + 1);
-        let start = Instant::now();
-        let mut wheel = TimerWheel::new(start, tick, usize::from(slots % 70) + 1);
-        // The naive firing time: the deadline rounded up to a tick boundary, `start` at least.
-        let firing_time = |deadline: Instant| {
-            let since = deadline.saturating_duration_since(start);
-            let ticks = since.as_nanos().div_ceil(tick.as_nanos());
-            start + tick * u32::try_from(ticks).unwrap_or(u32::MAX)
-        };
-        let mut now = start;
-        let mut model: Vec<(Instant, usize)> = Vec::new();
-        let mut firing_of: HashMap<usize, Instant> = HashMap::new();
-        let mut keys: Vec<(TimerKey, usize)> = Vec::new();
-        for op in ops {
-            match op {
-                Op::Insert(offset) => {
-                    let magnitude = ms(offset.unsigned_abs());
-                    let deadline = if offset < 0 {
-                        now.checked_sub(magnitude).unwrap_or(now)
-                    } else {
-                        now + magnitude
-                    };
-                    let id = keys.len();
-                    keys.push((wheel.insert(deadline, id), id));
-                    model.push((firing_time(deadline), id));
-                    firing_of.insert(id, firing_time(deadline));
-                }
-                Op::Cancel(pick) => {
-                    if keys.is_empty() {
-                        continue;
-                    }
-                    let (key, id) = keys[pick % keys.len()];
-                    let expected = model.iter().position(|&(_, live)| live == id).map(|at| {
-                        model.remove(at);
-                        id
-                    });
-                    let got = wheel.cancel(key);
-                    if got != expected {
-                        return Err(format!("cancel({id}): wheel {got:?}, model {expected:?}"));
-                    }
-                }
-                Op::Advance(step) => {
-                    now += ms(step);
-                    let fired = drain(&mut wheel, now);
-                    let times: Vec<Instant> = fired.iter().map(|id| firing_of[id]).collect();
-                    if times.windows(2).any(|pair| pair[0] > pair[1]) {
-                        return Err(format!("fired out of tick order: {fired:?}"));
-                    }
-                    let mut expected: Vec<usize> = model
-                        .iter()
-                        .filter(|&&(when, _)| when <= now)
-                        .map(|&(_, id)| id)
-                        .collect();
-                    model.retain(|&(when, _)| when > now);
-                    let mut fired = fired;
-                    fired.sort_unstable();
-                    expected.sort_unstable();
-                    if fired != expected {
-                        return Err(format!(
-                            "at {now:?}: wheel fired {fired:?}, model {expected:?}"
-                        ));
-                    }
-                    // Nothing is due any more, so the wake-up must lie in the future.
-                    if wheel.next_deadline().is_some_and(|next| next <= now) {
-                        return Err("next_deadline not after now with nothing due".into());
-                    }
-                }
-            }
-            if wheel.len() != model.len() {
-                return Err(format!("len {} vs model {}", wheel.len(), model.len()));
-            }
-            let earliest = model.iter().map(|&(when, _)| when).min();
-            match (wheel.next_deadline(), earliest) {
-                (None, None) => {}
-                (Some(next), Some(earliest)) if next <= earliest => {}
-                (next, earliest) => {
-                    return Err(format!(
-                        "next_deadline {next:?}, model earliest {earliest:?}"
-                    ))
-                }
-            }
-        }
-        Ok(())
-    }
-
-    #[test]
-    fn quickcheck_against_naive_model() {
-        QuickCheck::new()
-            .tests(400)
-            .quickcheck(matches_naive_model as fn(u8, u8, Vec<Op>) -> Result<(), String>);
-    }
-}
+mod tests;

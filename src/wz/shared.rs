@@ -27,7 +27,7 @@ use super::types::{ConnId, JobId, ProbeId, WzConfig, WzOutput, ADDG_REPLY_BUDGET
 /// Timer granularity: deadlines fire at most this late.
 const TIMER_TICK: Duration = Duration::from_millis(10);
 
-/// Timer wheel slots (one revolution = 40.96 s; longer deadlines share slots).
+/// Timer wheel slots (one revolution = 40.96 s; later deadlines wait a level up).
 const TIMER_SLOTS: usize = 4096;
 
 /// State shared by every connection kind: configuration, games, timers, outputs.
