@@ -57,8 +57,7 @@ fn instance_read_size(round: usize) -> ReadSize {
 /// taken up to this long before the loop read it, no further. The timestamp lets a START_REQ
 /// that waited in its socket while the loop was busy (writing a burst of COUNTDOWNs, or
 /// descheduled) start its countdown on time, so the wait does not shift every COUNTDOWN of
-/// the party (issue 14 section 3: with 1,000 parties, START_REQs read up to 3.4 ms late
-/// gave a fifth to two thirds of the COUNTDOWNs over 1 ms late). The bound keeps a request that sat
+/// the party (issue 14 section 3; docs/BENCHMARKS.md). The bound keeps a request that sat
 /// far longer (a wall-clock step, an overloaded loop) from starting a countdown whose first
 /// values are already past: a countdown loses at most this much of its first interval.
 const MAX_BACKDATE: Duration = Duration::from_millis(10);
