@@ -82,11 +82,9 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
             max_entries: config.rate_table_size,
         },
         // A deadline is rounded up to the tick: this is how late a COUNTDOWN may be before
-        // the timerfd (`wake.rs`) wakes the loop. 100 us rather than 250: spread COUNTDOWN
-        // lateness p99 0.57-0.93 ms against 0.77-1.44 ms, for 10-20 % more loop CPU at
-        // 40,000 COUNTDOWNs a second. The core's wheel of 4,096 slots spans only 0.41 s at
-        // this tick, but far-off timers wait a level up and cost no wake-ups until their
-        // revolution (`time::wheel`; docs/BENCHMARKS.md: both measured).
+        // the timerfd (`wake.rs`) wakes the loop. 100 us rather than 250 trades some loop CPU
+        // at tens of thousands of COUNTDOWNs a second for a lower lateness (measured in
+        // docs/BENCHMARKS.md).
         timer_tick: Duration::from_micros(100),
         party: PartyConfig {
             min_players: config.min_players,
