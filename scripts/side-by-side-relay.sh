@@ -20,6 +20,11 @@
 #           blocking level-triggered epoll_wait, one recvfrom and FANOUT sendto per ready
 #           socket; driven by the same client. same / rooms compares the servers doing the same
 #           socket work (raw serves every room from one socket, which lobbyd cannot).
+#   connected: with RELAY_CONNECTED=1, relay_rr's server again with a socket per member
+#           (`relay_rr connected`: all on PORT with SO_REUSEPORT, each connected to its member,
+#           one recvfrom and FANOUT send per datagram), driven by the same client:
+#           connected / raw is what a socket per member saves a relay (no route lookup per
+#           send) without batching (docs/BENCHMARKS.md: lobbyd does not gain it).
 #
 # With RELAY_PERF=1 each server and each client also runs under `perf stat -e
 # task-clock,raw_syscalls:sys_enter` and each line gives their CPU time and system calls per
@@ -29,7 +34,8 @@
 # far less than the rates.
 #
 # usage: scripts/side-by-side-relay.sh [PAIRS] [SECONDS]     (from the project root, after `make build`)
-# env: RELAY_ROOMS (16), RELAY_MEMBERS (4), RELAY_SIZE (64 bytes per datagram), RELAY_PERF, LOBBYD and
+# env: RELAY_ROOMS (16), RELAY_MEMBERS (4), RELAY_SIZE (64 bytes per datagram), RELAY_PERF,
+#      RELAY_CONNECTED, LOBBYD and
 #      LOBBY_LOAD (default target/release/...; e.g. an older build to compare), RELAY_PORT
 #      (43100: the C server, `rooms` on +1..+ROOMS; lobbyd's lobby on +142, its instances on
 #      +200..+299).
@@ -171,10 +177,12 @@ stop_perf() {
   kill -INT $pf; wait $pf 2>/dev/null; pf=
   echo -n " [server $(per_copy "$T/perf" "$1"); client $(per_copy "$T/client-perf" "$1") per copy]"
 }
-# Runs the C server in MODE $1 (server, rooms) and its client; prints "RATE COPIES[ perf]".
+# Runs the C server in MODE $1 (server, rooms, connected) and its client; prints "RATE COPIES[ perf]".
 c_run() {
   if [ "$1" = rooms ]; then
     taskset -c 0 "$T/relay_rr" rooms $((P + 1)) $((MEMBERS - 1)) "$ROOMS" & e=$!
+  elif [ "$1" = connected ]; then
+    taskset -c 0 "$T/relay_rr" connected "$P" $((MEMBERS - 1)) & e=$!
   else
     taskset -c 0 "$T/relay_rr" server "$P" $((MEMBERS - 1)) & e=$!
   fi
@@ -184,7 +192,7 @@ c_run() {
   kill $e; wait $e 2>/dev/null
 }
 
-loads=(); sames=(); roomss=()
+loads=(); sames=(); roomss=(); conns=()
 for r in $(seq "$PAIRS"); do
   raw=$(c_run server)
   start_lobbyd; start_perf $l
@@ -205,7 +213,14 @@ for r in $(seq "$PAIRS"); do
   echo "pair $r: raw ${raw%% *}/s${raw#* } lobby-load relay ${load%% *}/s${load#* } (${loads[-1]})" \
     "relay_rr client through lobbyd ${same%% *}/s${same#* } (${sames[-1]})" \
     "rooms ${rooms%% *}/s${rooms#* } (same / rooms ${roomss[-1]})"
+  if [ "${RELAY_CONNECTED:-0}" = 1 ]; then
+    conn=$(c_run connected)
+    [ -n "${conn%% *}" ] && conns+=("$(ratio "${conn%% *}" "${raw%% *}")") &&
+      echo "pair $r: connected ${conn%% *}/s${conn#* } (connected / raw ${conns[-1]})"
+  fi
 done
 echo "median ratio lobby-load relay / raw $(median "${loads[@]}")"
 echo "median ratio same client / raw $(median "${sames[@]}")"
 echo "median ratio same client / rooms $(median "${roomss[@]}")"
+[ ${#conns[@]} -gt 0 ] && echo "median ratio connected / raw $(median "${conns[@]}")"
+exit 0

@@ -12,6 +12,14 @@
             PORT, PORT + 1, ...), as the instance protocol gives each room its own port, so
             the server must wait on all of them: a blocking epoll_wait (level-triggered), then
             one recvfrom per ready socket and FANOUT sendto from that socket, as above.
+          relay_rr connected PORT FANOUT
+            the same relay with one socket per member, all bound to PORT with SO_REUSEPORT: a
+            member's first datagram reaches the unconnected one, which then opens a socket
+            connected to each member of the sender's group, so the kernel hands each member's
+            later datagrams to its own socket and a send to it skips the route lookup; a
+            blocking epoll_wait (level-triggered), one recvfrom per ready socket and FANOUT
+            send through the mates' sockets (the per-member-socket design, measured without
+            lobbyd's batching).
           relay_rr client SECONDS FANOUT < PLAN
             PLAN: one line per member socket, "GROUP FD DEST_IPV4 DEST_PORT HEX_DATAGRAM", the
             sockets inherited open (set up by the script: members of one lobbyd room, or
@@ -65,12 +73,45 @@ static void relay_one(int s, int fanout, int block) {
   }
 }
 
-static int bound(int port) {
-  int s = socket(AF_INET, SOCK_DGRAM, 0);
+/* A UDP socket bound to 127.0.0.1:port (with SO_REUSEPORT when reuse), connected to
+   127.0.0.1:peer unless peer is 0. */
+static int bound_to(int port, int reuse, int peer) {
+  int s = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
   struct sockaddr_in a = {0};
   a.sin_family = AF_INET; a.sin_port = htons(port); a.sin_addr.s_addr = htonl(0x7f000001);
+  if (reuse && setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one)) { perror("SO_REUSEPORT"); return -1; }
   if (bind(s, (void *)&a, sizeof a)) { perror("bind"); return -1; }
+  a.sin_port = htons(peer);
+  if (peer && connect(s, (void *)&a, sizeof a)) { perror("connect"); return -1; }
   return s;
+}
+
+static int bound(int port) { return bound_to(port, 0, 0); }
+
+static int watch(int ep, int s) {
+  struct epoll_event ev = {.events = EPOLLIN, .data.fd = s};
+  return s < 0 ? -1 : epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+}
+
+static int connected_server(int port, int fanout) {
+  static int socket_of_port[65536];   /* a member's connected socket, 0 before its group's first datagram */
+  static char buf[65536];
+  int ep = epoll_create1(0);
+  if (watch(ep, bound_to(port, 1, 0))) return 1;
+  struct epoll_event events[256];
+  for (;;) {
+    int k = epoll_wait(ep, events, 256, -1);
+    for (int e = 0; e < k; e++) {
+      struct sockaddr_in from; socklen_t fl = sizeof from;
+      ssize_t n = recvfrom(events[e].data.fd, buf, sizeof buf, MSG_DONTWAIT, (void *)&from, &fl);
+      if (n < 0) continue;
+      int size = fanout + 1, sender = ntohs(from.sin_port), first = sender - sender % size;
+      for (int p = first; p < first + size; p++)
+        if (!socket_of_port[p] && watch(ep, socket_of_port[p] = bound_to(port, 1, p))) return 1;
+      for (int p = first; p < first + size; p++)
+        if (p != sender) send(socket_of_port[p], buf, n, 0);
+    }
+  }
 }
 
 static int rooms_server(int port, int fanout, int groups) {
@@ -148,7 +189,8 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "server")) return server(atoi(argv[2]), atoi(argv[3]));
   if (argc >= 5 && !strcmp(argv[1], "rooms"))
     return rooms_server(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
+  if (argc >= 4 && !strcmp(argv[1], "connected")) return connected_server(atoi(argv[2]), atoi(argv[3]));
   if (argc >= 4 && !strcmp(argv[1], "client")) return client(atof(argv[2]), atoi(argv[3]));
-  fprintf(stderr, "usage: relay_rr server PORT FANOUT | relay_rr rooms PORT FANOUT GROUPS | relay_rr client SECONDS FANOUT < PLAN\n");
+  fprintf(stderr, "usage: relay_rr server PORT FANOUT | relay_rr rooms PORT FANOUT GROUPS | relay_rr connected PORT FANOUT | relay_rr client SECONDS FANOUT < PLAN\n");
   return 2;
 }
