@@ -3,8 +3,13 @@ CARGO ?= cargo
 
 .PHONY: run build test lint fmt bench soak hostile clean
 
+# The status page and /metrics on loopback (METRICS=ADDR to move them); ARGS="..." passes more
+# flags to lobbyd (`lobbyd --help`).
+METRICS ?= 127.0.0.1:9100
+ARGS ?=
+
 run:
-	$(CARGO) run --release --bin lobbyd --
+	$(CARGO) run --release --bin lobbyd -- --metrics $(METRICS) $(ARGS)
 
 build:
 	$(CARGO) build --release
