@@ -17,6 +17,8 @@
 //! (or JOIN_FAILED) queued. So a listed room always has a live socket, and a room's socket is
 //! closed ([`Output::CloseInstance`]) in the same step that removes it from the list.
 
+mod config;
+mod messages;
 pub mod party;
 pub mod room;
 pub mod room_map;
@@ -26,10 +28,14 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use crate::ratelimit::{PerIpConfig, PerIpLimiter};
+use crate::ratelimit::PerIpLimiter;
 use crate::time::wheel::TimerWheel;
 use crate::wire::udp_lobby::room_list_len;
 
+pub use config::LobbyConfig;
+pub use messages::{
+    InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason, RoomInfo,
+};
 pub use party::{
     CloseCause, ConnClose, ConnId, Party, PartyConfig, PartyStats, TcpError, TcpMessage,
     TcpRequest, Violation,
@@ -47,211 +53,6 @@ const JOIN_FAILED_LEN: usize = 8 + 4;
 /// Output records the queue keeps room for once drained; a burst above it (a countdown tick
 /// in thousands of parties, say) is given back.
 pub const OUTPUT_KEEP: usize = 4096;
-
-/// What the core needs to know about the operator's limits.
-#[derive(Clone, Debug)]
-pub struct LobbyConfig {
-    /// Live rooms at most (each holds an instance port until reaped).
-    pub max_rooms: usize,
-    /// Rooms one IP address may have created and still alive.
-    pub max_rooms_per_ip: usize,
-    /// Seats per room (1..=255).
-    pub max_players: u8,
-    /// COUNTDOWN seconds between START and STARTED.
-    pub countdown_secs: u8,
-    /// A member silent this long is removed.
-    pub idle_timeout: Duration,
-    /// How long JOIN_SUCCESS / ROOM_CREATED hold a seat for the requester's IP.
-    pub seat_timeout: Duration,
-    /// How long a Finished room stays listed before its port returns to the pool.
-    pub reap_grace: Duration,
-    /// Most rooms in one ROOM_LIST (so the datagram is not fragmented).
-    pub max_list_rooms: usize,
-    /// Per-source-IP request and reply-byte budgets of the UDP lobby.
-    pub rate: PerIpConfig,
-    /// Granularity of the timer wheel.
-    pub timer_tick: Duration,
-    /// The TCP lobby's settings.
-    pub party: PartyConfig,
-}
-
-impl Default for LobbyConfig {
-    fn default() -> Self {
-        LobbyConfig {
-            max_rooms: 100,
-            max_rooms_per_ip: 8,
-            max_players: 4,
-            countdown_secs: 5,
-            idle_timeout: Duration::from_secs(30),
-            seat_timeout: Duration::from_secs(10),
-            reap_grace: Duration::from_secs(2),
-            max_list_rooms: 112,
-            rate: PerIpConfig {
-                rate: 50,
-                per: Duration::from_secs(1),
-                burst: 100,
-                byte_rate: 64_000,
-                byte_burst: 128_000,
-                max_entries: 65_536,
-            },
-            timer_tick: Duration::from_millis(1),
-            party: PartyConfig::default(),
-        }
-    }
-}
-
-/// A request of the UDP room lobby, decoded by the driver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LobbyRequest {
-    /// LOBBY_LIST_ROOMS.
-    ListRooms,
-    /// LOBBY_CREATE_ROOM.
-    CreateRoom,
-    /// LOBBY_JOIN_ROOM with its room id (0 included: the core refuses it).
-    JoinRoom(u32),
-}
-
-/// A reply of the UDP room lobby.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LobbyReply {
-    /// LOBBY_ROOM_LIST: the driver encodes [`Lobby::room_list`] at send time.
-    RoomList,
-    /// LOBBY_ROOM_CREATED.
-    RoomCreated {
-        /// The new room.
-        room: RoomId,
-        /// Its instance port.
-        port: u16,
-    },
-    /// LOBBY_JOIN_SUCCESS.
-    JoinSuccess {
-        /// The room joined.
-        room: RoomId,
-        /// Its instance port.
-        port: u16,
-    },
-    /// LOBBY_JOIN_FAILED.
-    JoinFailed(JoinFailure),
-}
-
-/// A control message of the instance protocol (DATA goes through [`Lobby::relay_data`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InstanceRequest {
-    /// HELLO, with the player token of a TCP lobby hand-over if any.
-    Hello {
-        /// The 8-byte player token, if the HELLO carried one.
-        token: Option<u64>,
-    },
-    /// LEAVE.
-    Leave,
-    /// START (owner only).
-    Start,
-    /// PING.
-    Ping,
-}
-
-/// Why a HELLO was refused (REJECT reason codes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RejectReason {
-    /// 1: every seat taken.
-    Full = 1,
-    /// 2: Playing or Finished.
-    NotJoinable = 2,
-    /// 3: the token matches no expected player.
-    UnknownToken = 3,
-}
-
-/// A message the instance sends to one member.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InstanceMessage {
-    /// WELCOME: the player's slot and the room's state.
-    Welcome {
-        /// The player's slot.
-        slot: Slot,
-        /// Members in the room.
-        player_count: u8,
-        /// Seats.
-        max_players: u8,
-        /// Room state code.
-        state: RoomState,
-    },
-    /// REJECT.
-    Reject(RejectReason),
-    /// PEER_JOINED(slot).
-    PeerJoined(Slot),
-    /// PEER_LEFT(slot).
-    PeerLeft(Slot),
-    /// COUNTDOWN(whole seconds left).
-    Countdown(u8),
-    /// STARTED.
-    Started,
-    /// PONG.
-    Pong,
-}
-
-/// What the driver must do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
-    /// Send a UDP lobby reply from the lobby socket.
-    Lobby {
-        /// Destination.
-        to: SocketAddr,
-        /// The request's sequence id, echoed.
-        seq: u16,
-        /// The reply.
-        reply: LobbyReply,
-    },
-    /// Send an instance message from `room`'s socket.
-    Instance {
-        /// The room whose socket sends it.
-        room: RoomId,
-        /// Destination.
-        to: SocketAddr,
-        /// Echoed request seq, or the room's counter for server-initiated messages.
-        seq: u16,
-        /// The message.
-        msg: InstanceMessage,
-    },
-    /// Bind a UDP socket for `room` and answer with [`Lobby::handle_instance_opened`].
-    OpenInstance {
-        /// The room being created.
-        room: RoomId,
-    },
-    /// Close `room`'s socket: the room is gone from the core, or a party's countdown was
-    /// cancelled and its socket is no longer needed.
-    CloseInstance {
-        /// The reaped room.
-        room: RoomId,
-    },
-    /// Send a TCP lobby message on a connection.
-    Tcp {
-        /// The connection.
-        conn: ConnId,
-        /// The message.
-        msg: TcpMessage,
-    },
-    /// Close a TCP lobby connection once what is queued for it is written (bounded wait).
-    /// The core has already forgotten it.
-    CloseConn {
-        /// The connection.
-        conn: ConnId,
-    },
-}
-
-/// One entry of a ROOM_LIST.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RoomInfo {
-    /// The room.
-    pub room: RoomId,
-    /// Members plus live reservations.
-    pub player_count: u16,
-    /// Seats.
-    pub max_players: u16,
-    /// Instance port.
-    pub port: u16,
-    /// State.
-    pub state: RoomState,
-}
 
 /// What a timer entry stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

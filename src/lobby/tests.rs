@@ -1,6 +1,7 @@
 //! Unit tests of the lobby core, driven with a virtual clock and a fake driver.
 
 use super::*;
+use crate::ratelimit::PerIpConfig;
 use std::net::Ipv4Addr;
 
 fn addr(last: u8, port: u16) -> SocketAddr {
