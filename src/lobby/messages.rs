@@ -1,0 +1,165 @@
+//! The lobby core's vocabulary: the decoded requests the driver hands it ([`LobbyRequest`]:
+//! `rtype-udp-lobby-protocol.md` sections 4, 6 and 8; [`InstanceRequest`]:
+//! `docs/protocols/instance.md`), what it answers ([`LobbyReply`]: sections 5, 7, 9 and 10;
+//! [`InstanceMessage`], [`RejectReason`]), the [`Output`]s the driver carries out, and one
+//! ROOM_LIST entry ([`RoomInfo`], section 5). Encoding them is the driver's (`net::udp`);
+//! here they are plain values.
+
+use std::net::SocketAddr;
+
+use super::party::{ConnId, TcpMessage};
+use super::room::{RoomId, RoomState, Slot};
+use super::stats::JoinFailure;
+
+/// A request of the UDP room lobby, decoded by the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LobbyRequest {
+    /// LOBBY_LIST_ROOMS.
+    ListRooms,
+    /// LOBBY_CREATE_ROOM.
+    CreateRoom,
+    /// LOBBY_JOIN_ROOM with its room id (0 included: the core refuses it).
+    JoinRoom(u32),
+}
+
+/// A reply of the UDP room lobby.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LobbyReply {
+    /// LOBBY_ROOM_LIST: the driver encodes [`Lobby::room_list`](super::Lobby::room_list) at send time.
+    RoomList,
+    /// LOBBY_ROOM_CREATED.
+    RoomCreated {
+        /// The new room.
+        room: RoomId,
+        /// Its instance port.
+        port: u16,
+    },
+    /// LOBBY_JOIN_SUCCESS.
+    JoinSuccess {
+        /// The room joined.
+        room: RoomId,
+        /// Its instance port.
+        port: u16,
+    },
+    /// LOBBY_JOIN_FAILED.
+    JoinFailed(JoinFailure),
+}
+
+/// A control message of the instance protocol (DATA goes through [`Lobby::relay_data`](super::Lobby::relay_data)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceRequest {
+    /// HELLO, with the player token of a TCP lobby hand-over if any.
+    Hello {
+        /// The 8-byte player token, if the HELLO carried one.
+        token: Option<u64>,
+    },
+    /// LEAVE.
+    Leave,
+    /// START (owner only).
+    Start,
+    /// PING.
+    Ping,
+}
+
+/// Why a HELLO was refused (REJECT reason codes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RejectReason {
+    /// 1: every seat taken.
+    Full = 1,
+    /// 2: Playing or Finished.
+    NotJoinable = 2,
+    /// 3: the token matches no expected player.
+    UnknownToken = 3,
+}
+
+/// A message the instance sends to one member.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceMessage {
+    /// WELCOME: the player's slot and the room's state.
+    Welcome {
+        /// The player's slot.
+        slot: Slot,
+        /// Members in the room.
+        player_count: u8,
+        /// Seats.
+        max_players: u8,
+        /// Room state code.
+        state: RoomState,
+    },
+    /// REJECT.
+    Reject(RejectReason),
+    /// PEER_JOINED(slot).
+    PeerJoined(Slot),
+    /// PEER_LEFT(slot).
+    PeerLeft(Slot),
+    /// COUNTDOWN(whole seconds left).
+    Countdown(u8),
+    /// STARTED.
+    Started,
+    /// PONG.
+    Pong,
+}
+
+/// What the driver must do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Send a UDP lobby reply from the lobby socket.
+    Lobby {
+        /// Destination.
+        to: SocketAddr,
+        /// The request's sequence id, echoed.
+        seq: u16,
+        /// The reply.
+        reply: LobbyReply,
+    },
+    /// Send an instance message from `room`'s socket.
+    Instance {
+        /// The room whose socket sends it.
+        room: RoomId,
+        /// Destination.
+        to: SocketAddr,
+        /// Echoed request seq, or the room's counter for server-initiated messages.
+        seq: u16,
+        /// The message.
+        msg: InstanceMessage,
+    },
+    /// Bind a UDP socket for `room` and answer with [`Lobby::handle_instance_opened`](super::Lobby::handle_instance_opened).
+    OpenInstance {
+        /// The room being created.
+        room: RoomId,
+    },
+    /// Close `room`'s socket: the room is gone from the core, or a party's countdown was
+    /// cancelled and its socket is no longer needed.
+    CloseInstance {
+        /// The reaped room.
+        room: RoomId,
+    },
+    /// Send a TCP lobby message on a connection.
+    Tcp {
+        /// The connection.
+        conn: ConnId,
+        /// The message.
+        msg: TcpMessage,
+    },
+    /// Close a TCP lobby connection once what is queued for it is written (bounded wait).
+    /// The core has already forgotten it.
+    CloseConn {
+        /// The connection.
+        conn: ConnId,
+    },
+}
+
+/// One entry of a ROOM_LIST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoomInfo {
+    /// The room.
+    pub room: RoomId,
+    /// Members plus live reservations.
+    pub player_count: u16,
+    /// Seats.
+    pub max_players: u16,
+    /// Instance port.
+    pub port: u16,
+    /// State.
+    pub state: RoomState,
+}
