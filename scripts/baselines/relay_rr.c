@@ -106,6 +106,7 @@ static int connected_server(int port, int fanout) {
       ssize_t n = recvfrom(events[e].data.fd, buf, sizeof buf, MSG_DONTWAIT, (void *)&from, &fl);
       if (n < 0) continue;
       int size = fanout + 1, sender = ntohs(from.sin_port), first = sender - sender % size;
+      if (first + size > 65536) continue;   /* a group past the last port: not one of ours */
       for (int p = first; p < first + size; p++)
         if (!socket_of_port[p] && watch(ep, socket_of_port[p] = bound_to(port, 1, p))) return 1;
       for (int p = first; p < first + size; p++)
