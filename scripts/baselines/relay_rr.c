@@ -14,9 +14,9 @@
             one recvfrom per ready socket and FANOUT sendto from that socket, as above.
           relay_rr connected PORT FANOUT
             the same relay with one socket per member, all bound to PORT with SO_REUSEPORT: a
-            member's first datagram reaches the unconnected one, which then opens a socket
-            connected to each member of the sender's group, so the kernel hands each member's
-            later datagrams to its own socket and a send to it skips the route lookup; a
+            group's first datagram reaches the unconnected one, which then opens a socket
+            connected to each member of that group, so the kernel hands each member's later
+            datagrams to its own socket and a send to it skips the route lookup; a
             blocking epoll_wait (level-triggered), one recvfrom per ready socket and FANOUT
             send through the mates' sockets (the per-member-socket design, measured without
             lobbyd's batching).
