@@ -16,7 +16,7 @@
 #     of 10 lands in either group by chance (two of three 180 s soaks of one build failed on
 #     it on 2026-11-27, 7.4 -> 8.8 and 7.4 -> 9.1 MB), while the upper quartile stays in the
 #     upper group, which a leak lifts. That group still climbs 5-10 % over the first two
-#     minutes as the allocator settles (flat at about 9 MB over an hour, docs/BENCHMARKS.md),
+#     minutes as the allocator settles (then flat: 8.4-8.6 MB means over an hour, BENCHMARKS),
 #     hence a warm-up of a third of the soak. And RSS at the end near its start
 #     (at most +50 % or +8 MiB, whichever is larger: the allocator keeps the peak working set,
 #     and the general lobby alone holds up to 1,500 members between rounds at about 3 KB each,
