@@ -11,13 +11,12 @@
 #     ends after SOAK_WARMUP seconds, default a third of the soak, at least 20 s; RSS is
 #     sampled between rounds, when no client runs). Not single samples, and not the median
 #     either: one round's RSS depends on whether the loop's 5 s heap trim ran since its
-#     clients left (rounds last about 4.4 s), so the samples fall in two groups, about
-#     7.0-7.8 MB (trimmed) and 8.6-9.9 MB (not yet), about a third in the lower one; a median
-#     of 10 lands in either group by chance (two of three 180 s soaks of one build failed on
-#     it on 2026-11-27, 7.4 -> 8.8 and 7.4 -> 9.1 MB), while the upper quartile stays in the
-#     upper group, which a leak lifts. That group still climbs 5-10 % over the first two
-#     minutes as the allocator settles (then flat: 8.4-8.6 MB means over an hour, BENCHMARKS),
-#     hence a warm-up of a third of the soak. And RSS at the end near its start
+#     clients left (rounds last about 4.4 s), so the samples fall in two groups (trimmed or
+#     not yet, about 7.4 and 9 MB, a third in the lower one). A median of 10 lands in either
+#     group by chance and failed soaks whose groups did not move; the upper quartile stays
+#     in the upper group, which a leak lifts (docs/BENCHMARKS.md). That group still climbs
+#     over the first minutes as the allocator settles, hence a warm-up of a third of the
+#     soak. And RSS at the end near its start
 #     (at most +50 % or +8 MiB, whichever is larger: the allocator keeps the peak working set,
 #     and the general lobby alone holds up to 1,500 members between rounds at about 3 KB each,
 #     docs/BENCHMARKS.md, so the 4 MiB allowed before it joined the mix no longer covers it);
