@@ -126,7 +126,7 @@ impl GeneralDriver {
     }
 
     /// Puts `key` on the list of connections to write after the batch (once).
-    pub(super) fn mark_dirty(&mut self, key: usize) {
+    fn mark_dirty(&mut self, key: usize) {
         if let Some(conn) = self.conns.get_mut(key) {
             if !conn.in_dirty {
                 conn.in_dirty = true;
@@ -166,7 +166,7 @@ impl GeneralDriver {
     /// Writes up to `slice` of the connections written to since their last flush, then up
     /// to `slice` of those whose fan-out is due (a connection on both lists is written once:
     /// the second finds nothing queued).
-    pub(super) fn flush_dirty(&mut self, registry: &Registry, now: Instant, slice: usize) {
+    fn flush_dirty(&mut self, registry: &Registry, now: Instant, slice: usize) {
         for _ in 0..slice {
             let Some(key) = self.dirty.pop_front() else {
                 break;
