@@ -30,7 +30,7 @@ use super::fit::source_pool;
 use super::runner::{Pacer, Workload};
 use super::stats::Stats;
 use super::Options;
-use crate::net::rx_time;
+use crate::net::rx_time::{self, Stamp};
 
 /// The shared read buffer.
 const READ_CHUNK: usize = 64 * 1024;
@@ -562,7 +562,7 @@ impl<S: Script> TcpEngine<S> {
             let source = slot.source.map_or(UNSPECIFIED, |k| self.pool.addr(k));
             let (read, arrived) = if S::RX_TIMESTAMPS {
                 match rx_time::read(stream, &mut self.chunk, &mut self.control) {
-                    Ok((len, stamp)) => (Ok(len), stamp.unwrap_or(now)),
+                    Ok((len, stamp)) => (Ok(len), stamp.and_then(Stamp::to_instant).unwrap_or(now)),
                     Err(e) => (Err(e), now),
                 }
             } else {

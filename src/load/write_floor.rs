@@ -28,7 +28,7 @@ use crate::wire::tcp_lobby::ServerRepr;
 use super::stats::{Stats, Summary};
 use super::tcp_engine::connect_blocking;
 use super::Options;
-use crate::net::rx_time;
+use crate::net::rx_time::{self, Stamp};
 
 /// Time between bursts: lobbyd's default `--countdown-tick`.
 pub const BURST_EVERY: Duration = Duration::from_millis(100);
@@ -156,7 +156,8 @@ fn read_frames(
                 match rx_time::read(socket, &mut buf, &mut control) {
                     Ok((0, _)) => break,
                     Ok((n, stamp)) => {
-                        let late = stamp.unwrap_or(now).saturating_duration_since(started);
+                        let arrived = stamp.and_then(Stamp::to_instant).unwrap_or(now);
+                        let late = arrived.saturating_duration_since(started);
                         let bytes = partial[i] + n;
                         for _ in 0..bytes / frame_len {
                             lateness.push(late);

@@ -20,7 +20,7 @@
 //! countdown is not held up behind a batch of joins. No protocol logic here.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use mio::event::Event;
 use mio::Registry;
@@ -241,7 +241,11 @@ impl RtypeFrontEnd {
         self.dispatch(registry);
         let conn = ConnId(key);
         let now = match arrived {
-            Some(at) => received_at(at, Instant::now()),
+            Some(stamp) => {
+                let read_at = Instant::now();
+                let at = stamp.at(read_at, SystemTime::now()).unwrap_or(read_at);
+                received_at(at, read_at)
+            }
             None => *self.batch_started.get_or_insert_with(Instant::now),
         };
         for input in inputs.drain(..) {

@@ -12,10 +12,12 @@
 //! Stamping is asked for on a socket with [`enable`]; a listener's setting is inherited by
 //! every socket it accepts. A read's stamp is that of the last segment it consumed.
 //!
-//! The stamp is `CLOCK_REALTIME`; it becomes an [`Instant`] by its age, read from both clocks
-//! back to back. A step of the wall clock between the arrival and the read shifts that one
-//! stamp: a stamp "in the future" counts as arriving now, and users bound how far back they
-//! take one (the TCP lobby: [`crate::net::rtype`]'s `MAX_BACKDATE`).
+//! The stamp is `CLOCK_REALTIME`; a [`Stamp`] becomes an [`Instant`] by its age, read from
+//! both clocks back to back, when its user asks (the TCP lobby keeps one stamp of the reads of
+//! a readiness event and converts that one, with the instant it takes anyway). A step of the
+//! wall clock between the arrival and the read shifts that one stamp: a stamp "in the future"
+//! counts as arriving now, and users bound how far back they take one (the TCP lobby:
+//! [`crate::net::rtype`]'s `MAX_BACKDATE`).
 
 use std::io::{self, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd};
@@ -34,15 +36,37 @@ pub fn control_buffer() -> Vec<u8> {
     nix::cmsg_space!(TimeSpec)
 }
 
-/// Reads from `socket` into `buf` as `read(2)` would; with the read's length, when its last
-/// byte reached the socket (`None`: not stamped: [`enable`] was not called, or the kernel
-/// had not yet switched receive stamping on, which it does asynchronously after the first
-/// `enable` on the machine).
+/// When a read's last byte reached the socket, as the kernel stamped it (wall clock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp(TimeSpec);
+
+impl Stamp {
+    /// The stamp as an [`Instant`], by its age now.
+    pub fn to_instant(self) -> Option<Instant> {
+        self.at(Instant::now(), SystemTime::now())
+    }
+
+    /// The stamp as an [`Instant`], by its age at `now`, `wall` being the wall clock read
+    /// with it (`None` for a stamp no `SystemTime` can hold).
+    pub fn at(self, now: Instant, wall: SystemTime) -> Option<Instant> {
+        let secs = u64::try_from(self.0.tv_sec()).ok()?;
+        let nanos = u32::try_from(self.0.tv_nsec()).ok()?;
+        let stamp = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
+        // A stamp "in the future" (a clock step): age zero.
+        let age = wall.duration_since(stamp).unwrap_or_default();
+        Some(now.checked_sub(age).unwrap_or(now))
+    }
+}
+
+/// Reads from `socket` into `buf` as `read(2)` would; with the read's length, its [`Stamp`]
+/// (`None`: not stamped: [`enable`] was not called, or the kernel had not yet switched
+/// receive stamping on, which it does asynchronously after the first `enable` on the
+/// machine).
 pub fn read(
     socket: &impl AsRawFd,
     buf: &mut [u8],
     control: &mut [u8],
-) -> io::Result<(usize, Option<Instant>)> {
+) -> io::Result<(usize, Option<Stamp>)> {
     let mut iov = [IoSliceMut::new(buf)];
     let msg = recvmsg::<()>(
         socket.as_raw_fd(),
@@ -56,22 +80,11 @@ pub fn read(
     if let Ok(cmsgs) = msg.cmsgs() {
         for cmsg in cmsgs {
             if let ControlMessageOwned::ScmTimestampns(ts) = cmsg {
-                stamp = to_instant(ts);
+                stamp = Some(Stamp(ts));
             }
         }
     }
     Ok((msg.bytes, stamp))
-}
-
-/// The wall-clock stamp `ts` as an [`Instant`]: now minus its age.
-fn to_instant(ts: TimeSpec) -> Option<Instant> {
-    let secs = u64::try_from(ts.tv_sec()).ok()?;
-    let nanos = u32::try_from(ts.tv_nsec()).ok()?;
-    let stamp = UNIX_EPOCH.checked_add(Duration::new(secs, nanos))?;
-    let (now, wall) = (Instant::now(), SystemTime::now());
-    // A stamp "in the future" (a clock step): age zero.
-    let age = wall.duration_since(stamp).unwrap_or_default();
-    Some(now.checked_sub(age).unwrap_or(now))
 }
 
 #[cfg(test)]
@@ -100,7 +113,7 @@ mod tests {
             let (len, stamp) = read(&server, &mut buf, &mut control).unwrap();
             let read_at = Instant::now();
             assert_eq!(&buf[..len], b"COUNTDOWN");
-            let Some(stamp) = stamp else {
+            let Some(stamp) = stamp.and_then(Stamp::to_instant) else {
                 continue;
             };
             // The clocks are read twice to convert, so allow a little slack either side,

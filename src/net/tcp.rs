@@ -346,7 +346,7 @@ impl TcpLobby {
         lobby: &mut Lobby,
         registry: &Registry,
         inputs: &mut Vec<TcpInput>,
-    ) -> Option<Instant> {
+    ) -> Option<rx_time::Stamp> {
         if readiness.writable {
             self.flush_one(key, lobby, registry);
         }
@@ -375,7 +375,7 @@ impl TcpLobby {
         closed: bool,
         registry: &Registry,
         inputs: &mut Vec<TcpInput>,
-    ) -> Option<Instant> {
+    ) -> Option<rx_time::Stamp> {
         let mut budget = FRAMES_PER_EVENT;
         let mut arrived = None;
         for _ in 0..READ_BUDGET {
