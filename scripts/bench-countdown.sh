@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# COUNTDOWN lateness at scale (issue 14 section 3), in one session; also `BENCH_ONLY=countdown
+# COUNTDOWN lateness at scale, in one session; also `BENCH_ONLY=countdown
 # scripts/bench.sh`.
 #
 # Three runs of COUNTDOWN_PARTIES parties of 4 (COUNTDOWN_PARTIES * 4 connections from as many

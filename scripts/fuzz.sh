@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coverage-guided fuzzing of every lobbyd fuzz target in turn (issue 13, "Fuzzing"), offline on
+# Coverage-guided fuzzing of every lobbyd fuzz target in turn, offline on
 # the stable toolchain: cargo-fuzz (`cargo install cargo-fuzz`) with RUSTC_BOOTSTRAP=1 and no
 # sanitizer (no `unsafe` in the code the targets reach; 3-4x faster than AddressSanitizer).
 #

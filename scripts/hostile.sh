@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile traffic against one lobbyd on loopback, in one bounded run (issue 13), judged from
+# Hostile traffic against one lobbyd on loopback, in one bounded run, judged from
 # the side of a well-behaved client.
 #
 # Builds the release binaries and starts lobbyd with its default limits, except smaller
@@ -40,7 +40,7 @@
 # work, which a remote crowd does on its own machines, into the loop's passes. What reaches
 # lobbyd is unchanged: the attackers' connections, bytes and the kernel's work for them (on
 # a quiet machine the attackers' counters below are within 5 % of those at nice 10; on a
-# loaded one the attackers get less CPU either way). docs/BENCHMARKS.md has the runs.
+# loaded one the attackers get less CPU either way). docs/PERFORMANCE.md has the figures.
 #
 # Usage: scripts/hostile.sh [SECONDS]   (or HOSTILE_SECONDS; default 60, at least 15).
 # Ports: LOBBYD_PORT etc. (scripts/lib.sh). Output and logs in bench-out/hostile/.

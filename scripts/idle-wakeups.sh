@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wake-ups of an idle lobbyd holding far-off timers (issue 14, the timer wheel): how often the
+# Wake-ups of an idle lobbyd holding far-off timers (the timer wheel's cost at rest): how often the
 # loop leaves epoll_wait when nothing happens. Starts a lobbyd on loopback (scripts/lib.sh
 # ports; instance ports left to the OS), counts its epoll_wait calls with `perf stat` (its
 # voluntary context switches where perf cannot trace) over IDLE_SECONDS with no rooms, then

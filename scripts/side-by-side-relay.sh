@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side throughput of lobbyd's game-instance relay against the simplest C server doing
-# the same socket work (issue 14, section 1), in the manner of ../shared/baselines/side-by-side.sh:
+# the same socket work, in the manner of the C baseline servers' side-by-side script for LIST_ROOMS
+# and TCP joins (docs/PERFORMANCE.md):
 # servers on core 0, clients on core 1, alternating pairs, each pair printed, medians at the end.
 #
 #   raw:    scripts/baselines/relay_rr.c's blocking server: one recvfrom per datagram, then FANOUT
@@ -11,7 +12,7 @@
 #           once FANOUT copies are back.
 #   load:   lobbyd, ROOMS rooms of MEMBERS members driven by `lobby-load relay --size SIZE
 #           --members MEMBERS --concurrency ROOMS` (relayed copies received per second): the
-#           issue's target is load / raw >= 1.0.
+#           target is load / raw >= 1.0.
 #   same:   lobbyd again, the same rooms set up here (Python: CREATE_ROOM, JOIN_ROOM, HELLO) and
 #           driven by relay_rr's client, the very client of the raw run: same / raw compares
 #           the servers alone.
@@ -24,7 +25,7 @@
 #           (`relay_rr connected`: all on PORT with SO_REUSEPORT, each connected to its member,
 #           one recvfrom and FANOUT send per datagram), driven by the same client:
 #           connected / raw is what a socket per member saves a relay (no route lookup per
-#           send) without batching (docs/BENCHMARKS.md: lobbyd does not gain it).
+#           send) without batching (docs/PERFORMANCE.md: lobbyd does not gain it).
 #
 # With RELAY_PERF=1 each server and each client also runs under `perf stat -e
 # task-clock,raw_syscalls:sys_enter` and each line gives their CPU time and system calls per

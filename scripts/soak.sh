@@ -14,12 +14,12 @@
 #     clients left (rounds last about 4.4 s), so the samples fall in two groups (trimmed or
 #     not yet, about 7.4 and 9 MB, a third in the lower one). A median of 10 lands in either
 #     group by chance and failed soaks whose groups did not move; the upper quartile stays
-#     in the upper group, which a leak lifts (docs/BENCHMARKS.md). That group still climbs
+#     in the upper group, which a leak lifts (docs/PERFORMANCE.md). That group still climbs
 #     over the first minutes as the allocator settles, hence a warm-up of a third of the
 #     soak. And RSS at the end near its start
 #     (at most +50 % or +8 MiB, whichever is larger: the allocator keeps the peak working set,
 #     and the general lobby alone holds up to 1,500 members between rounds at about 3 KB each,
-#     docs/BENCHMARKS.md, so the 4 MiB allowed before it joined the mix no longer covers it);
+#     docs/PERFORMANCE.md, so the 4 MiB allowed before it joined the mix no longer covers it);
 #   - no internal-error counter moved (send/recv errors, instance bind failures, accept
 #     errors, reload failures, and any counter named *internal*).
 # Each round runs, in parallel: relay rooms that START and vanish during the countdown,

@@ -1,4 +1,4 @@
-/* Relay baseline for scripts/side-by-side-relay.sh (issue 14, section 1): the socket work of
+/* Relay baseline for scripts/side-by-side-relay.sh: the socket work of
    lobbyd's game-instance relay with no relay logic at all, and a client that drives lobbyd's
    instances and this server alike.
 

@@ -3,7 +3,7 @@
 //! through exactly the same code on the stable toolchain, and the seeded simulations
 //! (`tests/simulation*.rs`) run the same core drivers.
 //!
-//! Two families, one file each (issue 13, "Fuzzing"):
+//! Two families, one file each:
 //! - parser targets, `wire_*`: bytes into every parser of a wire module; whatever parses is
 //!   emitted again and must parse back the same ([`wire_rtype`], [`wire_wz`],
 //!   [`wire_general`], [`wire_http`]);

@@ -1,4 +1,4 @@
-//! The general lobby (issue 10; the C# game lobby article): members sign in over TCP, see each
+//! The general lobby (after a C# game lobby article): members sign in over TCP, see each
 //! other, chat, create games of any type, ask to join and are approved by the owner, then use
 //! the server as a conduit to the owner or to every player; the server can host games itself.
 //!

@@ -1,5 +1,5 @@
 //! lobbyd's default per-address limits, as a client must respect them, and the budgets that
-//! keep each of the tool's source addresses within them (issue 14, section 4).
+//! keep each of the tool's source addresses within them.
 //!
 //! A new user runs `make run` (lobbyd with no flags) and `lobby-load MODE`: every limit is at
 //! its default, and most of them are per source address (rooms, connections, requests a

@@ -5,8 +5,8 @@
 //! edge-triggered, drain until `WouldBlock`, one `send_to` per datagram), so the ratio of a
 //! lobbyd mode to `echo` in the same session measures what lobbyd's own work costs. With
 //! `--blocking` ([`EchoServer::start_blocking`]) it is the simplest server std allows, no mio:
-//! a blocking `recv_from` and one `send_to` per datagram, like `../shared/baselines/udp_rr.c`
-//! (issue 14: a mio baseline is itself slower than that, so a ratio to it alone flatters
+//! a blocking `recv_from` and one `send_to` per datagram, like the C baseline servers'
+//! LIST_ROOMS server (a mio baseline is itself slower than that, so a ratio to it alone flatters
 //! lobbyd). Either answers each datagram with `reply_size` bytes: the request copied to the
 //! front, zeros after it, so a 12-byte request can draw a reply the size of a 64-room
 //! ROOM_LIST.

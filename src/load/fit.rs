@@ -1,4 +1,4 @@
-//! Fitting a run to the server it meets (issue 14, section 4): `lobby-load MODE` against
+//! Fitting a run to the server it meets: `lobby-load MODE` against
 //! `make run` works with no flags.
 //!
 //! [`fit`] takes the options as given and returns the ones the run uses, with one line saying

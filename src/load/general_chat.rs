@@ -24,8 +24,8 @@
 //! the run's sources, one address each by default.
 //!
 //! Keepalive: lobbyd closes a member that sent no frame for `--idle-timeout`, and a member may
-//! be silent for long: the first ones wait through the whole setup (the soak's failed rounds,
-//! issue 13: 50 sign-ins on a loaded machine outlasted its 3 s idle timeout), and under caps
+//! be silent for long: the first ones wait through the whole setup (the soak's failed rounds:
+//! 50 sign-ins on a loaded machine outlasted its 3 s idle timeout), and under caps
 //! a member's chat budget may space its lines out. So any member silent for the keepalive
 //! interval sends a PING (its PONG is read and let pass; counted as `keepalive_pings`): a
 //! third of lobbyd's default `--idle-timeout` under caps, [`KEEPALIVE_WITHOUT_CAPS`] without.

@@ -1,4 +1,4 @@
-//! `tcp-cycle --spread MS`: when each party's START_REQ goes out (issue 14 section 3).
+//! `tcp-cycle --spread MS`: when each party's START_REQ goes out.
 //!
 //! Parties start in *rounds*. A party whose members are all in and ready holds; once every
 //! party of the run holds (or the first has held for `--timeout`, so a party that cannot

@@ -1,8 +1,8 @@
-//! Telling a TCP lobby with a raised `--conn-rate` from one on lobbyd's default (issue 14,
-//! sections 2 and 4): the connection modes (`tcp-join`, `tcp-idle`, `tcp-cycle`) keep each
-//! source address within the default rate, 5 new connections a minute, so that they work
+//! Telling a TCP lobby with a raised `--conn-rate` from one on lobbyd's default: the
+//! connection modes (`tcp-join`, `tcp-idle`, `tcp-cycle`) keep each source address
+//! within the default rate, 5 new connections a minute, so that they work
 //! against `make run`. Against a server started with a raised rate, as
-//! `../shared/baselines/side-by-side.sh tcp` starts it (and names 253 sources, so no `--caps`
+//! the C baseline servers' side-by-side script starts it (and names 253 sources, so no `--caps`
 //! flag can be added there), that pacing would cap the run at about 500 joins a second, a
 //! number that measures the tool and not the server.
 //!

@@ -1,5 +1,5 @@
 //! `write-floor`: what the kernel alone needs to deliver one COUNTDOWN tick, the floor that
-//! lobbyd's COUNTDOWN lateness is held against (issue 14 section 3).
+//! lobbyd's COUNTDOWN lateness is held against.
 //!
 //! The tool opens `--concurrency` loopback connections to a listener of its own (from the
 //! `--sources` addresses in turn, like `tcp-cycle`'s clients), then, every

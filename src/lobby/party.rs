@@ -190,7 +190,7 @@ const RANDOM_BATCH: usize = 32;
 
 /// The player-hash source: 64 bits at a time from the operating system's CSPRNG, fetched
 /// [`RANDOM_BATCH`] at a time so that a join does not cost a `getrandom` call of its own
-/// (issue 14: system calls per TCP join). The values are the CSPRNG's, unchanged; they only
+/// (fewer system calls per TCP join). The values are the CSPRNG's, unchanged; they only
 /// wait in this buffer until handed out, once each.
 #[derive(Debug, Default)]
 pub struct OsRandom {
@@ -590,7 +590,7 @@ impl Lobby {
         }
         // The countdown's clock starts when START_REQ was received, not when the socket was
         // bound: parties whose START_REQs came in one event batch share one schedule, so
-        // their COUNTDOWNs fall due together and go out in one run of writes (issue 14).
+        // their COUNTDOWNs fall due together and go out in one run of writes.
         let started = match opener {
             Opener::Request(_, at) => at.min(now),
             Opener::Auto => now,

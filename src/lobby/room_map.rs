@@ -9,7 +9,7 @@
 //!
 //! Why: every LIST_ROOMS walks the listed rooms and looks each up by id, twice (joinable
 //! rooms first, then the others), and every relayed DATA looks its room up once. Profiled
-//! with callgrind (`docs/BENCHMARKS.md`), SipHash was about 60 % of the instructions of a
+//! with callgrind (`docs/PERFORMANCE.md`), SipHash was about 60 % of the instructions of a
 //! LIST_ROOMS with 64 rooms. SipHash's keyed randomness protects maps whose keys a peer
 //! chooses; room ids are not: the core assigns them (1, 2, 3, ...), a peer can only look one
 //! up, so it cannot pile keys into one bucket. Multiplying by a 64-bit odd constant spreads

@@ -1,5 +1,4 @@
-//! The status page an operator opens in a browser: `GET /` on the `--metrics` listener
-//! (issue 14, section 5).
+//! The status page an operator opens in a browser: `GET /` on the `--metrics` listener.
 //!
 //! One server-rendered HTML page, no external asset and no script (it reloads itself every
 //! 5 s with `<meta http-equiv=refresh>`): uptime and version, every listener with its bound

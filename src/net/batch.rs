@@ -1,4 +1,4 @@
-//! Datagram batches for the R-Type UDP sockets (issue 14, section 1): up to [`BATCH`]
+//! Datagram batches for the R-Type UDP sockets: up to [`BATCH`]
 //! datagrams read with one `recvmmsg` and written with one `sendmmsg`, in buffers allocated
 //! once, so the system calls per datagram fall as the load rises.
 //!
@@ -55,7 +55,7 @@ pub const FIRST_READ: usize = 8;
 
 /// How many datagrams one read asks for. The user-space cost of a `recvmmsg` is its
 /// headers, built for each call (they borrow the slots): about 23 instructions each
-/// (callgrind, docs/BENCHMARKS.md), so asking for [`BATCH`] when one datagram is waiting,
+/// (callgrind, docs/PERFORMANCE.md), so asking for [`BATCH`] when one datagram is waiting,
 /// as on a game instance whose room has one DATA in flight, cost ~1,500 instructions per
 /// datagram, half of lobbyd's own work on a relayed DATA. The first read of a game
 /// instance's event asks for a few; only a socket that filled it is read in full batches.

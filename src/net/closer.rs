@@ -1,5 +1,5 @@
 //! Closing released TCP sockets on a helper thread, so the kernel's work for each close is
-//! not done inside the loop's passes (issue 13, the hostile run's p99).
+//! not done inside the loop's passes (the hostile-traffic run's p99).
 //!
 //! On Linux, `close` of a connected TCP socket sends its FIN (or RST) at once, and over
 //! loopback (or any local peer) the kernel delivers that segment, the peer's ACK and the

@@ -1,5 +1,5 @@
 //! The process's descriptor table, sized once at start for every socket the limits allow
-//! (issue 13, the hostile run's p99).
+//! (the hostile-traffic run's p99).
 //!
 //! Linux grows a process's descriptor table by doubling, in the system call that needs a
 //! descriptor past its end (`accept4`, `socket`), and in a process with more than one thread

@@ -288,7 +288,7 @@ impl GeneralDriver {
     }
 
     /// At the connection cap, makes room for an accepted newcomer by closing the oldest
-    /// connection that has not signed in (issue 13: a crowd that connects and never signs in
+    /// connection that has not signed in (a crowd that connects and never signs in
     /// must not hold the lobby full).
     fn evict_a_guest(&mut self, now: Instant) {
         let Some(conn) = self.core.oldest_guest() else {

@@ -4,7 +4,7 @@
 //! [`metrics::MAX_REQUEST_LEN`], answer, close once written. At most [`MAX_CONNS`] are open,
 //! so a scraper storm cannot grow memory, and none may hold its place: each connection has
 //! [`CONN_DEADLINE`] from its accept to send its request and take the answer, and at the cap
-//! the oldest connection still sending its request is closed for a newcomer (issue 13: 64
+//! the oldest connection still sending its request is closed for a newcomer (64
 //! connections that never finished a request held the endpoint shut for good); when every
 //! connection is being answered the newcomer is closed at once. Pages are rendered by
 //! [`crate::metrics`] from a snapshot taken for that request only (names of parties and

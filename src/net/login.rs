@@ -8,7 +8,7 @@
 //! request.
 //!
 //! Password checks are bounded for the whole server, every front end together
-//! ([`LoginBudget`], issue 13: a flood of sign-ins with passwords from many addresses would
+//! ([`LoginBudget`]: a flood of sign-ins with passwords from many addresses would
 //! otherwise queue minutes of the worker's CPU): at most [`MAX_PENDING_CHECKS`] checks
 //! queued or running, and per source address at most [`FAILURES_PER_MINUTE`] failed checks
 //! a minute ([`FAILURE_BURST`] back to back; a table of at most [`FAILURE_TABLE`]

@@ -3,7 +3,7 @@
 //!
 //! A single-threaded loop answers every request after the pass it arrived in, so the length
 //! of a pass is the latency every client shares. An operator sees stalls here (a flood, a
-//! sweep of expired connections, a slow disk elsewhere on the machine); issue 13's hostile
+//! sweep of expired connections, a slow disk elsewhere on the machine); the hostile-traffic
 //! run needs them to find which passes well-behaved requests wait behind.
 
 use std::time::Duration;

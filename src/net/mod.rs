@@ -84,7 +84,7 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
         // A deadline is rounded up to the tick: this is how late a COUNTDOWN may be before
         // the timerfd (`wake.rs`) wakes the loop. 100 us rather than 250 trades some loop CPU
         // at tens of thousands of COUNTDOWNs a second for a lower lateness (measured in
-        // docs/BENCHMARKS.md).
+        // docs/PERFORMANCE.md).
         timer_tick: Duration::from_micros(100),
         party: PartyConfig {
             min_players: config.min_players,

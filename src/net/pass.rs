@@ -1,5 +1,5 @@
 //! Bounded work per loop pass, for every TCP front end: accepts per listener event, sockets
-//! released per pass, and deadlines run per pass (issue 13, hostile traffic: a well-behaved
+//! released per pass, and deadlines run per pass (hostile traffic: a well-behaved
 //! request that arrives while the loop accepts a flood or closes a wave of expired
 //! connections waits for all of it; 2-10 ms passes were measured when hundreds of handshake
 //! deadlines fell due together).

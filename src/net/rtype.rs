@@ -15,7 +15,7 @@
 //! TCP frames are written once per event batch ([`RtypeFrontEnd::flush_tcp`], from
 //! `after_events`), so a connection sent several frames in one batch (a party mate who
 //! sees one player leave and another join, the last COUNTDOWN and GAME_START) gets them in
-//! one `send` (issue 14: the system calls of a join). Timers already due run, and their
+//! one `send` (fewer system calls per join). Timers already due run, and their
 //! frames are written, before the batch's other events ([`FrontEnd::run_due_timers`]): a
 //! countdown is not held up behind a batch of joins. No protocol logic here.
 
@@ -57,7 +57,7 @@ fn instance_read_size(round: usize) -> ReadSize {
 /// taken up to this long before the loop read it, no further. The timestamp lets a START_REQ
 /// that waited in its socket while the loop was busy (writing a burst of COUNTDOWNs, or
 /// descheduled) start its countdown on time, so the wait does not shift every COUNTDOWN of
-/// the party (issue 14 section 3; docs/BENCHMARKS.md). The bound keeps a request that sat
+/// the party (docs/PERFORMANCE.md, "Measured decisions"). The bound keeps a request that sat
 /// far longer (a wall-clock step, an overloaded loop) from starting a countdown whose first
 /// values are already past: a countdown loses at most this much of its first interval.
 const MAX_BACKDATE: Duration = Duration::from_millis(10);

@@ -3,7 +3,7 @@
 //! Two users, one reason: a time taken when a loop gets round to a socket also counts how
 //! busy that loop was. lobbyd's TCP lobby starts a party's countdown from when its START_REQ
 //! reached the socket (`net::rtype`), so a loop busy writing a burst, or descheduled, when the
-//! request came in does not shift the party's whole schedule (issue 14 section 3). The load
+//! request came in does not shift the party's whole schedule. The load
 //! tool (`lobby-load tcp-cycle`, `write-floor`) stamps each COUNTDOWN the same way, so its own
 //! busy passes do not count as the server's lateness. Over loopback the kernel stamps a
 //! segment when the sender's `write` delivers it (the loopback device clears the transmit

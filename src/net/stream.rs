@@ -13,7 +13,7 @@
 //! and a peer that never reads cannot pin more than [`SEND_BUFFER`] of kernel memory
 //! ([`tune_listener`]) on top of its front end's capped queue.
 //!
-//! System calls per connection are kept to what the job needs (issue 14: a TCP lobby join
+//! System calls per connection are kept to what the job needs (a TCP lobby join
 //! costs a connection's whole life): socket options are set once on the listener and
 //! inherited by every accepted socket, and a socket closed on the loop is not deregistered
 //! first (closing it takes it out of the epoll set). The sockets of each pass's slice of

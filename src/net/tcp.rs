@@ -323,7 +323,7 @@ impl TcpLobby {
     }
 
     /// At `--max-conns`, closes the oldest connection without CONNECT_ACK to make room for an
-    /// admitted newcomer (issue 13: a crowd that connects and never says who it is must not
+    /// admitted newcomer (a crowd that connects and never says who it is must not
     /// hold the lobby full).
     fn evict_a_pending_conn(&mut self, lobby: &mut Lobby) {
         let Some(conn) = lobby.oldest_pending_conn() else {

@@ -1,8 +1,8 @@
 //! The R-Type UDP sockets: the room lobby socket and the game-instance sockets.
 //!
 //! Implements the datagram half of `docs/protocols/udp-lobby.md` and
-//! `docs/protocols/instance.md`. Datagrams come and go in batches (`net::batch`, issue 14
-//! section 1): `recv_lobby` / `recv_instance` read up to [`BATCH`] datagrams with one
+//! `docs/protocols/instance.md`. Datagrams come and go in batches (`net::batch`):
+//! `recv_lobby` / `recv_instance` read up to [`BATCH`] datagrams with one
 //! `recvmmsg` (first sending what is queued, since a relay's bytes are still in the receive
 //! slots), `lobby_datagram` / `instance_datagram` parse one of them where it landed and
 //! return the decoded input (or count the drop); each `send_*` and `relay` encodes one output
@@ -355,7 +355,7 @@ impl UdpLobby {
     /// rebuilt only when the core's list generation moved since they were written; each
     /// reply copies them and writes its own header, count and checksum (profiled: building
     /// the list was most of lobbyd's user time under a LIST_ROOMS load,
-    /// docs/BENCHMARKS.md).
+    /// docs/PERFORMANCE.md, "Measured decisions").
     fn room_list_records(&mut self, lobby: &Lobby) -> usize {
         let generation = lobby.list_generation();
         match self.list_cache {

@@ -5,7 +5,7 @@
 //! Why: `mio::Poll::poll` takes its timeout in whole milliseconds, rounded up (epoll_wait),
 //! so every deadline was reached up to 1 ms late on top of the timer wheel's own tick; the
 //! TCP lobby's COUNTDOWN frames measured 1-2 ms behind their schedule on an idle machine
-//! (docs/BENCHMARKS.md). The timerfd fires at the deadline itself. The poll timeout stays
+//! (docs/PERFORMANCE.md). The timerfd fires at the deadline itself. The poll timeout stays
 //! as it was, as a fallback: it is never earlier than the timerfd, so it only matters if
 //! arming failed.
 //!

@@ -357,7 +357,7 @@ impl WzDriver {
     }
 
     /// At `--wz-max-conns`, closes the oldest connection that has not settled to make room
-    /// for a newcomer (issue 13: a crowd that connects and never registers must not hold the
+    /// for a newcomer (a crowd that connects and never registers must not hold the
     /// listener full).
     fn evict_unsettled(&mut self, now: Instant) {
         let Some(conn) = self.core.oldest_unsettled() else {

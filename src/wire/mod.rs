@@ -21,6 +21,11 @@
 //!   from a stream by `next_frame`, which refuses an oversized frame from its header alone.
 //! - [`wz::gamestruct`]: the 814-byte Warzone GAMESTRUCT, the view `GameStruct` and
 //!   `GameStructRepr::parse(&GameStruct)`, `emit` into a `GameStruct`.
+//! - [`general`]: the general lobby's `code u32 | length u32 | parameters` frames
+//!   (little-endian), the view `general::Frame` and `ClientRepr::parse(&Frame)`/
+//!   `ServerRepr::parse(&Frame)` over a total, borrowing parameter reader
+//!   ([`general::params`]); frames are cut from a stream by `general::next_frame`, which
+//!   refuses an oversized frame from its 8 header bytes alone.
 //!
 //! **(b) Stream and document protocols**: total decoders over a connection's read buffer,
 //! each with a stated bound on what a peer can make it wait for, copy or allocate; writers
@@ -40,7 +45,8 @@
 //! needs, a payload longer than the format can declare), never on a peer's bytes. The
 //! errors are small `Copy` enums with a hand-written `Display` and an `as_str` metric label:
 //! [`frame::Error`] (shared by the two datagram protocols), [`tcp_lobby::Error`] and
-//! [`tcp_lobby::NameError`], [`wz::Error`] (legacy and GAMESTRUCT), [`wz::v4::DecodeError`].
+//! [`tcp_lobby::NameError`], [`general::Error`], [`wz::Error`] (legacy and GAMESTRUCT),
+//! [`wz::v4::DecodeError`].
 //! Nothing here does I/O, reads a clock, logs or counts, or decides what a message means for
 //! the lobby: the cores do.
 

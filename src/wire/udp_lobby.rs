@@ -12,7 +12,7 @@
 //! ```
 //!
 //! All integers are big-endian. A room record is 13 bytes, as the seed's prose and its
-//! payload-size formula (`2 + roomCount * 13`) say and as lobbyd's issue fixes it: roomId u32,
+//! payload-size formula (`2 + roomCount * 13`) say and as lobbyd fixes it: roomId u32,
 //! playerCount u16, maxPlayers u16, port u16, state u8 (the 11 bytes of fields the seed lists)
 //! and 2 reserved bytes, sent as zero and ignored on receipt. The upstream program's 11-byte
 //! record is a dialect of its own (see `docs/protocols/udp-lobby.md`).

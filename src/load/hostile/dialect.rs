@@ -18,7 +18,7 @@ use super::super::wz_modes::host_gamestruct;
 use super::super::Mode;
 use super::{mutate, Rng};
 
-/// READY_REQs a TCP lobby flooder writes at once: 56 KB, issue 13 defect 2's burst.
+/// READY_REQs a TCP lobby flooder writes at once: 56 KB, the TCP lobby's party-flood burst.
 pub const TCP_FLOOD_FRAMES: usize = 14_000;
 /// Chat lines, then PINGs, a general lobby flooder writes at once.
 pub const GENERAL_FLOOD_FRAMES: usize = 1_000;
@@ -73,7 +73,7 @@ impl Front {
     /// A slowloris connection's first bytes: a frame or request head left unfinished.
     pub fn slow_opening(self, out: &mut Vec<u8>) {
         match self {
-            // Issue 13 defect 1: the header of an oversized frame.
+            // The header of an oversized frame, then nothing more.
             Front::TcpLobby => out.extend_from_slice(&[0x10, 0xff, 0xff]),
             Front::Wz => out.extend_from_slice(b"addg\0"),
             Front::General => {
@@ -133,7 +133,7 @@ impl Front {
         }
     }
 
-    /// A flooder's burst: issue 13 defect 2's 14,000 READY_REQs (TCP lobby), or chat lines
+    /// A flooder's burst: 14,000 READY_REQs (TCP lobby), or chat lines
     /// and PINGs (general lobby), in one write.
     pub fn flood(self, out: &mut Vec<u8>) {
         match self {

@@ -1,5 +1,5 @@
-//! The `hostile-*` modes: attackers for lobbyd's hostile-traffic test (issue 13, "Hostile
-//! traffic as a shipped, bounded test"; `scripts/hostile.sh` runs them next to well-behaved
+//! The `hostile-*` modes: attackers for lobbyd's hostile-traffic test (a shipped,
+//! bounded test: `scripts/hostile.sh` runs them next to well-behaved
 //! `udp-list`, `tcp-join`, `wz-list` and `lobby-join` clients and judges the server).
 //!
 //! One mode per front end, each a bounded mix of what a hostile crowd does to it:
@@ -15,7 +15,7 @@
 //!   connection flood (connect, say nothing, reconnect once closed) that fills the server's
 //!   connection caps; plus `--rate` short connections a second writing random or near-valid
 //!   streams; plus, for the TCP lobby and the general lobby, one party of `--members` in which
-//!   one member floods (14,000 READY_REQs in one write, as in issue 13 defect 2; or a burst of
+//!   one member floods (14,000 READY_REQs in one write; or a burst of
 //!   chat lines and PINGs) while the others read promptly. What each front end is sent is in
 //!   [`dialect`].
 //!

@@ -1,6 +1,6 @@
 //! The TCP lobby core's record of each connection and its life: accepted, answered, closed
 //! (`docs/protocols/tcp-lobby.md`, "Listener and connections", "Reading", "Violations" and
-//! "Leaving"; issue 13 for the handshake deadline, the request rate and eviction).
+//! "Leaving"; the handshake deadline, the request rate and eviction are lobbyd's own).
 //!
 //! A connection is Pending from accept to CONNECT_ACK: it is in no party and holds no seat,
 //! so a crowd that never says who it is cannot fill the lobby. It has until

@@ -42,7 +42,7 @@ const FLUSH_SLICE: usize = 16;
 /// is preempted by the readers while requests wait. Gathered over 2 ms they cost at most one
 /// write per member per period whatever the traffic, a delay no player sees (measured at half
 /// the peak sign-in rate with 1,000 members: sign-in p99 0.4 ms against 0.9-2 ms without it;
-/// docs/BENCHMARKS.md). Frames for one connection alone ([`Delivery::Direct`]: a reply, a
+/// docs/PERFORMANCE.md). Frames for one connection alone ([`Delivery::Direct`]: a reply, a
 /// JOIN_ASK, a private line), closes and a queue past [`FLUSH_EARLY`] are not delayed.
 const FANOUT_DELAY: Duration = Duration::from_millis(2);
 

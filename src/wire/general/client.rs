@@ -1,4 +1,5 @@
-//! The general lobby's client-to-server messages (issue 10's table, direction C).
+//! The general lobby's client-to-server messages (the message table of
+//! `docs/protocols/general-lobby.md`, direction C).
 //!
 //! [`ClientRepr::parse`] reads a frame's parameters in order and borrows every string and byte
 //! string from the frame; a server-to-client code is [`Error::WrongDirection`], a code of
@@ -12,8 +13,8 @@
 use super::params::{ParamCounter, ParamReader, ParamSink, ParamWriter};
 use super::{code, emit_header, Error, Frame, HEADER_LEN, MAX_PING_PAYLOAD, TOKEN_LEN};
 
-/// A message from client to server. Parameter letters as in the issue: `i` i32, `u` u32,
-/// `s` string, `b` bytes; each diagram shows the parameters in order.
+/// A message from client to server. Parameter letters as in the protocol document:
+/// `i` i32, `u` u32, `s` string, `b` bytes; each diagram shows the parameters in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientRepr<'a> {
     /// SIGN_IN (0x03).

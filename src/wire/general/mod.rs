@@ -1,6 +1,5 @@
-//! The general lobby's wire format (issue 10, "Wire format"; the source is the C# game lobby
-//! article's "code and length" messages, whose bytes the article leaves to a library we do not
-//! have, so `docs/protocols/general-lobby.md` is the contract).
+//! The general lobby's wire format (the source is the C# game lobby article's "code and
+//! length" messages, whose bytes the article leaves to a library we do not have, so `docs/protocols/general-lobby.md` is the contract).
 //!
 //! Every message is one frame, both directions, all integers little-endian:
 //!
@@ -70,7 +69,8 @@ pub const MEMBER_CLIENT_FLAGS: u32 = 0x0000_FFFF;
 /// Member flag bit 16: the member's connection dropped and its resume grace is running.
 pub const MEMBER_AWAY: u32 = 1 << 16;
 
-/// The message codes (issue 10's table). S = server to client, C = client to server.
+/// The message codes (`docs/protocols/general-lobby.md`). S = server to client, C = client to
+/// server.
 pub mod code {
     /// S: server name and protocol version, sent on accept.
     pub const HELLO: u32 = 0x01;
@@ -318,8 +318,8 @@ impl fmt::Display for Error {
     }
 }
 
-/// The ERROR message's error codes (issue 10, "ERROR codes"), plus 0 for notices that answer
-/// no request (shutdown, idle, sign-in deadline, a session resumed elsewhere).
+/// The ERROR message's error codes (`docs/protocols/general-lobby.md`), plus 0 for notices
+/// that answer no request (shutdown, idle, sign-in deadline, a session resumed elsewhere).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     /// 0: the server closes the connection for a reason of its own; the request code is 0.

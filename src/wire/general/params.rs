@@ -1,4 +1,4 @@
-//! The general lobby's message parameters (issue 10, "Payload"): a payload is a sequence of
+//! The general lobby's message parameters: a payload is a sequence of
 //!
 //! ```text
 //! +---------+------------+------------------+

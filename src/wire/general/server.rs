@@ -1,4 +1,5 @@
-//! The general lobby's server-to-client messages (issue 10's table, direction S).
+//! The general lobby's server-to-client messages (the message table of
+//! `docs/protocols/general-lobby.md`, direction S).
 //!
 //! [`ServerRepr::emit`] writes into a caller's buffer and never allocates: GAME_INFO takes its
 //! players and player flags as borrowed [`Words`] lists. [`ServerRepr::parse`] (for clients:
@@ -40,8 +41,8 @@ pub struct GameInfo<'a> {
     pub player_flags: Words<'a, u32>,
 }
 
-/// A message from server to client. Parameter letters as in the issue: `i` i32, `u` u32,
-/// `s` string, `b` bytes; each diagram shows the parameters in order.
+/// A message from server to client. Parameter letters as in the protocol document:
+/// `i` i32, `u` u32, `s` string, `b` bytes; each diagram shows the parameters in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ServerRepr<'a> {
     /// HELLO (0x01), sent on accept.

@@ -629,7 +629,7 @@ fn reachability_check_off_lists_at_once() {
     assert_eq!(sim.lobby.stats.games_listed, 1);
 }
 
-/// Issue 13: a legacy connection settles when its game is listed; until then `keep` does not
+/// Hostile crowds: a legacy connection settles when its game is listed; until then `keep` does not
 /// extend its deadline and it is offered for eviction, oldest first.
 #[test]
 fn a_listed_host_is_settled_and_the_others_time_out() {

@@ -427,7 +427,7 @@ fn arbitrary_frames_never_panic() {
         .quickcheck(run as fn(Vec<(u8, Vec<u8>)>) -> bool);
 }
 
-/// Issue 13: until a request is answered with success, frames do not extend a v4
+/// Hostile crowds: until a request is answered with success, frames do not extend a v4
 /// connection's deadline, which counts from the connection's open; after one, the silence
 /// timeout applies.
 #[test]

@@ -1,4 +1,4 @@
-//! Unit tests of the TCP lobby's connection records against hostile clients (issue 13):
+//! Unit tests of the TCP lobby's connection records against hostile clients:
 //! the handshake deadline, the eviction order, the request rate, and the output queue after
 //! a burst. Same virtual clock and harness as `party/tests.rs`.
 
@@ -134,7 +134,7 @@ fn a_ready_that_changes_nothing_sends_nothing() {
     assert!(h.req(1, TcpRequest::Ready(true)).is_empty());
 }
 
-/// Issue 13, defect 3: a 128 KiB burst of READY toggles into a 64-player party made
+/// A hostile client's burst: a 128 KiB burst of READY toggles into a 64-player party made
 /// 2 million queued outputs (118 MB) that the queue kept. One member's burst now queues at
 /// most its request burst times the party, and once drained the queue keeps at most
 /// [`OUTPUT_KEEP`] records, even after every member bursts at once.
