@@ -1,4 +1,4 @@
-//! The general lobby (issue 10, docs/protocols/general-lobby.md) over real loopback sockets
+//! The general lobby (docs/protocols/general-lobby.md) over real loopback sockets
 //! against an in-process server, asserting on exact bytes.
 //!
 //! Requests are emitted with the crate's `wire::general` emitters (a few are written by hand);

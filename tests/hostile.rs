@@ -1,5 +1,5 @@
-//! The short profile of `scripts/hostile.sh` (issue 13, "hostile traffic as a shipped,
-//! bounded test"): the `lobbyd` binary on loopback under every `lobby-load hostile-*` attacker
+//! The short profile of `scripts/hostile.sh` (hostile traffic as a shipped,
+//! bounded test): the `lobbyd` binary on loopback under every `lobby-load hostile-*` attacker
 //! at once, for about ten seconds, while a well-behaved client (`udp-list`, `tcp-join`,
 //! `wz-list`, `lobby-join`, and a /metrics scrape every second) uses every front end from
 //! addresses no attacker uses. It asserts what must hold on any machine, however loaded: no

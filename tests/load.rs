@@ -5,7 +5,7 @@
 //! Two kinds of server: one with its limits raised and the tool's caps off (`--caps off`, as
 //! `scripts/bench.sh` runs it), and one with lobbyd's default limits, only its ports chosen by
 //! the OS, where the `lobby-load` binary must work in every mode with no flag but `--target`
-//! (issue 14, section 4: `make run`, then `lobby-load MODE`).
+//! (`make run`, then `lobby-load MODE`).
 
 mod common;
 
@@ -430,7 +430,7 @@ fn slow_sign_in_relay(
     addr
 }
 
-/// The soak's failed rounds (issue 13): a setup that lasts longer than lobbyd's
+/// The soak's failed rounds: a setup that lasts longer than lobbyd's
 /// `--idle-timeout` (each sign-in slow on a loaded machine) must not lose its first members to
 /// the idle check while they wait, silent, for the others.
 #[test]
@@ -568,8 +568,8 @@ fn defaults_tcp_join_paces_each_address_within_the_connection_rate() {
     );
 }
 
-/// `../shared/baselines/side-by-side.sh tcp` starts lobbyd with a raised `--conn-rate` and
-/// names 253 sources without `--caps off`: the tool must find the raised rate, not pace the
+/// The C baseline servers' side-by-side script (`tcp`) starts lobbyd with a raised
+/// `--conn-rate` and names 253 sources without `--caps off`: the tool must find the raised rate, not pace the
 /// run at lobbyd's default (about 500 joins a second from 253 addresses).
 #[test]
 fn tcp_join_finds_a_raised_conn_rate_and_does_not_pace_by_it() {

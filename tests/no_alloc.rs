@@ -1,7 +1,7 @@
-//! The hot paths allocate nothing once warm (issue 3: "allocations on the hot path: there
+//! The hot paths allocate nothing once warm ("allocations on the hot path: there
 //! should be none"): a UDP LIST_ROOMS answered with 64 rooms, a DATA relayed to three room
 //! mates, and the parsers every datagram or TCP frame goes through; and the driver's batch
-//! path (issue 14 section 1): the R-Type front end on real loopback sockets reading with
+//! path: the R-Type front end on real loopback sockets reading with
 //! `recvmmsg` and answering with `sendmmsg`, LIST_ROOMS and relays, the send queue filling
 //! up mid-batch; and the TCP lobby's read with its kernel receive timestamp (`recvmsg`).
 //! A counting allocator wraps the system one in this test binary only; counts

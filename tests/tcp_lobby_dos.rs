@@ -1,4 +1,4 @@
-//! Hostile clients against the R-Type TCP lobby over loopback (issue 13, defects 1 and 2):
+//! Hostile clients against the R-Type TCP lobby over loopback:
 //! connections that never finish their CONNECT_REQ must not hold the lobby full, and a member
 //! flooding its party must be the only one to pay for it (`docs/protocols/tcp-lobby.md`,
 //! "Server behaviour").
@@ -57,7 +57,7 @@ impl Trickler {
     }
 }
 
-/// Issue 13, defect 1: a crowd that sends the header of an oversized frame and then one byte
+/// A crowd that sends the header of an oversized frame and then one byte
 /// at a time took every seat and kept it (any byte reset the idle timer). Now a connection
 /// holds no seat before its CONNECT_ACK, and `--handshake-timeout` closes it whatever it
 /// trickles.
@@ -110,7 +110,7 @@ fn trickling_connections_hold_no_seat_and_are_closed_at_the_handshake_deadline()
     bob.expect(&frame(PLAYER_READY, &[1, 1]));
 }
 
-/// Issue 13, defect 1: at `--max-conns` the oldest connection without CONNECT_ACK is closed
+/// At `--max-conns` the oldest connection without CONNECT_ACK is closed
 /// to make room for a newcomer; members are never evicted.
 #[test]
 fn at_max_conns_the_oldest_connection_without_connect_ack_makes_room() {
@@ -155,7 +155,7 @@ fn frames_until_left(reader: &mut Client, flooder_slot: u8) -> Vec<Vec<u8>> {
     }
 }
 
-/// Issue 13, defect 2: one member writes 14,000 READY_REQs (56 KB) in one write. Every other
+/// A party flood: one member writes 14,000 READY_REQs (56 KB) in one write. Every other
 /// member reads promptly and must stay connected, getting what the RFC says: the flooder's
 /// PLAYER_READY (once when the flag does not change, coalesced), then its PLAYER_LEFT when
 /// it is dropped for flooding. A flooder that toggles its flag is dropped the same way, after

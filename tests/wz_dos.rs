@@ -1,4 +1,4 @@
-//! Hostile clients against the Warzone 2100 master server over loopback (issue 13, defect 1's
+//! Hostile clients against the Warzone 2100 master server over loopback (the handshake-deadline
 //! rule on this listener): a connection that has not completed a registration (legacy) or a
 //! first request (v4) within `--handshake-timeout` is closed whatever it sends, and at
 //! `--wz-max-conns` the oldest such connection makes room for a newcomer
@@ -199,7 +199,7 @@ fn has_bytes(stream: &TcpStream) -> bool {
     ready
 }
 
-/// Issue 13, defect 4: while another connection holds the account database's write lock
+/// A locked account database: while another connection holds the account database's write lock
 /// (`BEGIN EXCLUSIVE`: an admin transaction, a VACUUM, a backup), v4 logins wait on the login
 /// worker, not on the event loop: a UDP LIST_ROOMS sent meanwhile is answered at once (before
 /// the fix it took 5 s, SQLite's default busy timeout, on the loop thread), and each login

@@ -1,4 +1,4 @@
-//! The bound on password checks (issue 13, `src/net/login.rs`), through the general lobby's
+//! The bound on password checks (`src/net/login.rs`), through the general lobby's
 //! SIGN_IN with login required: failed checks are limited per source address, and at most
 //! `MAX_PENDING_CHECKS` checks wait at once; a check refused by either is answered at once
 //! with CHALLENGE "try again", which spends no try, and counted.

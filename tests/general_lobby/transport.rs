@@ -84,7 +84,7 @@ fn a_half_closed_connection_still_gets_its_last_replies() {
 }
 
 /// At `--lobby-max-conns` a newcomer makes room by closing the oldest connection that has
-/// not signed in (issue 13: a crowd that never signs in cannot hold the lobby full); when
+/// not signed in (a crowd that never signs in cannot hold the lobby full); when
 /// every connection is a signed-in member, newcomers wait until one leaves.
 #[test]
 fn at_the_connection_cap_the_oldest_guest_makes_room_then_newcomers_wait() {
