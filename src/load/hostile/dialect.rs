@@ -2,7 +2,8 @@
 //! crate's own wire modules: the opening of a slowloris connection, the sign-in of a member,
 //! the request a never-reading member repeats, a flooder's burst, near-valid streams, and how a
 //! party member's sign-in is read. Protocols: docs/protocols/tcp-lobby.md, wz-lobby.md,
-//! wz-v4.md, general-lobby.md, and the metrics endpoint's HTTP/1.x (README, metrics).
+//! wz-v4.md, general-lobby.md, and the metrics endpoint's HTTP/1.x (docs/OPERATING.md, "The
+//! status page and `/metrics`").
 //!
 //! Near-valid streams never sign anyone in: a CONNECT_REQ or SIGN_IN that a mutation left
 //! valid gets a control character in its name, so attackers never take party seats, lobby
