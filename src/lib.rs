@@ -58,7 +58,7 @@
 //!   from); the server never imports it.
 //! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the
 //!   seeded simulations of the three cores, shared by `cargo fuzz` and `cargo test`
-//!   (`tests/fuzz_corpora.rs`, `tests/simulation*.rs`). May import everything above except
+//!   (`tests/it/fuzz_corpora.rs`, `tests/it/simulation*.rs`). May import everything above except
 //!   `load`; nothing imports it.
 
 // One `unsafe` call in the whole crate, allowed where it stands with its proof:

@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-mod common;
+use crate::common;
 
 use common::LOOPBACK_ARGS;
 

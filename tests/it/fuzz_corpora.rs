@@ -3,7 +3,7 @@
 //! (`lobbyd::fuzzing::TARGETS`) on the stable toolchain: a bug a campaign once found stays
 //! fixed, and the corpora keep exercising every parser and core in CI.
 //!
-//! `cargo test --test fuzz_corpora -- --ignored write_seed_corpora` writes the seed inputs
+//! `cargo test --test it -- --ignored write_seed_corpora` writes the seed inputs
 //! the corpora started from: the golden messages of each wire module, built by the emitters
 //! their golden-vector tests check, and seeded random scripts for the core targets.
 //! `replay_one` (ignored) runs a single input, for reading a crash.
@@ -71,8 +71,8 @@ fn every_committed_corpus_file_and_reproducer_replays_clean() {
 
 /// Replays one input on a stable build, for reading a crash (a core target prints its steps
 /// and outputs with `LOBBYD_FUZZ_TRACE=1`):
-/// `FUZZ_TARGET=core_wz FUZZ_INPUT=fuzz/artifacts/core_wz/crash-... cargo test --test
-/// fuzz_corpora -- --ignored replay_one --nocapture`.
+/// `FUZZ_TARGET=core_wz FUZZ_INPUT=fuzz/artifacts/core_wz/crash-... cargo test --test it
+/// -- --ignored replay_one --nocapture`.
 #[test]
 #[ignore = "needs FUZZ_TARGET and FUZZ_INPUT"]
 fn replay_one() {

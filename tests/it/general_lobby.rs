@@ -13,21 +13,11 @@
 //! allow, and every wait is bounded. "Nothing else arrived" is proved by order where it can be
 //! (a PING's PONG is the next frame), not by waiting.
 
-mod common;
-
-#[path = "general_lobby/chat_relay.rs"]
 mod chat_relay;
-#[path = "general_lobby/client.rs"]
-mod client;
-#[path = "general_lobby/games.rs"]
+pub mod client;
 mod games;
-#[path = "general_lobby/hosted.rs"]
 mod hosted;
-#[path = "general_lobby/login_limits.rs"]
 mod login_limits;
-#[path = "general_lobby/resume.rs"]
 mod resume;
-#[path = "general_lobby/sign_in.rs"]
 mod sign_in;
-#[path = "general_lobby/transport.rs"]
 mod transport;

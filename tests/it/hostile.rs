@@ -8,7 +8,7 @@
 //! to where they started once the attack is over. Latency is the script's business (timed
 //! targets do not belong in tests).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -1,6 +1,6 @@
 //! Game instances over real loopback sockets: a whole relay session, asserting on the bytes.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

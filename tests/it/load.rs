@@ -7,7 +7,7 @@
 //! the OS, where the `lobby-load` binary must work in every mode with no flag but `--target`
 //! (issue 14, section 4: `make run`, then `lobby-load MODE`).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;

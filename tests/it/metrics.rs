@@ -4,13 +4,9 @@
 //! and connections that never finish their request cannot hold the endpoint shut (issue 13,
 //! found by `scripts/hostile.sh`).
 
-mod common;
-// Only a member signing in and creating a game are needed here.
-#[allow(dead_code)]
-#[path = "general_lobby/client.rs"]
-mod general_client;
-#[path = "common/tcp_client.rs"]
-mod tcp_client;
+use crate::common;
+use crate::common::tcp_client;
+use crate::general_lobby::client as general_client;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -7,8 +7,7 @@
 //! A counting allocator wraps the system one in this test binary only; counts
 //! are per thread, so the test harness's other threads do not disturb them.
 
-#[path = "common/core_fixture.rs"]
-mod fixture;
+use crate::common::core_fixture as fixture;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -5,9 +5,8 @@
 //! this proves nothing is lost by the slicing: the listener is edge-triggered, so a backlog
 //! left after a batch must be served without a new event).
 
-mod common;
-#[path = "common/tcp_client.rs"]
-mod tcp_client;
+use crate::common;
+use crate::common::tcp_client;
 
 use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpStream};

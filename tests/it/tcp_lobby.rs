@@ -2,9 +2,8 @@
 //! the bytes (`docs/protocols/tcp-lobby.md`). Expected frames are laid out by hand here, not
 //! with the server's own emitters.
 
-mod common;
-#[path = "common/tcp_client.rs"]
-mod tcp_client;
+use crate::common;
+use crate::common::tcp_client;
 
 use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};

@@ -3,9 +3,8 @@
 //! flooding its party must be the only one to pay for it (`docs/protocols/tcp-lobby.md`,
 //! "Server behaviour").
 
-mod common;
-#[path = "common/tcp_client.rs"]
-mod tcp_client;
+use crate::common;
+use crate::common::tcp_client;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -3,7 +3,7 @@
 //! Expected replies are built with this file's own framing helper (not lobbyd's emitters),
 //! so an emitter bug cannot hide behind a matching parser.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

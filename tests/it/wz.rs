@@ -7,7 +7,7 @@
 //! connect from their own 127.0.0.x address so that a v3 game's fixed probe port 2100 can
 //! be served (or left closed) per test without two tests sharing it.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

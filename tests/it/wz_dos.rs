@@ -7,7 +7,7 @@
 //! event loop: the lookup runs on the login worker, which answers "busy" after its short
 //! busy timeout (`docs/protocols/wz-v4.md`, login).
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,5 +1,5 @@
 //! A lobby core set up for hot-path measurements, shared by `benches/core.rs` and
-//! `tests/no_alloc.rs` (included with `#[path]`): rate limits out of the way, rooms created
+//! `tests/it/no_alloc.rs`: rate limits out of the way, rooms created
 //! and bound without sockets.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

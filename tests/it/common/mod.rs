@@ -2,6 +2,9 @@
 //! small raw-socket clients that speak bytes.
 #![allow(dead_code)]
 
+pub mod core_fixture;
+pub mod tcp_client;
+
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 

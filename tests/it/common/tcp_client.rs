@@ -1,6 +1,6 @@
 //! A raw R-Type TCP lobby client for the loopback tests (`tcp_lobby.rs`, `tcp_lobby_dos.rs`):
 //! frames laid out by hand, not with the server's own emitters, and a client that reads them
-//! back with deadlines. Included with `#[path]` next to `mod common;`.
+//! back with deadlines (`crate::common::tcp_client`).
 #![allow(dead_code)]
 
 use std::io::{ErrorKind, Read, Write};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
 
-use crate::client::*;
+use super::client::*;
 use crate::common::snapshot;
 
 const NOT_IN_GAME: &str = "not a player of this game";

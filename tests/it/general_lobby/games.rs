@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
 
-use crate::client::*;
+use super::client::*;
 use crate::common::snapshot;
 
 const NOT_OWNER: &str = "only the owner may do this";

@@ -6,7 +6,7 @@
 use lobbyd::general::{HostedKind, HostedSpec};
 use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
 
-use crate::client::*;
+use super::client::*;
 use crate::common::snapshot;
 
 const BOARD: u32 = 2;

@@ -11,7 +11,7 @@ use lobbyd::net::login::{FAILURE_BURST, MAX_PENDING_CHECKS};
 use lobbyd::net::ServerHandle;
 use lobbyd::wire::general::{ClientRepr, ServerRepr};
 
-use crate::client::{start_lobby, Client, VERIFY_WAIT};
+use super::client::{start_lobby, Client, VERIFY_WAIT};
 use crate::common::{snapshot, TempDb};
 
 const WRONG: &str = "wrong name or password";

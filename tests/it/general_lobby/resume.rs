@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use lobbyd::wire::general::{ClientRepr, ServerRepr};
 
-use crate::client::*;
+use super::client::*;
 use crate::common::{eventually, snapshot, REPLY_WAIT};
 
 const BAD_TOKEN: &str = "resume token unknown, used or expired";

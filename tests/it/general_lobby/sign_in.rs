@@ -11,7 +11,7 @@ use lobbyd::general::{HostedKind, HostedSpec};
 use lobbyd::net::ServerHandle;
 use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
 
-use crate::client::*;
+use super::client::*;
 use crate::common::{eventually, snapshot, TempDb, REPLY_WAIT};
 
 const NAME_RULES: &str = "names are 1 to 24 characters without control characters";

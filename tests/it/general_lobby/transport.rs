@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
 
-use crate::client::*;
+use super::client::*;
 use crate::common::{eventually, snapshot, REPLY_WAIT};
 
 #[test]
