@@ -6,6 +6,7 @@
 //! target.
 
 use lobbyd::fuzzing::core_wz::simulate;
+use lobbyd::wz::stats::V4Method;
 
 #[test]
 fn seeded_simulation_keeps_invariants() {
@@ -17,6 +18,17 @@ fn seeded_simulation_keeps_invariants() {
 #[test]
 fn seeded_simulation_reaches_listing_logins_and_refusals() {
     let stats = simulate(0x5EED, 20_000);
-    eprintln!("{stats:?}");
-    assert!(stats.v4_connections > 0, "{stats:?}");
+    // Listing: games got through every check and the probe, and `list` was answered.
+    assert!(stats.games_listed > 0, "no game listed: {stats:?}");
+    assert!(stats.list_replies > 0, "no list answered: {stats:?}");
+    // Logins: v4 clients completed the handshake and sent `login` and other requests.
+    assert!(stats.v4_connections > 0, "no v4 connection: {stats:?}");
+    let v4 = |method| stats.v4_requests[V4Method::ALL.iter().position(|m| *m == method).unwrap()];
+    assert!(v4(V4Method::Login) > 0, "no v4 login: {stats:?}");
+    assert!(v4(V4Method::List) > 0, "no v4 list: {stats:?}");
+    // Refusals: hosts were refused, for more than one reason.
+    let refusals: u64 = stats.refused.iter().sum();
+    assert!(refusals > 0, "no refusal: {stats:?}");
+    let reasons = stats.refused.iter().filter(|&&n| n > 0).count();
+    assert!(reasons > 1, "refused for one reason only: {stats:?}");
 }
