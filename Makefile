@@ -14,8 +14,10 @@ run:
 build:
 	$(CARGO) build --release
 
+# Unit tests, the one integration-test binary (tests/it/), doctests, and the examples built.
+# The criterion benches are not built here (`make lint` and `make bench` build them).
 test:
-	$(CARGO) test --all-targets
+	$(CARGO) test
 
 lint:
 	$(CARGO) fmt --all -- --check
