@@ -19,8 +19,8 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use crate::config::Config;
-use crate::wz::types::WzConfig;
+use lobbyd::config::Config;
+use lobbyd::wz::types::WzConfig;
 
 /// The share of each server rate and burst the tool allows itself.
 const HEADROOM: f64 = 0.9;

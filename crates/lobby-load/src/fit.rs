@@ -11,7 +11,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use crate::wire::udp_lobby::{room_list_len, MAX_LIST_ROOMS_UNFRAGMENTED};
+use lobbyd::wire::udp_lobby::{room_list_len, MAX_LIST_ROOMS_UNFRAGMENTED};
 
 use super::caps::{Budgets, Caps, Rate, SourcePool};
 use super::sources::{describe, spread, MAX_SOURCES};

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Interest, Poll, Registry, Token};
 
-use crate::wire::general::{ClientRepr, ServerRepr};
+use lobbyd::wire::general::{ClientRepr, ServerRepr};
 
 use super::caps::{Budgets, Caps};
 use super::fit::chat_budgets;

@@ -34,7 +34,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::wire::general::{
+use lobbyd::wire::general::{
     next_frame, ClientRepr, GameInfo, Next, ServerRepr, GAME_CLOSED, GAME_HOSTED, GAME_IN_PROGRESS,
     GAME_LOCKED, HEADER_LEN, PROTOCOL_VERSION, TOKEN_LEN,
 };
@@ -669,7 +669,7 @@ impl Script for GeneralJoin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::general::{ErrorCode, Words, TOKEN_LEN};
+    use lobbyd::wire::general::{ErrorCode, Words, TOKEN_LEN};
 
     fn game(id: i32, flags: u32, players: &'static [i32], seats: u32) -> GameInfo<'static> {
         GameInfo {

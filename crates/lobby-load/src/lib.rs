@@ -1,9 +1,12 @@
 //! The load generator behind the `lobby-load` binary: a single-threaded mio client that
 //! drives lobbyd's protocols (and a raw UDP echo baseline) and measures what it gets back.
 //!
-//! It is a client, kept apart from the server: the server's driver (`net`) never uses it.
-//! Every message it sends is built, and every reply checked, with the crate's own [`crate::wire`]
-//! modules, so a load run also checks that the server keeps the wire contract under load.
+//! It is a client, a crate apart from the server: the server never imports it, and it uses
+//! of the server only what a client needs (the wire formats, the default limits of
+//! `lobbyd::config` and `lobbyd::wz`, and the driver's `net::wake` timerfd alarm,
+//! `net::batch` `recvmmsg` reads and `net::rx_time` kernel receive timestamps). Every message
+//! it sends is built, and every reply checked, with lobbyd's own [`lobbyd::wire`] modules, so
+//! a load run also checks that the server keeps the wire contract under load.
 //!
 //! - [`args`]: the command line (getopts) into [`Options`];
 //! - [`runner`]: the poll loop shared by every mode, the open-loop [`runner::Pacer`], the
@@ -25,6 +28,9 @@
 //!   [`hostile`] (`hostile-udp`, `hostile-tcp`, `hostile-wz`, `hostile-lobby`, `hostile-http`:
 //!   attackers, for `scripts/hostile.sh`); [`start_rounds`] (`tcp-cycle --spread`);
 //!   [`write_floor`] (`write-floor`, the kernel's time to write one countdown tick).
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod args;
 pub mod caps;

@@ -1,4 +1,4 @@
-//! `lobby-load`: the load generator (see [`lobbyd::load`]).
+//! `lobby-load`: the load generator (see [`lobby_load`]).
 //!
 //! Thin on purpose: parse the command line, run one bounded load test, print the summary
 //! (text, or JSON with `--json`) on stdout, and on stderr the line saying what the run
@@ -10,7 +10,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use lobbyd::load::args::{parse, Command};
+use lobby_load::args::{parse, Command};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args_os()
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         }
     };
     options.tty = std::io::stderr().is_terminal();
-    let summary = match lobbyd::load::run(&options, &mut std::io::stderr()) {
+    let summary = match lobby_load::run(&options, &mut std::io::stderr()) {
         Ok(summary) => summary,
         Err(e) => {
             eprintln!("lobby-load: {}: {e}", options.mode.name());

@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use mio::net::UdpSocket;
 use mio::{Interest, Poll, Registry, Token};
 
-use crate::net::batch::{ReadSize, RecvBatch};
-use crate::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr, BROADCAST, MAX_DATA};
+use lobbyd::net::batch::{ReadSize, RecvBatch};
+use lobbyd::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr, BROADCAST, MAX_DATA};
 
 use super::runner::{drive, Pacer, Workload};
 use super::setup;

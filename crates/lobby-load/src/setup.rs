@@ -7,8 +7,8 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use crate::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr};
-use crate::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
+use lobbyd::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr};
+use lobbyd::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
 
 /// Room for any datagram the server sends.
 const BUF_LEN: usize = 2048;

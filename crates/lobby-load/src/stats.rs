@@ -266,7 +266,7 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::Mode;
+    use crate::Mode;
 
     #[test]
     fn summary_counts_rates_and_failures() {

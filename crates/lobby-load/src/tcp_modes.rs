@@ -18,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::wire::tcp_lobby::{
+use lobbyd::wire::tcp_lobby::{
     name_field, next_frame_max, ClientRepr, ErrorCode, Next, ServerRepr, HEADER_LEN,
     MAX_SERVER_PAYLOAD,
 };

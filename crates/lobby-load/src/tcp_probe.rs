@@ -16,7 +16,7 @@ use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use crate::wire::tcp_lobby::{ClientRepr, ServerRepr};
+use lobbyd::wire::tcp_lobby::{ClientRepr, ServerRepr};
 
 use super::tcp_engine::{connect_blocking, Cut};
 use super::tcp_modes::{cut_frame, player_name, push, MAX_FRAME};

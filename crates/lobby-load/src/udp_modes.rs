@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use super::caps::Caps;
 use super::fit::{rooms_per_source, LIST_REPLY_MAX};
 
-use crate::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr};
-use crate::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
+use lobbyd::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr};
+use lobbyd::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
 
 use super::echo_server::EchoServer;
 use super::setup::{self, RoomRef};

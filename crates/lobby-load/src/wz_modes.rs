@@ -27,7 +27,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::wire::wz::{
+use lobbyd::wire::wz::{
     parse_game_id, parse_status, Error, GameStruct, GameStructRepr, FIRST_BATCH_MAX,
     GAMESTRUCT_LEN, IGNORE_FIRST_BATCH, MAX_MOTD,
 };

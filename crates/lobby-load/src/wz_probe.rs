@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 
-use crate::wire::wz::{emit_probe_reply, PROBE_REQUEST};
+use lobbyd::wire::wz::{emit_probe_reply, PROBE_REQUEST};
 
 /// How often the blocking answerer looks for the probe.
 const ACCEPT_POLL: Duration = Duration::from_millis(1);
@@ -157,7 +157,7 @@ pub fn register_answering<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::wz::{parse_probe_reply, ProbeReply, PROBE_REPLY_LEN};
+    use lobbyd::wire::wz::{parse_probe_reply, ProbeReply, PROBE_REPLY_LEN};
 
     /// What lobbyd's prober does: connect, send the request, read the answer.
     fn probe(addr: SocketAddr) -> ProbeReply {

@@ -20,7 +20,7 @@
 
 use core::fmt;
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const PACKET_TYPE: usize = 0;
     pub const MESSAGE_TYPE: usize = 1;

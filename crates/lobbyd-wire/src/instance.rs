@@ -36,7 +36,7 @@ use super::udp_lobby::RoomState;
 pub use super::frame::Error;
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     /// HELLO's optional token.
     pub const TOKEN: Field = 0..8;

@@ -1,5 +1,6 @@
-//! Wire formats, one module per protocol (plus the datagram framing two of them share): bytes
-//! in, typed messages out, and back.
+//! lobbyd's wire formats, one module per protocol (plus the datagram framing two of them
+//! share): bytes in, typed messages out, and back. The server re-exports this crate as
+//! `lobbyd::wire`; a Rust client can depend on it alone.
 //!
 //! Every module follows one of two families.
 //!
@@ -43,6 +44,9 @@
 //! [`tcp_lobby::NameError`], [`wz::Error`] (legacy and GAMESTRUCT), [`wz::v4::DecodeError`].
 //! Nothing here does I/O, reads a clock, logs or counts, or decides what a message means for
 //! the lobby: the cores do.
+
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
 
 /// A named byte range inside a message (smoltcp's `wire::field::Field`); each protocol's
 /// private `mod field` lists its offsets as these.

@@ -28,7 +28,7 @@ use super::frame::{self, emit_frame, open, read_u16, read_u32, PacketType, MIN_L
 pub use super::frame::Error;
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     /// JOIN_ROOM payload.
     pub const JOIN_ROOM_ID: Field = 0..4;

@@ -8,8 +8,8 @@
 //! valid gets a control character in its name, so attackers never take party seats, lobby
 //! members or rooms from the well-behaved clients (that would be a full lobby, not a defect).
 
-use crate::wire::general::{self, ClientRepr as GeneralRequest, ServerRepr as GeneralReply};
-use crate::wire::tcp_lobby::{self, name_field, validate_name, ClientRepr as TcpRequest};
+use lobbyd::wire::general::{self, ClientRepr as GeneralRequest, ServerRepr as GeneralReply};
+use lobbyd::wire::tcp_lobby::{self, name_field, validate_name, ClientRepr as TcpRequest};
 
 use super::super::general_modes::{self, SignInStep};
 use super::super::tcp_engine::Step;

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use mio::net::UdpSocket;
 use mio::{Interest, Registry, Token};
 
-use crate::wire::instance::{ClientMsg, ClientRepr};
-use crate::wire::udp_lobby::{Request, RequestRepr, MAX_UNFRAGMENTED};
+use lobbyd::wire::instance::{ClientMsg, ClientRepr};
+use lobbyd::wire::udp_lobby::{Request, RequestRepr, MAX_UNFRAGMENTED};
 
 use super::super::runner::{Pacer, Workload};
 use super::super::setup;

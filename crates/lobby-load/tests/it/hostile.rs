@@ -38,6 +38,20 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The `lobbyd` binary of the same build: another package's binary, so Cargo does not name it
+/// (`CARGO_BIN_EXE_*` covers this package's only); it sits beside `lobby-load`. `cargo test`
+/// at the workspace root (`make test`) builds both before running any test.
+fn lobbyd_binary() -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_BIN_EXE_lobby-load")).with_file_name("lobbyd");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo test` at the workspace root, or `cargo build --bin lobbyd` \
+         first",
+        path.display()
+    );
+    path
+}
+
 /// The `lobbyd` binary, its listeners, and the thread draining its log.
 struct Lobbyd {
     child: Child,
@@ -51,7 +65,7 @@ struct Lobbyd {
 impl Lobbyd {
     fn start() -> Lobbyd {
         let (wz_port, lobby_port) = (free_port(), free_port());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_lobbyd"))
+        let mut child = Command::new(lobbyd_binary())
             // --bind, --port 0, --instance-ports 0 (the rest of them would disable the lobby).
             .args(&common::LOOPBACK_ARGS[..6])
             .args(["--wz-port", &wz_port.to_string()])

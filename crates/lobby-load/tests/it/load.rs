@@ -13,8 +13,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
+use lobby_load::{self as load, Mode, Options, Summary};
 use lobbyd::config::Config;
-use lobbyd::load::{self, Mode, Options, Summary};
 
 /// A server whose per-IP limits do not get in the way of a load test.
 fn load_config() -> Config {

@@ -26,7 +26,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use super::Error;
-use crate::wire::Field;
+use crate::Field;
 
 /// Length of a parameter's header: kind (u8) and length (u16).
 pub const PARAM_HEADER_LEN: usize = 3;

@@ -26,7 +26,7 @@
 
 use core::fmt;
 
-use crate::wire::Field;
+use crate::Field;
 
 mod client;
 mod name;
@@ -79,7 +79,7 @@ pub const MAX_ERROR_TEXT: usize = MAX_ERROR_FRAME - HEADER_LEN - 2;
 pub const SERVER_IP_LEN: usize = 16;
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     // Frame header.
     pub const TYPE: usize = 0;

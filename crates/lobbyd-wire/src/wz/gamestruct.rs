@@ -11,7 +11,7 @@
 //! terminate; [`GameStruct::sanitize_strings`] forces the last byte of every string field to NUL
 //! before the lobby stores or relays a struct). This module never allocates.
 
-use crate::wire::Field;
+use crate::Field;
 
 use super::Error;
 
@@ -19,7 +19,7 @@ use super::Error;
 pub const GAMESTRUCT_LEN: usize = 814;
 
 mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     pub const VERSION: Field = 0..4;
     pub const NAME: Field = 4..68;

@@ -490,7 +490,7 @@ pub fn emit_probe_reply(game_id: u32) -> [u8; PROBE_REPLY_LEN] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::wz::gamestruct::c_string;
+    use crate::wz::gamestruct::c_string;
     use quickcheck::{quickcheck, Arbitrary, Gen, QuickCheck};
 
     /// A small valid GAMESTRUCT whose name and id identify it.

@@ -1,9 +1,9 @@
-//! Tests of [`crate::wire::general::client`]: golden bytes per message, every parse error,
+//! Tests of [`crate::general::client`]: golden bytes per message, every parse error,
 //! and quickcheck round trips of every message.
 
 use super::{assert_constructs, assert_deconstructs, checked, emitted, hex};
-use crate::wire::general::client::ClientRepr;
-use crate::wire::general::{
+use crate::general::client::ClientRepr;
+use crate::general::{
     code, next_frame, Error, Frame, Next, DEFAULT_MAX_FRAME, MAX_PING_PAYLOAD, TOKEN_LEN,
 };
 use quickcheck::{quickcheck, Arbitrary, Gen};

@@ -1,10 +1,10 @@
-//! Tests of [`crate::wire::general::server`]: golden bytes per message, every parse error,
+//! Tests of [`crate::general::server`]: golden bytes per message, every parse error,
 //! and quickcheck round trips of every message.
 
 use super::{assert_constructs, assert_deconstructs, checked, emitted, hex};
-use crate::wire::general::params::Words;
-use crate::wire::general::server::{GameInfo, ServerRepr};
-use crate::wire::general::{
+use crate::general::params::Words;
+use crate::general::server::{GameInfo, ServerRepr};
+use crate::general::{
     code, next_frame, Error, ErrorCode, Frame, Next, DEFAULT_MAX_FRAME, HEADER_LEN,
     MAX_PING_PAYLOAD, TOKEN_LEN,
 };
