@@ -14,12 +14,15 @@ run:
 build:
 	$(CARGO) build --release
 
+# Every crate of the workspace: unit tests, one integration-test binary per crate (tests/it/,
+# crates/lobby-load/tests/it/), doctests, the examples built. The criterion benches are
+# compiled by `make lint` and run by `cargo bench`, not here.
 test:
-	$(CARGO) test --all-targets
+	$(CARGO) test --workspace
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all

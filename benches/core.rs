@@ -16,7 +16,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lobbyd::time::TimerWheel;
 use lobbyd::wire::instance;
 
-#[path = "../tests/common/core_fixture.rs"]
+#[path = "../tests/it/common/core_fixture.rs"]
 mod fixture;
 
 use fixture::{addr, broadcast_data, list_once, lobby, room_of_four, with_rooms};

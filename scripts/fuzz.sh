@@ -12,7 +12,7 @@
 # (ignored by git), so a run leaves the tree clean; --merge then replaces fuzz/corpus/TARGET
 # with a minimized union of both (libFuzzer -merge=1). A crash is written to
 # fuzz/artifacts/TARGET/; copy it to fuzz/regressions/TARGET/ once fixed, where
-# tests/fuzz_corpora.rs replays it on every `cargo test`.
+# tests/it/fuzz_corpora.rs replays it on every `cargo test`.
 #
 # Prints one line per target: executions, coverage (cov: edges, ft: features) and exec/s from
 # libFuzzer's final stats, and the seconds it ran. Exits non-zero if any target crashed.

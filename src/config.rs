@@ -127,6 +127,10 @@ pub struct Config {
     /// Start a TCP lobby party's countdown by itself once every member is ready and at least
     /// `min_players` are in (`--auto-start`).
     pub auto_start: bool,
+    /// How long after GAME_START the TCP lobby closes a connection its client kept open
+    /// (5 s). Not a flag: the game's clients close by themselves and a server has no reason
+    /// to change it; tests that only need the close to come shorten it.
+    pub game_start_linger: Duration,
     /// How long a silent peer is kept (`--idle-timeout`, default 30 s, more than 0).
     pub idle_timeout: Duration,
     /// How long a seat stays reserved after JOIN_SUCCESS/ROOM_CREATED for the player to
@@ -192,6 +196,7 @@ impl Default for Config {
             countdown: Duration::from_secs(5),
             countdown_tick: Duration::from_millis(100),
             auto_start: false,
+            game_start_linger: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(30),
             seat_timeout: Duration::from_secs(10),
             reap_grace: Duration::from_secs(2),
@@ -596,6 +601,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         countdown,
         countdown_tick,
         auto_start: m.opt_present("auto-start"),
+        game_start_linger: d.game_start_linger,
         idle_timeout,
         seat_timeout: seconds(m, "seat-timeout", timeouts, d.seat_timeout)?,
         reap_grace: seconds(m, "reap-grace", 0.0..=MAX_TIMEOUT_SECS, d.reap_grace)?,

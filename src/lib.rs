@@ -6,12 +6,13 @@
 //! stands only on those below it). Where a packet is parsed: `wire`; decided: the protocol's
 //! core (`lobby`, `wz`, `general`); sent: its front end in `net`.
 //!
-//! - [`wire`]: one module per protocol, no I/O, every parser total. Two families: the
-//!   fixed-layout messages (`frame`, `udp_lobby`, `instance`, `tcp_lobby/`,
-//!   `wz::gamestruct`, `general/`) are zero-copy views with checked constructors plus
+//! - [`wire`]: the `lobbyd-wire` crate (`crates/lobbyd-wire/`), re-exported so a Rust client
+//!   can depend on the wire formats alone. One module per protocol, no I/O, every parser
+//!   total. Two families: the fixed-layout messages (`frame`, `udp_lobby`, `instance`,
+//!   `tcp_lobby/`, `wz::gamestruct`, `general/`) are zero-copy views with checked constructors plus
 //!   `Repr` types with `parse`/`buffer_len`/`emit`, smoltcp's `wire`; the stream and document
 //!   protocols (`wz::legacy`, `wz/v4/` with its BSON and JSON decoders) are total decoders
-//!   with stated bounds. Imports nothing of the crate.
+//!   with stated bounds. Imports nothing of this crate.
 //! - [`capacity`]: the one rule by which long-lived tables give back spare capacity after a
 //!   crowd (shrink once less than a quarter full). Pure; imports nothing of the crate.
 //! - [`time`], [`ratelimit`]: the fixed-tick two-level timer wheel and the token buckets with
@@ -47,19 +48,17 @@
 //!   `login.rs` the password-check bridge any core can use, `token.rs` the tokens,
 //!   `fd_table.rs` the descriptor table sized at start, `closer.rs` the thread that
 //!   closes released sockets off the loop. Every listener is bound in
-//!   `net::build`. May import everything above except `load`.
+//!   `net::build`. May import everything above.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
-//! - [`load`]: the load generator behind the `lobby-load` binary, a client of lobbyd on its
-//!   own mio loop. May import `wire`, `config` and `wz` for lobbyd's default limits (the
-//!   per-address caps a run keeps within), `net::wake` (the loop's timerfd alarm, so a
-//!   scheduled send goes out on time), `net::batch` (`recvmmsg` reads for the relay's
-//!   members) and `net::rx_time` (the kernel's receive timestamps COUNTDOWN lateness is taken
-//!   from); the server never imports it.
 //! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the
 //!   seeded simulations of the three cores, shared by `cargo fuzz` and `cargo test`
-//!   (`tests/fuzz_corpora.rs`, `tests/simulation*.rs`). May import everything above except
-//!   `load`; nothing imports it.
+//!   (`tests/it/fuzz_corpora.rs`, `tests/it/simulation*.rs`). May import everything above;
+//!   nothing imports it.
+//!
+//! The load generator behind `lobby-load` is a crate of its own (`crates/lobby-load/`), a
+//! client of this library: it imports `wire`, `config` and `wz` for the default limits, and
+//! `net::wake`, `net::batch` and `net::rx_time`; nothing here imports it.
 
 // One `unsafe` call in the whole crate, allowed where it stands with its proof:
 // `malloc_trim` in `net::heap`.
@@ -73,11 +72,13 @@ pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod general;
-pub mod load;
 pub mod lobby;
 pub mod metrics;
 pub mod net;
 pub mod ratelimit;
 pub mod time;
-pub mod wire;
 pub mod wz;
+
+/// The wire formats, the `lobbyd-wire` crate (`crates/lobbyd-wire/`): a Rust client can depend on
+/// it alone; re-exported here so every `lobbyd::wire` path stays.
+pub use lobbyd_wire as wire;

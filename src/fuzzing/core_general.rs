@@ -1,5 +1,5 @@
 //! The general lobby core ([`crate::general`]) driven by a fake driver with a virtual clock
-//! (the shape of [`super::core_rtype`]). `tests/simulation_general.rs` runs it seeded; the fuzz
+//! (the shape of [`super::core_rtype`]). `tests/it/simulation_general.rs` runs it seeded; the fuzz
 //! target `core_general` steers it with its input ([`super::script`]).
 //!
 //! Steps from a few dozen clients: connecting, signing in (new, resumed, refused, checked
@@ -634,7 +634,7 @@ fn check_fan_out_run(run: Option<(FrameRef, usize)>) {
     }
 }
 
-/// The seeded simulation of `tests/simulation_general.rs`: 24 clients, `steps` steps, then
+/// The seeded simulation of `tests/it/simulation_general.rs`: 24 clients, `steps` steps, then
 /// the wind-down. Returns what the steps reached (before the wind-down).
 pub fn simulate(seed: u64, steps: usize, config: GeneralConfig) -> Reached {
     let mut sim = Sim::new(config, 24, seed ^ 0xA5A5);

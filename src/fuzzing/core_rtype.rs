@@ -1,7 +1,7 @@
 //! The R-Type core ([`crate::lobby`]) driven by a fake driver with a virtual clock: UDP rooms
 //! and their game instances, TCP lobby parties, or both, one random step at a time, with the
 //! core's invariants checked after every step (HOUSE-STYLE section 2, sozu's
-//! `udp_simulation.rs`). `tests/simulation.rs` runs it seeded; the fuzz targets `core_rtype_udp`
+//! `udp_simulation.rs`). `tests/it/simulation.rs` runs it seeded; the fuzz targets `core_rtype_udp`
 //! and `core_rtype_tcp` steer it with their input ([`super::script`]).
 //!
 //! The fake driver binds instance ports from a pool smaller than `max_rooms` (so "no port"
@@ -546,7 +546,7 @@ fn assert_encodes(msg: &TcpMessage) {
     assert_eq!(again, buf, "{msg:?} changes through the wire");
 }
 
-/// The seeded simulation of `tests/simulation.rs`: `steps` steps of `mix`, then the wind-down;
+/// The seeded simulation of `tests/it/simulation.rs`: `steps` steps of `mix`, then the wind-down;
 /// returns the counters so the test can check the run reached the interesting places.
 pub fn simulate(seed: u64, steps: usize, mix: Mix) -> LobbyStats {
     let mut sim = Sim::new(seeded_config(), mix, seed ^ 0x5555);

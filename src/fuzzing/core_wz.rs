@@ -1,5 +1,5 @@
 //! The Warzone 2100 master server core ([`crate::wz`]) driven by a fake driver with a virtual
-//! clock (the shape of [`super::core_rtype`]). `tests/simulation_wz.rs` runs it seeded; the
+//! clock (the shape of [`super::core_rtype`]). `tests/it/simulation_wz.rs` runs it seeded; the
 //! fuzz target `core_wz` steers it with its input ([`super::script`]).
 //!
 //! Hosts and browsers of both protocols connect from a handful of addresses: legacy
@@ -603,7 +603,7 @@ fn gamestruct(choices: &mut impl Choices, game_ids: &[u32]) -> [u8; GAMESTRUCT_L
     repr.to_bytes()
 }
 
-/// The seeded simulation of `tests/simulation_wz.rs`: `steps` steps, then the wind-down.
+/// The seeded simulation of `tests/it/simulation_wz.rs`: `steps` steps, then the wind-down.
 /// Returns the counters so the test can check the run reached the interesting places.
 pub fn simulate(seed: u64, steps: usize) -> WzStats {
     let mut sim = Sim::new(seeded_config());

@@ -1,7 +1,7 @@
 //! The entry points of the fuzz targets (`fuzz/`, run with `cargo fuzz`), kept in the library
-//! so that `tests/fuzz_corpora.rs` replays every committed corpus file and crash reproducer
+//! so that `tests/it/fuzz_corpora.rs` replays every committed corpus file and crash reproducer
 //! through exactly the same code on the stable toolchain, and the seeded simulations
-//! (`tests/simulation*.rs`) run the same core drivers.
+//! (`tests/it/simulation*.rs`) run the same core drivers.
 //!
 //! Two families, one file each:
 //! - parser targets, `wire_*`: bytes into every parser of a wire module; whatever parses is

@@ -93,7 +93,7 @@ pub fn lobby_config(config: &Config) -> LobbyConfig {
             auto_start: config.auto_start,
             max_violations: config.max_violations,
             spawns: config.spawns.clone(),
-            linger: Duration::from_secs(5),
+            linger: config.game_start_linger,
             handshake_timeout: config.handshake_timeout,
             ..PartyConfig::default()
         },
