@@ -252,20 +252,26 @@ fn account_database_in_a_missing_directory_exits_1() {
     );
 }
 
-/// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;
-/// returns the child and its TCP lobby address.
-fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
+/// A running `lobbyd` with `args` and its log lines (stderr), as they come.
+fn spawn_logging(args: &[&str]) -> (std::process::Child, impl Iterator<Item = String> + Send) {
     use std::io::{BufRead, BufReader};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lobbyd"))
-        .args(LOOPBACK_ARGS)
-        .args(["--wz-port", "0", "--log", "info"])
+        .args(args)
         .env_remove("RUST_LOG")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("lobbyd starts");
-    // Wait until it has bound its sockets (it logs the real addresses).
     let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+    (child, BufReader::new(stderr).lines().map_while(Result::ok))
+}
+
+/// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;
+/// returns the child and its TCP lobby address.
+fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
+    let mut args = LOOPBACK_ARGS.to_vec();
+    args.extend(["--wz-port", "0", "--log", "info"]);
+    let (child, mut lines) = spawn_logging(&args);
+    // Wait until it has bound its sockets (it logs the real addresses).
     let mut udp = false;
     let mut tcp = None;
     for line in lines.by_ref() {
@@ -369,21 +375,13 @@ impl Drop for ConfigFile {
 /// over the file's `warn`: without it, none of these info lines would be logged).
 #[test]
 fn config_file_values_apply_and_flags_win() {
-    use std::io::{BufRead, BufReader};
     let file = ConfigFile::new(
         "apply",
         "# lobbyd on loopback, the TCP lobby off\nbind = \"127.0.0.1\"\nport = 0\n\
          instance-ports = \"0\"\ntcp-port = 0\nlobby-port = 0 # general lobby off\n\
          wz-port = 0\nmetrics = '127.0.0.1:0'\nlog = \"warn\"\n",
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lobbyd"))
-        .args(["--config", file.path(), "--log", "info"])
-        .env_remove("RUST_LOG")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("lobbyd starts");
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+    let (mut child, mut lines) = spawn_logging(&["--config", file.path(), "--log", "info"]);
     let mut seen = Vec::new();
     for line in lines.by_ref() {
         let done = line.contains("metrics endpoint listening on 127.0.0.1:");
