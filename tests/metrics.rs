@@ -338,7 +338,7 @@ fn every_metric_has_help_and_a_reference_row() {
     let (head, body) = get(server.metrics_addr().unwrap(), "/metrics");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 
-    let reference = include_str!("../docs/METRICS.md");
+    let reference = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/METRICS.md"));
     let mut helped = "";
     let mut types = 0;
     for line in body.lines() {
