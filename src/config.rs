@@ -6,14 +6,16 @@
 //! rest of the server can trust `Config` without re-validating it.
 //!
 //! This module must not touch the environment, the terminal or the network: it only maps
-//! strings to values or to a one-line [`UsageError`] naming the flag and the bad value.
+//! strings (and the text of the `--config` file, the one file it reads) to values or to a
+//! one-line [`UsageError`] naming the flag (or the file's line and key) and the bad value.
 //!
 //! Layout: the parsing helpers and [`UsageError`] are the leaf `parse.rs`; a front end with
 //! flags of its own has its own file beside it (`wz.rs` for the Warzone master server) with
 //! the same three functions, `flags` (name, hint, help text), `declare` (adds them to the
 //! `Options`) and `settings_from` (builds its settings struct, a field of [`Config`]), each
 //! called once here from `options` and `config_from`. A flag file imports `parse` and never
-//! this file.
+//! this file. `file.rs` reads the `--config` file's `key = value` lines; which keys exist is
+//! asked of the flag table itself, so a new flag is a valid key with no table of its own.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -21,6 +23,7 @@ use std::time::Duration;
 
 use getopts::{Matches, Options};
 
+mod file;
 mod general;
 mod parse;
 mod wz;
@@ -29,6 +32,7 @@ pub use general::{frame_buffer_len, GeneralSettings, DEFAULT_LOBBY_PORT};
 pub use parse::UsageError;
 pub use wz::{WzSettings, DEFAULT_WZ_PORT};
 
+use file::FileValue;
 use parse::{
     number, parse_number, parsed, seconds, secs, syntax_error, MAX_TIMEOUT_SECS, MILLIS,
     MIN_TIMEOUT_SECS, PORT, WHOLE,
@@ -240,7 +244,8 @@ impl Config {
 pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, UsageError> {
     let defaults = Config::default();
     let options = options(&defaults);
-    let matches = options.parse(args).map_err(syntax_error)?;
+    let args: Vec<String> = args.into_iter().collect();
+    let mut matches = options.parse(&args).map_err(syntax_error)?;
     if matches.opt_present("help") {
         return Ok(Command::Help(usage(&options)));
     }
@@ -250,7 +255,97 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
     if let Some(stray) = matches.free.first() {
         return Err(UsageError::new(format!("unexpected argument {stray:?}")));
     }
-    config_from(&matches, defaults).map(|config| Command::Run(Box::new(config)))
+    let mut from_file = Vec::new();
+    if let Some(path) = matches.opt_str("config") {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| UsageError::new(format!("--config: cannot read {path}: {e}")))?;
+        from_file = file_flags(&options, &matches, &path, &text)?;
+        let mut merged = args;
+        merged.extend(from_file.iter().map(|f| f.arg.clone()));
+        matches = options.parse(&merged).map_err(syntax_error)?;
+    }
+    config_from(&matches, defaults)
+        .map(|config| Command::Run(Box::new(config)))
+        .map_err(
+            |err| match from_file.iter().find(|f| names_flag(&err, &f.key)) {
+                // A value from the file: say where it came from.
+                Some(f) => UsageError::new(format!("{}:{}: {err}", f.path, f.line)),
+                None => err,
+            },
+        )
+}
+
+/// A flag the config file adds to the command line.
+struct FileFlag {
+    /// `--key=value` or `--key`.
+    arg: String,
+    /// The key, for error messages.
+    key: String,
+    /// Where it was set.
+    path: String,
+    line: usize,
+}
+
+/// Turns the settings of a config file into flags, for every key the command line does not
+/// set already (flags win over the file). Any long flag is a key, found by asking `options`
+/// how it parses: a switch takes a boolean, a flag with a value a string or a number.
+fn file_flags(
+    options: &Options,
+    given: &Matches,
+    path: &str,
+    text: &str,
+) -> Result<Vec<FileFlag>, UsageError> {
+    let mut flags = Vec::new();
+    for setting in file::parse_config_file(path, text)? {
+        let fail = |what: &str| {
+            UsageError::new(format!("{path}:{}: {}: {what}", setting.line, setting.key))
+        };
+        let key = &setting.key;
+        let is_flag_name = key.len() > 1
+            && key
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if matches!(key.as_str(), "config" | "help" | "version") {
+            return Err(fail("not a setting (only on the command line)"));
+        }
+        let switch = match options.parse([format!("--{key}")]) {
+            _ if !is_flag_name => return Err(fail("unknown key (keys are flags' long names)")),
+            Ok(_) => true,
+            Err(getopts::Fail::ArgumentMissing(_)) => false,
+            Err(_) => return Err(fail("unknown key (keys are flags' long names)")),
+        };
+        if given.opt_present(key) {
+            continue;
+        }
+        let arg = match (&setting.value, switch) {
+            (FileValue::Bool(true), true) => format!("--{key}"),
+            (FileValue::Bool(false), true) => continue,
+            (_, true) => return Err(fail("takes true or false")),
+            (FileValue::Bool(_), false) => {
+                return Err(fail(
+                    "takes a value (a string or a number), not true or false",
+                ))
+            }
+            (FileValue::Text(value) | FileValue::Number(value), false) => {
+                format!("--{key}={value}")
+            }
+        };
+        flags.push(FileFlag {
+            arg,
+            key: key.clone(),
+            path: path.to_string(),
+            line: setting.line,
+        });
+    }
+    Ok(flags)
+}
+
+/// True when `err` is about the flag `key` (its reason names `--key` as a whole word).
+fn names_flag(err: &UsageError, key: &str) -> bool {
+    let flag = format!("--{key}");
+    err.reason.match_indices(&flag).any(|(at, _)| {
+        !err.reason[at + flag.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+    })
 }
 
 /// The `--version` line.
@@ -258,26 +353,105 @@ fn version() -> String {
     format!("lobbyd {}", env!("CARGO_PKG_VERSION"))
 }
 
-/// The `--help` text, every flag with its default.
+/// The `--help` text: every flag with its default, in one section per front end.
 fn usage(options: &Options) -> String {
-    let brief = format!(
-        "{}\n\nUsage: lobbyd [OPTIONS]\n\nA game lobby server: R-Type UDP room lobby and game \
-         instances, R-Type TCP lobby, Warzone 2100 master server, general lobby.",
+    let mut sections: Vec<(HelpGroup, Vec<String>)> =
+        HelpGroup::ALL.iter().map(|&g| (g, Vec::new())).collect();
+    // getopts formats one row per flag, in declaration order; each goes to its section.
+    let rows = options.usage_with_format(|rows| rows.collect::<Vec<String>>().join("\0"));
+    for row in rows.split('\0') {
+        let name = row
+            .split_whitespace()
+            .find_map(|word| word.strip_prefix("--"))
+            .unwrap_or("");
+        let group = HelpGroup::of(name);
+        if let Some((_, rows)) = sections.iter_mut().find(|(g, _)| *g == group) {
+            rows.push(row.to_string());
+        }
+    }
+    let mut text = format!(
+        "{}\n\nUsage: lobbyd [OPTIONS]\n       lobbyd user add|del|list ...   (accounts of --db; \
+         lobbyd user --help)\n\nA game lobby server: R-Type UDP room lobby and game instances, \
+         R-Type TCP lobby, Warzone 2100 master server, general lobby.\n",
         version()
     );
-    format!(
-        "{}\nDurations in seconds accept decimals (e.g. 0.5).\nWithout --log, RUST_LOG sets the \
-         log filter (default info).\n",
-        options.usage(&brief)
-    )
+    for (group, rows) in sections.iter().filter(|(_, rows)| !rows.is_empty()) {
+        text.push_str(&format!("\n{}:\n{}\n", group.title(), rows.join("\n")));
+    }
+    text.push_str(
+        "\nDurations in seconds accept decimals (e.g. 0.5).\nWithout --log, RUST_LOG sets the \
+         log filter (default info).\nA --config FILE takes the same settings, one `long-name = \
+         value` per line (TOML: strings, numbers, true/false for switches); flags win over it.\n",
+    );
+    text
+}
+
+/// The sections of `--help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum HelpGroup {
+    General,
+    UdpLobby,
+    TcpLobby,
+    Warzone,
+    GeneralLobby,
+    Metrics,
+}
+
+impl HelpGroup {
+    const ALL: [HelpGroup; 6] = [
+        HelpGroup::General,
+        HelpGroup::UdpLobby,
+        HelpGroup::TcpLobby,
+        HelpGroup::Warzone,
+        HelpGroup::GeneralLobby,
+        HelpGroup::Metrics,
+    ];
+
+    fn title(self) -> &'static str {
+        match self {
+            HelpGroup::General => "General options",
+            HelpGroup::UdpLobby => "R-Type UDP room lobby and game instances",
+            HelpGroup::TcpLobby => "R-Type TCP lobby",
+            HelpGroup::Warzone => "Warzone 2100 master server",
+            HelpGroup::GeneralLobby => "General lobby",
+            HelpGroup::Metrics => "Metrics and status page",
+        }
+    }
+
+    /// The section of the flag `name`: the front ends' own files by prefix, the shared
+    /// table here by name; a flag not named below is a general option.
+    fn of(name: &str) -> HelpGroup {
+        if name.starts_with("lobby-") {
+            return HelpGroup::GeneralLobby;
+        }
+        if name.starts_with("wz-") || name.starts_with("motd") {
+            return HelpGroup::Warzone;
+        }
+        match name {
+            "udp-port" | "instance-ports" | "max-rooms" | "max-rooms-per-ip" | "max-players"
+            | "countdown" | "seat-timeout" | "reap-grace" | "udp-rate" | "udp-reply-bytes"
+            | "rate-table-size" | "max-list-rooms" => HelpGroup::UdpLobby,
+            "tcp-port" | "min-players" | "countdown-tick" | "auto-start" | "public-host"
+            | "spawns" | "max-violations" | "conn-rate" | "max-conns" | "max-conns-per-ip" => {
+                HelpGroup::TcpLobby
+            }
+            "metrics" => HelpGroup::Metrics,
+            _ => HelpGroup::General,
+        }
+    }
 }
 
 /// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
 fn options(d: &Config) -> Options {
     // (long name, value hint or "" for a plain switch, description), in help order.
-    let flags: [(&str, &str, String); 30] = [
+    let flags: [(&str, &str, String); 31] = [
         ("help", "", "Print this help and exit.".into()),
         ("version", "", "Print the version and exit.".into()),
+        (
+            "config",
+            "FILE",
+            "Read settings from FILE: TOML, every flag's long name a key (flags win).".into(),
+        ),
         (
             "bind",
             "ADDR",
@@ -474,7 +648,8 @@ fn options(d: &Config) -> Options {
         (
             "metrics",
             "ADDR",
-            "Serve GET /metrics and /rooms over HTTP on ADDR, e.g. 127.0.0.1:9100 (default off)."
+            "Serve GET /metrics, /healthz, /rooms and the status page (/) over HTTP on ADDR, \
+             e.g. 127.0.0.1:9100 (default off)."
                 .into(),
         ),
         (

@@ -321,3 +321,87 @@ fn syntax_errors() {
     // Control characters are escaped, so the reason stays on one line.
     assert!(!reason(&["--port", "1\n2"]).contains('\n'));
 }
+
+/// A config file in the temporary directory, removed when dropped.
+struct TempConfig(std::path::PathBuf);
+
+impl TempConfig {
+    fn new(tag: &str, text: &str) -> TempConfig {
+        let path =
+            std::env::temp_dir().join(format!("lobbyd-config-{tag}-{}.toml", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        TempConfig(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempConfig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn config_file_sets_every_kind_of_flag_and_flags_win() {
+    let file = TempConfig::new(
+        "kinds",
+        "max-players = 3\ncountdown = 2.5\nauto-start = true\nmotd = \"hello \\\"there\\\"\"\n\
+         lobby-auto-approve = false\nwz-login = 'off'\nlobby-hosted = \"tictactoe=2\"\n\
+         tcp-port = 0\n",
+    );
+    let c = run(&["--config", file.path(), "--tcp-port", "5000"]).unwrap();
+    assert_eq!(c.max_players, 3);
+    assert_eq!(c.countdown, Duration::from_millis(2500));
+    assert!(c.auto_start);
+    assert_eq!(c.wz.motd.as_deref(), Some("hello \"there\""));
+    assert!(!c.general.core.auto_approve);
+    assert_eq!(c.wz.login, crate::accounts::LoginPolicy::Off);
+    assert_eq!(c.tcp_port, Some(5000), "the flag wins over the file");
+    // Without the file, the defaults.
+    let d = run(&["--tcp-port", "5000"]).unwrap();
+    assert_ne!(c.general.core.hosted, d.general.core.hosted);
+    // A switch on the command line stays on whatever the file says.
+    let off = TempConfig::new("switch", "auto-start = false\n");
+    assert!(
+        run(&["--config", off.path(), "--auto-start"])
+            .unwrap()
+            .auto_start
+    );
+    assert!(!run(&["--config", off.path()]).unwrap().auto_start);
+}
+
+#[test]
+fn config_file_errors_are_one_line_naming_the_key() {
+    let cases = [
+        (
+            "nope = 1\n",
+            ":1: nope: unknown key (keys are flags' long names)",
+        ),
+        (
+            "port = 1\nconfig = \"x\"\n",
+            ":2: config: not a setting (only on the command line)",
+        ),
+        (
+            "\n\nport = true\n",
+            ":3: port: takes a value (a string or a number), not true or false",
+        ),
+        ("auto-start = 1\n", ":1: auto-start: takes true or false"),
+        ("max-players = 0\n", ":1: --max-players: \"0\""),
+        (
+            "Port = 1\n",
+            ":1: Port: unknown key (keys are flags' long names)",
+        ),
+    ];
+    for (i, (text, expected)) in cases.iter().enumerate() {
+        let file = TempConfig::new(&format!("bad{i}"), text);
+        let err = reason(&["--config", file.path()]);
+        assert!(
+            err.starts_with(&format!("{}{expected}", file.path())),
+            "{text:?}: {err}"
+        );
+        assert!(!err.contains('\n'), "{err}");
+    }
+}

@@ -193,7 +193,7 @@ pub(super) fn flags(d: &WzSettings) -> Vec<(&'static str, &'static str, String)>
             "db",
             "PATH",
             format!(
-                "Account database of Warzone v4 and general lobby logins (default {}).",
+                "Account database shared by the Warzone v4 and general lobby logins (default {}).",
                 d.db.display()
             ),
         ),

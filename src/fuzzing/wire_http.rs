@@ -29,7 +29,9 @@ pub fn http(data: &[u8]) {
     }
     let status = match whole {
         Ok(None) => return,
-        Ok(Some(Route::Status | Route::Metrics | Route::Rooms | Route::WzGames)) => 200,
+        Ok(Some(
+            Route::Status | Route::Metrics | Route::Rooms | Route::WzGames | Route::Health,
+        )) => 200,
         Ok(Some(Route::NotFound)) => 404,
         Ok(Some(Route::MethodNotAllowed)) => 405,
         Err(_) => 400,

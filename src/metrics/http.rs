@@ -18,6 +18,8 @@ pub enum Route {
     Rooms,
     /// `GET /wz/games`: the Warzone master server's games.
     WzGames,
+    /// `GET /healthz`: 200 while the loop serves, 503 once it is shutting down.
+    Health,
     /// Any other path: 404.
     NotFound,
     /// A method other than GET or HEAD: 405.
@@ -54,6 +56,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<Route>, HttpError> {
                 Some("/metrics") => Route::Metrics,
                 Some("/rooms") => Route::Rooms,
                 Some("/wz/games") => Route::WzGames,
+                Some("/healthz") => Route::Health,
                 _ => Route::NotFound,
             }
         }
@@ -70,6 +73,7 @@ pub fn response(status: u16, content_type: &str, body: &str, out: &mut Vec<u8>) 
         404 => "Not Found",
         405 => "Method Not Allowed",
         431 => "Request Header Fields Too Large",
+        503 => "Service Unavailable",
         _ => "Error",
     };
     out.clear();
@@ -102,6 +106,10 @@ mod tests {
         assert_eq!(
             parse_request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
             Ok(Some(Route::Status))
+        );
+        assert_eq!(
+            parse_request(b"GET /healthz HTTP/1.1\r\n\r\n"),
+            Ok(Some(Route::Health))
         );
         assert_eq!(
             parse_request(b"GET /nope HTTP/1.1\r\n\r\n"),

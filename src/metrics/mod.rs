@@ -2,8 +2,8 @@
 //!
 //! `--metrics ADDR` serves `GET /` (the status page for a browser, [`status_page`]),
 //! `GET /metrics` (Prometheus text exposition format 0.0.4: every
-//! counter of the core and the driver, by protocol and reason, plus gauges for rooms by state,
-//! players, instances and tables), `GET /rooms` (the live rooms as JSON) and `GET /wz/games`
+//! counter of the cores and the drivers, gauges for rooms by state, players, instances and
+//! tables, the `process_*` figures and a build-info gauge, each described in [`catalog`]), `GET /rooms` (the live rooms as JSON) and `GET /wz/games`
 //! (the Warzone master server's games as JSON). Requests are
 //! parsed with `httparse` from a bounded buffer; one request per connection, answered and
 //! closed. The driver owns the sockets; nothing here blocks or allocates without bound.
@@ -12,36 +12,52 @@ use std::fmt::Write;
 
 use crate::lobby::RoomState;
 
+pub mod catalog;
+pub mod history;
 pub mod http;
+pub mod process;
 pub mod snapshot;
 pub mod status_page;
 
+pub use history::{LoadHistory, LoadSample, SAMPLE_EVERY};
 pub use http::{parse_request, response, HttpError, Route, MAX_REQUEST_LEN};
+pub use process::{read_process, ProcessView};
 pub use snapshot::{
     Counter, GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, ListenerView, RoomView, Snapshot,
     WzGameInfo, WzSnapshot,
 };
 pub use status_page::{escape_html, render_status_page, STATUS_ROWS};
 
-/// Writes every counter and gauge of `snap` in the Prometheus text format.
+/// Writes every counter and gauge of `snap` in the Prometheus text format, each metric
+/// introduced by its `# HELP` and `# TYPE` lines from [`catalog`].
 pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
-    let mut last_name = "";
-    let mut counter = |name: &'static str, label: &'static str, value: u64| {
-        if name != last_name {
-            let _ = writeln!(out, "# TYPE lobbyd_{name} counter");
-            last_name = name;
-        }
-        if label.is_empty() {
-            let _ = writeln!(out, "lobbyd_{name} {value}");
-        } else {
-            let _ = writeln!(out, "lobbyd_{name}{{reason=\"{label}\"}} {value}");
-        }
-    };
-    snap.lobby.visit(&mut counter);
-    for (name, label, value) in &snap.counters {
-        counter(name, label, *value);
+    let mut page = Exposition { out, current: "" };
+    page.sample("build_info", env!("CARGO_PKG_VERSION"), 1);
+    page.sample(
+        "uptime_seconds",
+        "",
+        format_args!("{:.3}", snap.uptime.as_secs_f64()),
+    );
+    if let Some(process) = &snap.process {
+        page.sample("process_resident_memory_bytes", "", process.resident_bytes);
+        page.sample("process_open_fds", "", process.open_fds);
+        page.sample("process_max_fds", "", process.max_fds);
+        page.sample(
+            "process_cpu_seconds_total",
+            "",
+            format_args!("{:.2}", process.cpu_seconds),
+        );
+        page.sample(
+            "process_start_time_seconds",
+            "",
+            format_args!("{:.2}", process.start_time_seconds),
+        );
     }
-    let _ = writeln!(out, "# TYPE lobbyd_rooms gauge");
+    snap.lobby
+        .visit(|name, label, value| page.sample(name, label, value));
+    for (name, label, value) in &snap.counters {
+        page.sample(name, label, value);
+    }
     for state in [
         RoomState::Waiting,
         RoomState::Countdown,
@@ -49,7 +65,7 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
         RoomState::Finished,
     ] {
         let n = snap.rooms.iter().filter(|r| r.state == state).count();
-        let _ = writeln!(out, "lobbyd_rooms{{state=\"{}\"}} {n}", state_name(state));
+        page.sample("rooms", state_name(state), n);
     }
     let gauges: [(&str, usize); 5] = [
         ("players", snap.rooms.iter().map(|r| r.members).sum()),
@@ -62,52 +78,70 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
         ("rate_table_entries", snap.rate_table_len),
     ];
     for (name, value) in gauges {
-        let _ = writeln!(out, "# TYPE lobbyd_{name} gauge\nlobbyd_{name} {value}");
+        page.sample(name, "", value);
     }
     if let Some(conns) = snap.tcp_connections {
-        let _ = writeln!(
-            out,
-            "# TYPE lobbyd_tcp_lobby_connections gauge\nlobbyd_tcp_lobby_connections {conns}"
-        );
+        page.sample("tcp_lobby_connections", "", conns);
     }
     if let Some(wz) = &snap.wz {
         let listed = wz.games.iter().filter(|g| g.listed).count();
-        let _ = writeln!(
-            out,
-            "# TYPE lobbyd_wz_games gauge\nlobbyd_wz_games{{state=\"listed\"}} {listed}\n\
-             lobbyd_wz_games{{state=\"probing\"}} {}",
-            wz.games.len() - listed
-        );
-        for (name, value) in [("wz_connections", wz.connections), ("wz_probes", wz.probes)] {
-            let _ = writeln!(out, "# TYPE lobbyd_{name} gauge\nlobbyd_{name} {value}");
-        }
+        page.sample("wz_games", "listed", listed);
+        page.sample("wz_games", "probing", wz.games.len() - listed);
+        page.sample("wz_connections", "", wz.connections);
+        page.sample("wz_probes", "", wz.probes);
     }
     if let Some(general) = &snap.general {
         let away = general.members_away;
-        let _ = writeln!(
-            out,
-            "# TYPE lobbyd_general_members gauge\nlobbyd_general_members{{state=\"present\"}} {}\n\
-             lobbyd_general_members{{state=\"away\"}} {away}",
-            general.members - away
-        );
+        page.sample("general_members", "present", general.members - away);
+        page.sample("general_members", "away", away);
         let hosted = general.games.iter().filter(|g| g.owner == 0).count();
-        let _ = writeln!(
-            out,
-            "# TYPE lobbyd_general_games gauge\nlobbyd_general_games{{owner=\"member\"}} {}\n\
-             lobbyd_general_games{{owner=\"server\"}} {hosted}",
-            general.games.len() - hosted
-        );
-        let _ = writeln!(
-            out,
-            "# TYPE lobbyd_general_connections gauge\nlobbyd_general_connections {}",
-            general.connections
-        );
+        page.sample("general_games", "member", general.games.len() - hosted);
+        page.sample("general_games", "server", hosted);
+        page.sample("general_connections", "", general.connections);
     }
-    let _ = writeln!(
-        out,
-        "# TYPE lobbyd_uptime_seconds gauge\nlobbyd_uptime_seconds {:.3}",
-        snap.uptime.as_secs_f64()
-    );
+}
+
+/// The exposition text being written: samples of one metric come together, the first
+/// preceded by the metric's `# HELP` and `# TYPE` lines.
+struct Exposition<'a> {
+    out: &'a mut String,
+    /// The metric of the last sample written.
+    current: &'a str,
+}
+
+impl<'a> Exposition<'a> {
+    /// Writes one sample of `name` (given without its `lobbyd_` prefix, or in full for
+    /// `process_*`), labelled `label_value` unless that is empty. A name missing from the
+    /// catalog gets no `# HELP` line and is typed `untyped` (the scrape test fails on it).
+    fn sample(&mut self, name: &'a str, label_value: &str, value: impl std::fmt::Display) {
+        let info = catalog::metric_info(name);
+        let prefix = if info.is_some_and(|m| m.name == name) {
+            ""
+        } else {
+            "lobbyd_"
+        };
+        if name != self.current {
+            self.current = name;
+            match info {
+                Some(m) => {
+                    let _ = writeln!(self.out, "# HELP {} {}", m.name, m.help);
+                    let _ = writeln!(self.out, "# TYPE {} {}", m.name, m.kind.as_str());
+                }
+                None => {
+                    let _ = writeln!(self.out, "# TYPE {prefix}{name} untyped");
+                }
+            }
+        }
+        if label_value.is_empty() {
+            let _ = writeln!(self.out, "{prefix}{name} {value}");
+        } else {
+            let label = info.map_or("label", |m| m.label);
+            let _ = writeln!(
+                self.out,
+                "{prefix}{name}{{{label}=\"{label_value}\"}} {value}"
+            );
+        }
+    }
 }
 
 /// Writes the Warzone master server's games as a JSON array (peer strings escaped).
@@ -241,6 +275,13 @@ mod tests {
             rate_table_len: 5,
             tcp_connections: Some(3),
             uptime: Duration::from_millis(1500),
+            process: Some(ProcessView {
+                resident_bytes: 5 << 20,
+                open_fds: 9,
+                max_fds: 1024,
+                cpu_seconds: 0.25,
+                start_time_seconds: 1_700_000_000.5,
+            }),
             wz: None,
             general: None,
             ..Snapshot::default()
@@ -252,7 +293,7 @@ mod tests {
         let mut out = String::new();
         render_prometheus(&snapshot(), &mut out);
         for line in [
-            "lobbyd_udp_lobby_requests_total{reason=\"list_rooms\"} 7",
+            "lobbyd_udp_lobby_requests_total{request=\"list_rooms\"} 7",
             "lobbyd_udp_lobby_join_failed_total{reason=\"full\"} 1",
             "lobbyd_udp_lobby_dropped_total{reason=\"bad_checksum\"} 2",
             "lobbyd_udp_lobby_dropped_total{reason=\"truncated\"} 0",
@@ -263,19 +304,53 @@ mod tests {
             "lobbyd_rate_table_entries 5",
             "lobbyd_tcp_lobby_connections 3",
             "lobbyd_uptime_seconds 1.500",
+            "# HELP lobbyd_players Members of R-Type rooms and parties now.",
+            "# TYPE lobbyd_players gauge",
+            "# TYPE lobbyd_udp_lobby_requests_total counter",
+            concat!(
+                "lobbyd_build_info{version=\"",
+                env!("CARGO_PKG_VERSION"),
+                "\"} 1"
+            ),
+            "process_open_fds 9",
+            "process_start_time_seconds 1700000000.50",
         ] {
             assert!(out.lines().any(|l| l == line), "missing {line:?} in\n{out}");
         }
-        // Every sample line is "name{labels} value" or "name value"; TYPE lines once per name.
+        // Every sample line is "name{labels} value" or "name value"; HELP and TYPE lines
+        // once per name, HELP first.
         let mut types = std::collections::HashSet::new();
+        let mut helped = "";
         for line in out.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                helped = rest.split(' ').next().unwrap();
+                continue;
+            }
             if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap();
+                assert_eq!(name, helped, "{line} without its HELP");
+                assert!(!rest.ends_with(" untyped"), "{line}");
                 assert!(types.insert(rest.to_string()), "duplicate {line}");
                 continue;
             }
             let (_, value) = line.rsplit_once(' ').unwrap();
             assert!(value.parse::<f64>().is_ok(), "{line}");
         }
+    }
+
+    /// A counter a front end reports but the catalog does not describe is still served, but
+    /// without help and untyped, which the scrape test over every front end rejects.
+    #[test]
+    fn undescribed_counter_has_no_help() {
+        let mut snap = snapshot();
+        snap.counters.push(("not_in_the_catalog_total", "x", 1));
+        let mut out = String::new();
+        render_prometheus(&snap, &mut out);
+        assert!(out.contains(
+            "# TYPE lobbyd_not_in_the_catalog_total untyped\n\
+             lobbyd_not_in_the_catalog_total{label=\"x\"} 1\n"
+        ));
+        assert!(!out.contains("# HELP lobbyd_not_in_the_catalog_total"));
     }
 
     #[test]

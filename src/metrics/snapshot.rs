@@ -8,10 +8,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::history::LoadSample;
+use super::process::ProcessView;
 use crate::lobby::{LobbyStats, RoomId, RoomState};
 
-/// One counter sample: metric name (without the `lobbyd_` prefix), reason label or `""`,
-/// value. Samples of one name are kept together (the exposition format wants one `# TYPE`
+/// One counter sample: metric name (without the `lobbyd_` prefix), label value or `""`,
+/// value (the label's name and the help text are the catalog's, `super::catalog`). Samples of one name are kept together (the exposition format wants one `# TYPE`
 /// line per name).
 pub type Counter = (&'static str, &'static str, u64);
 
@@ -155,6 +157,11 @@ pub struct Snapshot {
     pub tcp_connections: Option<usize>,
     /// Time since the server started.
     pub uptime: Duration,
+    /// The process's memory, descriptors and CPU time, where `/proc` tells them.
+    pub process: Option<ProcessView>,
+    /// The load of the last 15 minutes, oldest first (for the status page only: empty
+    /// when no names are asked for, [`Snapshot::detail_rows`] 0).
+    pub history: Vec<LoadSample>,
     /// The Warzone master server's games, when it runs.
     pub wz: Option<WzSnapshot>,
     /// The general lobby's members and games, when it runs.

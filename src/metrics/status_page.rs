@@ -3,7 +3,8 @@
 //! One server-rendered HTML page, no external asset and no script (it reloads itself every
 //! 5 s with `<meta http-equiv=refresh>`): uptime and version, every listener with its bound
 //! address, the UDP rooms with their instances and players, the TCP lobby's parties with their
-//! state and players, the Warzone games listed, the general lobby's members and games, and the
+//! state and players, charts of the last 15 minutes (requests/s per front end, connections,
+//! members, rooms and games: inline SVG, [`super::history`]), the Warzone games listed, the general lobby's members and games, and the
 //! refusal counters of `/metrics` grouped by protocol, with links to `/metrics`, `/rooms` and
 //! `/wz/games`.
 //!
@@ -14,6 +15,7 @@
 
 use std::fmt::Write;
 
+use super::history::render_charts;
 use super::{state_name, RoomView, Snapshot};
 
 /// Rows per table at most; the snapshot names as many parties and members.
@@ -130,6 +132,7 @@ pub fn render_status_page(snap: &Snapshot, out: &mut String) {
          table{border-collapse:collapse;margin-bottom:1em}\
          th,td{border:1px solid #ccc;padding:2px 8px;text-align:left}\
          th{background:#eee}td.more{font-style:italic}.zero{color:#999}\
+         figure{display:inline-block;margin:0 1.5em 1em 0}figcaption{font-size:12px}\
          </style></head><body>\n",
     );
     let _ = write!(
@@ -144,6 +147,13 @@ pub fn render_status_page(snap: &Snapshot, out: &mut String) {
     }
     out.push_str(" &middot; this page reloads every 5 s</p>\n");
     listeners(snap, out);
+    let running = [
+        true,
+        snap.tcp_connections.is_some(),
+        snap.wz.is_some(),
+        snap.general.is_some(),
+    ];
+    render_charts(&snap.history, running, out);
     udp_rooms(snap, out);
     parties(snap, out);
     wz_games(snap, out);
@@ -327,6 +337,7 @@ fn refusals(snap: &Snapshot, out: &mut String) {
 mod tests {
     use super::*;
     use crate::lobby::{JoinFailure, RoomId, RoomState};
+    use crate::metrics::LoadSample;
     use crate::metrics::{
         GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, ListenerView, WzGameInfo, WzSnapshot,
     };
@@ -360,6 +371,19 @@ mod tests {
     fn snapshot() -> Snapshot {
         let mut snap = Snapshot {
             uptime: Duration::from_secs(90_061),
+            history: vec![
+                LoadSample {
+                    at_ms: 0,
+                    members: 3,
+                    ..LoadSample::default()
+                },
+                LoadSample {
+                    at_ms: 10_000,
+                    requests: [20, 0, 0, 0],
+                    members: 6,
+                    ..LoadSample::default()
+                },
+            ],
             listeners: vec![ListenerView {
                 name: "UDP room lobby",
                 transport: "udp",
@@ -419,6 +443,13 @@ mod tests {
         assert!(page.contains("<meta http-equiv=refresh content=5>"));
         assert!(page.contains(concat!("lobbyd ", env!("CARGO_PKG_VERSION"))));
         assert!(page.contains("up 1 d 01:01:01"), "{page}");
+        // The charts, drawn from the samples: members 3 then 6, 2 requests/s.
+        assert_eq!(page.matches("<svg ").count(), 4, "{page}");
+        assert!(
+            page.contains("class=\"members\" fill=\"none\" stroke=\"#1f6feb\" points=\"267.0,30.0 270.0,1.0\"/>"),
+            "{page}"
+        );
+        assert!(page.contains("UDP room lobby 2</span>"), "{page}");
         for link in ["/metrics", "/rooms", "/wz/games"] {
             assert!(page.contains(&format!("<a href=\"{link}\">")), "{link}");
         }

@@ -39,7 +39,7 @@ use slab::Slab;
 use crate::accounts::LoginPolicy;
 use crate::config::GeneralSettings;
 use crate::general::{ConnId, GeneralConfig, GeneralLobby, JobId, TokenSource};
-use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, Snapshot};
+use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSample, Snapshot};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 
@@ -639,6 +639,13 @@ impl FrontEnd for GeneralDriver {
         .into_iter()
         .flatten()
         .min()
+    }
+
+    fn load(&self, sample: &mut LoadSample) {
+        sample.requests[3] += self.stats.frames_in;
+        sample.connections += self.conns.len() as u64;
+        sample.members += self.core.member_count() as u64;
+        sample.games += self.core.game_count() as u64;
     }
 
     fn snapshot(&self, snap: &mut Snapshot) {

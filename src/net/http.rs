@@ -1,6 +1,8 @@
 //! The metrics endpoint's sockets: a listener and short-lived HTTP connections.
 //!
-//! One request per connection: read the head into a buffer capped at
+//! `GET /healthz` answers `200 ok` while the loop serves and `503 shutting down` once it
+//! began shutting down (the endpoint is served through the shutdown wait). One request per
+//! connection: read the head into a buffer capped at
 //! [`metrics::MAX_REQUEST_LEN`], answer, close once written. At most [`MAX_CONNS`] are open,
 //! so a scraper storm cannot grow memory, and none may hold its place: each connection has
 //! [`CONN_DEADLINE`] from its accept to send its request and take the answer, and at the cap
@@ -46,6 +48,8 @@ pub struct MetricsEndpoint {
     conns: Slab<HttpConn>,
     /// Connections to remove after the event batch.
     closing: Vec<usize>,
+    /// The loop is shutting down: `/healthz` answers 503.
+    shutting_down: bool,
 }
 
 impl MetricsEndpoint {
@@ -60,7 +64,14 @@ impl MetricsEndpoint {
             listener,
             conns: Slab::new(),
             closing: Vec::new(),
+            shutting_down: false,
         })
+    }
+
+    /// The loop began shutting down: from now on `/healthz` answers 503 (the endpoint is
+    /// still served while the front ends flush their goodbyes).
+    pub fn begin_shutdown(&mut self) {
+        self.shutting_down = true;
     }
 
     /// Accepts every pending connection.
@@ -205,6 +216,10 @@ impl MetricsEndpoint {
                     metrics::render_wz_games_json(&snapshot(0), &mut body);
                     (200, "application/json", body)
                 }
+                Ok(Some(Route::Health)) if self.shutting_down => {
+                    (503, "text/plain", "shutting down\n".into())
+                }
+                Ok(Some(Route::Health)) => (200, "text/plain", "ok\n".into()),
                 Ok(Some(Route::NotFound)) => (404, "text/plain", "not found\n".into()),
                 Ok(Some(Route::MethodNotAllowed)) => {
                     (405, "text/plain", "method not allowed\n".into())
@@ -248,5 +263,69 @@ impl MetricsEndpoint {
     /// The listener's bound address.
     pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
         self.listener.local_addr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mio::{Events, Poll};
+
+    /// Serves one request on a real loopback socket through the endpoint and returns the
+    /// bytes the client got.
+    fn exchange(endpoint: &mut MetricsEndpoint, poll: &mut Poll, request: &[u8]) -> String {
+        let mut client = std::net::TcpStream::connect(endpoint.local_addr().unwrap()).unwrap();
+        client.write_all(request).unwrap();
+        client
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let mut events = Events::with_capacity(16);
+        let mut reply = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            poll.poll(&mut events, Some(Duration::from_millis(20)))
+                .unwrap();
+            for event in events.iter() {
+                match Target::from_token(event.token()) {
+                    Some(Target::MetricsListener) => {
+                        endpoint.accept(poll.registry(), Instant::now())
+                    }
+                    Some(Target::MetricsConn(key)) => {
+                        endpoint.ready(key, poll.registry(), |_| Snapshot::default())
+                    }
+                    _ => {}
+                }
+            }
+            endpoint.remove_closed(poll.registry());
+            let mut buf = [0u8; 256];
+            match client.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => reply.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+        }
+        String::from_utf8(reply).unwrap()
+    }
+
+    #[test]
+    fn healthz_is_503_once_shutting_down() {
+        let mut poll = Poll::new().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut endpoint = MetricsEndpoint::new(listener, poll.registry()).unwrap();
+        let ok = exchange(&mut endpoint, &mut poll, b"GET /healthz HTTP/1.1\r\n\r\n");
+        assert!(
+            ok.starts_with("HTTP/1.1 200 OK\r\n") && ok.ends_with("\r\n\r\nok\n"),
+            "{ok}"
+        );
+        endpoint.begin_shutdown();
+        let down = exchange(&mut endpoint, &mut poll, b"GET /healthz HTTP/1.1\r\n\r\n");
+        assert_eq!(
+            down,
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
+             Content-Length: 14\r\nConnection: close\r\n\r\nshutting down\n"
+        );
+        // The other pages are still served while the front ends say goodbye.
+        let metrics = exchange(&mut endpoint, &mut poll, b"GET /metrics HTTP/1.1\r\n\r\n");
+        assert!(metrics.starts_with("HTTP/1.1 200 OK\r\n"), "{metrics}");
     }
 }

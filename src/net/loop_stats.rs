@@ -1,5 +1,5 @@
 //! How long the loop's passes take, from `poll`'s return to the end of the pass: the
-//! `/metrics` counters `lobbyd_loop_passes_total{reason="under_1ms"|"1ms_to_5ms"|"over_5ms"}`.
+//! `/metrics` counters `lobbyd_loop_passes_total{duration="under_1ms"|"1ms_to_5ms"|"over_5ms"}`.
 //!
 //! A single-threaded loop answers every request after the pass it arrived in, so the length
 //! of a pass is the latency every client shares. An operator sees stalls here (a flood, a
@@ -29,7 +29,7 @@ impl PassDurations {
         *bucket += 1;
     }
 
-    /// Hands each counter to `f` as `(name, reason, value)`.
+    /// Hands each counter to `f` as `(name, duration bucket, value)`.
     pub fn visit(&self, f: &mut dyn FnMut(&'static str, &'static str, u64)) {
         f("loop_passes_total", "under_1ms", self.under_1ms);
         f("loop_passes_total", "1ms_to_5ms", self.to_5ms);

@@ -26,7 +26,7 @@ use mio::event::Event;
 use mio::Registry;
 
 use crate::lobby::{ConnId, Lobby, Output, RoomId};
-use crate::metrics::{RoomView, Snapshot};
+use crate::metrics::{LoadSample, RoomView, Snapshot};
 use crate::wire::tcp_lobby::validate_name;
 
 use super::heap::FORGET_PER_TIDY;
@@ -321,6 +321,20 @@ impl FrontEnd for RtypeFrontEnd {
     fn next_deadline(&self) -> Option<Instant> {
         let tcp = self.tcp.as_ref().and_then(TcpLobby::next_deadline);
         [self.lobby.poll_timeout(), tcp].into_iter().flatten().min()
+    }
+
+    fn load(&self, sample: &mut LoadSample) {
+        let stats = &self.lobby.stats;
+        sample.requests[0] += stats.list_requests + stats.create_requests + stats.join_requests;
+        if let Some(tcp) = self.tcp.as_ref() {
+            sample.requests[1] += tcp.stats.frames_in;
+            sample.connections += tcp.conn_count() as u64;
+        }
+        // One pass over the rooms, bounded by --max-rooms.
+        for room in self.lobby.rooms() {
+            sample.rooms += 1;
+            sample.members += (room.member_count() + self.lobby.lobby_members(room.id)) as u64;
+        }
     }
 
     fn snapshot(&self, snap: &mut Snapshot) {

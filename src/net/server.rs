@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Events, Interest, Poll, Registry, Waker};
 
-use crate::metrics::{ListenerView, Snapshot, STATUS_ROWS};
+use crate::metrics::{ListenerView, LoadHistory, LoadSample, Snapshot, SAMPLE_EVERY, STATUS_ROWS};
 
 use super::heap::HeapTrim;
 use super::http::MetricsEndpoint;
@@ -96,6 +96,9 @@ pub trait FrontEnd: Send {
     fn next_deadline(&self) -> Option<Instant>;
     /// Adds this front end's counters, rooms or games to an operators' snapshot.
     fn snapshot(&self, snap: &mut Snapshot);
+    /// Adds this front end's requests so far and its connections, members, rooms and games
+    /// to a sample of the status page's charts: a few additions, no allocation.
+    fn load(&self, sample: &mut LoadSample);
     /// SIGHUP: reread whatever files this front end serves from.
     fn reload(&mut self) {}
     /// The server is going away: stop accepting and queue the protocol's goodbye.
@@ -126,6 +129,11 @@ pub struct Server {
     passes: PassDurations,
     /// Every bound socket, for the status page.
     listeners: Vec<ListenerView>,
+    /// The load of the last 15 minutes (the status page's charts), one sample per
+    /// [`SAMPLE_EVERY`], in a ring allocated once.
+    history: LoadHistory,
+    /// When the next sample is due.
+    next_sample: Instant,
 }
 
 impl Server {
@@ -144,6 +152,8 @@ impl Server {
             trim: HeapTrim::new(Instant::now()),
             passes: PassDurations::default(),
             listeners: Vec::new(),
+            history: LoadHistory::default(),
+            next_sample: Instant::now(),
         })
     }
 
@@ -249,11 +259,12 @@ impl Server {
     /// Runs until a shutdown request arrives (or the control channel is dropped).
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
+        self.take_sample(Instant::now());
         loop {
             let front_end_deadline = self.front_end_deadline();
             let deadline = front_end_deadline
                 .into_iter()
-                .chain([self.trim.deadline()])
+                .chain([self.trim.deadline(), self.next_sample])
                 .chain(self.metrics.as_ref().and_then(|m| m.next_deadline()))
                 .min();
             let now = Instant::now();
@@ -312,9 +323,27 @@ impl Server {
                 self.trim.due(ended);
                 ended = Instant::now();
             }
+            if self.next_sample <= ended {
+                self.take_sample(ended);
+            }
             self.passes
                 .record(ended.saturating_duration_since(pass_began));
         }
+    }
+
+    /// Records the load now for the status page's charts and sets the next sample's time
+    /// (one [`SAMPLE_EVERY`] on, or after `now` if the loop was held up past it).
+    fn take_sample(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.started).as_millis();
+        let mut sample = LoadSample {
+            at_ms: u64::try_from(elapsed).unwrap_or(u64::MAX),
+            ..LoadSample::default()
+        };
+        for front_end in self.front_ends.iter().flatten() {
+            front_end.load(&mut sample);
+        }
+        self.history.record(sample);
+        self.next_sample = (self.next_sample + SAMPLE_EVERY).max(now + SAMPLE_EVERY / 2);
     }
 
     /// Serves pending control messages; true when the loop must stop.
@@ -337,6 +366,12 @@ impl Server {
     fn snapshot(&self, detail_rows: usize) -> Snapshot {
         let mut snap = Snapshot {
             uptime: self.started.elapsed(),
+            process: crate::metrics::read_process(),
+            history: if detail_rows > 0 {
+                self.history.samples().copied().collect()
+            } else {
+                Vec::new()
+            },
             detail_rows,
             listeners: self.listeners.clone(),
             ..Snapshot::default()
@@ -352,15 +387,30 @@ impl Server {
 
     /// Before the loop returns: every front end says goodbye, and what is queued is flushed
     /// for at most [`SHUTDOWN_FLUSH`] (the wait wakes on any writable edge, then every front
-    /// end writes again, so no edge is lost between them).
+    /// end writes again, so no edge is lost between them). The metrics endpoint is served
+    /// through the wait, its `/healthz` answering 503.
     fn shutdown(&mut self) -> io::Result<()> {
         let deadline = Instant::now() + SHUTDOWN_FLUSH;
+        if let Some(endpoint) = self.metrics.as_mut() {
+            endpoint.begin_shutdown();
+        }
         let registry = self.poll.registry();
         for front_end in self.front_ends.iter_mut().flatten() {
             front_end.shutdown(registry);
         }
         let mut events = Events::with_capacity(256);
         loop {
+            // The operators' endpoint stays served: a health check learns of the shutdown.
+            for event in events.iter() {
+                if let Some(target @ (Target::MetricsListener | Target::MetricsConn(_))) =
+                    Target::from_token(event.token())
+                {
+                    self.metrics_ready(target);
+                }
+            }
+            if let Some(endpoint) = self.metrics.as_mut() {
+                endpoint.remove_closed(self.poll.registry());
+            }
             let registry = self.poll.registry();
             let mut pending = false;
             for front_end in self.front_ends.iter_mut().flatten() {

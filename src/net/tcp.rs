@@ -95,6 +95,8 @@ pub struct TcpStats {
     pub bytes_out: u64,
     /// Frames queued.
     pub frames_out: u64,
+    /// Frames (and oversized headers) read and handed to the core.
+    pub frames_in: u64,
 }
 
 impl TcpStats {
@@ -119,6 +121,7 @@ impl TcpStats {
         f("tcp_lobby_bytes_in_total", "", self.bytes_in);
         f("tcp_lobby_bytes_out_total", "", self.bytes_out);
         f("tcp_lobby_frames_out_total", "", self.frames_out);
+        f("tcp_lobby_frames_in_total", "", self.frames_in);
     }
 }
 
@@ -413,11 +416,13 @@ impl TcpLobby {
                 }
             };
             self.stats.bytes_in += n as u64;
+            let decoded = inputs.len();
             conn.frames.push(&self.read_buf[..n], &mut |piece| {
                 budget = budget.saturating_sub(1);
                 inputs.push(input_of(key, piece));
                 true
             });
+            self.stats.frames_in += (inputs.len() - decoded) as u64;
             if n < want && !closed {
                 return arrived;
             }

@@ -34,7 +34,7 @@ use crate::wire::wz::MAX_MOTD;
 use crate::wz::policy::parse_banned_words;
 use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 
-use crate::metrics::{Snapshot, WzGameInfo, WzSnapshot};
+use crate::metrics::{LoadSample, Snapshot, WzGameInfo, WzSnapshot};
 
 use super::heap::FORGET_PER_TIDY;
 use super::login::{LoginMetrics, LoginShared, Logins};
@@ -672,6 +672,14 @@ impl FrontEnd for WzDriver {
                 }
             }
         }
+    }
+
+    fn load(&self, sample: &mut LoadSample) {
+        let stats = &self.core.stats;
+        sample.requests[2] += stats.commands.iter().chain(&stats.v4_requests).sum::<u64>();
+        sample.connections += self.conns.len() as u64;
+        // One step per game, bounded by --wz-max-games.
+        sample.games += self.core.games().count() as u64;
     }
 
     fn snapshot(&self, snap: &mut Snapshot) {

@@ -41,9 +41,10 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 60] = [
+const FLAGS: [&str; 61] = [
     "-h, --help",
     "-V, --version",
+    "--config FILE",
     "--bind ADDR",
     "--port PORT",
     "--udp-port PORT",
@@ -251,20 +252,26 @@ fn account_database_in_a_missing_directory_exits_1() {
     );
 }
 
-/// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;
-/// returns the child and its TCP lobby address.
-fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
+/// A running `lobbyd` with `args` and its log lines (stderr), as they come.
+fn spawn_logging(args: &[&str]) -> (std::process::Child, impl Iterator<Item = String> + Send) {
     use std::io::{BufRead, BufReader};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lobbyd"))
-        .args(LOOPBACK_ARGS)
-        .args(["--wz-port", "0", "--log", "info"])
+        .args(args)
         .env_remove("RUST_LOG")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("lobbyd starts");
-    // Wait until it has bound its sockets (it logs the real addresses).
     let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+    (child, BufReader::new(stderr).lines().map_while(Result::ok))
+}
+
+/// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;
+/// returns the child and its TCP lobby address.
+fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
+    let mut args = LOOPBACK_ARGS.to_vec();
+    args.extend(["--wz-port", "0", "--log", "info"]);
+    let (child, mut lines) = spawn_logging(&args);
+    // Wait until it has bound its sockets (it logs the real addresses).
     let mut udp = false;
     let mut tcp = None;
     for line in lines.by_ref() {
@@ -334,4 +341,152 @@ fn sigterm_notifies_tcp_lobby_members() {
     let mut expected = vec![0x1F, 22, 0, 0xFF];
     expected.extend_from_slice(b"server shutting down\0");
     assert_eq!(rest, expected);
+}
+
+/// A config file in a fresh temporary directory, removed when dropped.
+struct ConfigFile(std::path::PathBuf);
+
+impl ConfigFile {
+    fn new(tag: &str, text: &str) -> ConfigFile {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let path = std::env::temp_dir().join(format!(
+            "lobbyd-cli-{tag}-{}-{nanos}.toml",
+            std::process::id()
+        ));
+        std::fs::write(&path, text).unwrap();
+        ConfigFile(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for ConfigFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The settings of `--config FILE` are applied (the TCP lobby off, the metrics endpoint on),
+/// and a flag given on the command line wins over the file's value for it (`--log info`
+/// over the file's `warn`: without it, none of these info lines would be logged).
+#[test]
+fn config_file_values_apply_and_flags_win() {
+    let file = ConfigFile::new(
+        "apply",
+        "# lobbyd on loopback, the TCP lobby off\nbind = \"127.0.0.1\"\nport = 0\n\
+         instance-ports = \"0\"\ntcp-port = 0\nlobby-port = 0 # general lobby off\n\
+         wz-port = 0\nmetrics = '127.0.0.1:0'\nlog = \"warn\"\n",
+    );
+    let (mut child, mut lines) = spawn_logging(&["--config", file.path(), "--log", "info"]);
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let done = line.contains("metrics endpoint listening on 127.0.0.1:");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    std::thread::spawn(move || lines.for_each(drop));
+    terminate_exits_zero(&mut child);
+    let log = seen.join("\n");
+    assert!(
+        log.contains("metrics endpoint listening on 127.0.0.1:"),
+        "{log}"
+    );
+    assert!(
+        log.contains("udp room lobby listening on 127.0.0.1:"),
+        "{log}"
+    );
+    assert!(log.contains("tcp lobby disabled"), "{log}");
+    assert!(!log.contains("general lobby listening"), "{log}");
+}
+
+/// A bad key or value in the config file: exit 2, one line naming the file, the line and
+/// the key; a flag on the command line does not rescue an unknown key.
+#[test]
+fn config_file_errors_name_the_key_and_exit_2() {
+    let unknown = ConfigFile::new("unknown", "port = 0\nmax-romos = 3\n");
+    assert_usage_error(
+        &["--config", unknown.path(), "--max-rooms", "3"],
+        &format!(
+            "{}:2: max-romos: unknown key (keys are flags' long names)",
+            unknown.path()
+        ),
+    );
+    let bad_value = ConfigFile::new("value", "\nmax-players = 99\n");
+    assert_usage_error(
+        &["--config", bad_value.path()],
+        &format!("{}:2: --max-players: \"99\"", bad_value.path()),
+    );
+    // The same bad value overridden by a flag is never looked at.
+    let output = lobbyd(&["--config", bad_value.path(), "--max-players", "0"]);
+    assert!(
+        stderr(&output).starts_with("lobbyd: --max-players: \"0\""),
+        "{output:?}"
+    );
+    let switch = ConfigFile::new("switch", "auto-start = \"yes\"\n");
+    assert_usage_error(
+        &["--config", switch.path()],
+        &format!("{}:1: auto-start: takes true or false", switch.path()),
+    );
+    let syntax = ConfigFile::new("syntax", "motd = \"unterminated\n");
+    assert_usage_error(
+        &["--config", syntax.path()],
+        &format!("{}:1: motd: unterminated string", syntax.path()),
+    );
+    assert_usage_error(
+        &["--config", "/nonexistent-lobbyd-dir/lobbyd.toml"],
+        "--config: cannot read /nonexistent-lobbyd-dir/lobbyd.toml",
+    );
+}
+
+/// `--help` is grouped by front end, lists `lobbyd user`, and says `--db` is shared.
+#[test]
+fn help_is_grouped_by_front_end() {
+    let text = stdout(&lobbyd(&["--help"]));
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("help lacks {needle:?}:\n{text}"))
+    };
+    assert!(text.contains("lobbyd user add|del|list"), "{text}");
+    let sections = [
+        "General options:",
+        "R-Type UDP room lobby and game instances:",
+        "R-Type TCP lobby:",
+        "Warzone 2100 master server:",
+        "General lobby:",
+        "Metrics and status page:",
+    ];
+    for pair in sections.windows(2) {
+        assert!(at(pair[0]) < at(pair[1]), "{pair:?} out of order:\n{text}");
+    }
+    // Each flag under its front end's heading.
+    for (flag, section) in [
+        ("--db PATH", 0),
+        ("--config FILE", 0),
+        ("--udp-port PORT", 1),
+        ("--max-list-rooms N", 1),
+        ("--spawns X,Y;...", 2),
+        ("--wz-login", 3),
+        ("--motd TEXT", 3),
+        ("--lobby-port PORT", 4),
+        ("--metrics ADDR", 5),
+    ] {
+        let flag_at = at(flag);
+        assert!(flag_at > at(sections[section]), "{flag}:\n{text}");
+        if let Some(next) = sections.get(section + 1) {
+            assert!(flag_at < at(next), "{flag}:\n{text}");
+        }
+    }
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert!(
+        words.join(" ").contains(
+            "--db PATH Account database shared by the Warzone v4 and general lobby logins"
+        ),
+        "{text}"
+    );
 }

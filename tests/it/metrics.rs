@@ -43,8 +43,8 @@ fn counters_move_by_exact_amounts() {
     let (head, before) = get(metrics, "/metrics");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert!(head.contains("text/plain; version=0.0.4"), "{head}");
-    let list = "lobbyd_udp_lobby_requests_total{reason=\"list_rooms\"}";
-    let create = "lobbyd_udp_lobby_requests_total{reason=\"create_room\"}";
+    let list = "lobbyd_udp_lobby_requests_total{request=\"list_rooms\"}";
+    let create = "lobbyd_udp_lobby_requests_total{request=\"create_room\"}";
     let crc = "lobbyd_udp_lobby_dropped_total{reason=\"bad_checksum\"}";
     let no_room = "lobbyd_udp_lobby_join_failed_total{reason=\"no_such_room\"}";
     for sample in [list, create, crc, no_room] {
@@ -81,7 +81,7 @@ fn counters_move_by_exact_amounts() {
             .map(|reason| {
                 value(
                     body,
-                    &format!("lobbyd_loop_passes_total{{reason=\"{reason}\"}}"),
+                    &format!("lobbyd_loop_passes_total{{duration=\"{reason}\"}}"),
                 )
             })
             .sum()
@@ -172,6 +172,31 @@ fn status_page_shows_every_protocol_and_escapes_names() {
     assert!(page.starts_with("<!doctype html>"), "{page}");
     assert!(page.contains("<meta http-equiv=refresh content=5>"));
     assert!(page.contains(concat!("<h1>lobbyd ", env!("CARGO_PKG_VERSION"), "</h1>")));
+    // The charts of the last 15 minutes: inline SVG, one per chart, no script; the loop took
+    // its first sample as it started (nothing open yet: every gauge's one point at the
+    // bottom right).
+    assert!(page.contains("<h2>Last 15 minutes</h2>"), "{page}");
+    assert_eq!(page.matches("<svg ").count(), 4, "{page}");
+    for class in ["connections", "members", "rooms", "games"] {
+        assert!(
+            page.contains(&format!(
+                "<polyline class=\"{class}\" fill=\"none\" stroke=\""
+            )),
+            "{class}: {page}"
+        );
+    }
+    let members = page
+        .split("<polyline class=\"members\"")
+        .nth(1)
+        .and_then(|rest| rest.split("points=\"").nth(1))
+        .and_then(|rest| rest.split('"').next())
+        .expect("the members line");
+    // Newest at the right edge (a loaded machine may have taken a second sample since).
+    assert!(
+        members.starts_with("270.0,59.0") || members.contains(" 270.0,"),
+        "{members}"
+    );
+    assert!(!page.contains("<script"), "{page}");
     assert!(page.contains("<p>up 00:00:"), "{page}");
     for link in ["/metrics", "/rooms", "/wz/games"] {
         assert!(
@@ -288,4 +313,115 @@ fn unfinished_requests_cannot_hold_the_endpoint_shut() {
         };
         assert!(closed, "still open {:?} after connecting", opened.elapsed());
     }
+}
+
+/// Every metric a server with every front end (and both logins) serves has its `# HELP`
+/// line, then its `# TYPE`, and is described in `docs/METRICS.md`: a counter added without a
+/// description fails here. Labels name what they hold (a request kind is not a `reason`), and
+/// the process and build metrics are there with live values.
+#[test]
+fn every_metric_has_help_and_a_reference_row() {
+    let (db, _) = TempDb::with_users("scrape", &[("ann", "pw")]);
+    let mut config = test_config();
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    config.tcp_port = Some(0);
+    config.wz.port = Some(0);
+    config.wz.db = db.0.clone();
+    config.wz.login = lobbyd::accounts::LoginPolicy::Optional;
+    config.general.port = Some(0);
+    config.general.core.login = lobbyd::accounts::LoginPolicy::Optional;
+    let server = start(config);
+    let (head, body) = get(server.metrics_addr().unwrap(), "/metrics");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+
+    let reference = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/METRICS.md"));
+    let mut helped = "";
+    let mut types = 0;
+    for line in body.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').expect("HELP name text");
+            assert!(!help.trim().is_empty(), "{line}");
+            helped = name;
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
+            assert_eq!(name, helped, "no # HELP line before {line:?}");
+            assert!(kind == "counter" || kind == "gauge", "{line}");
+            let row = format!("| `{name}` | {kind} |");
+            assert!(reference.contains(&row), "docs/METRICS.md has no row {row}");
+            types += 1;
+        } else {
+            let name = line.split(['{', ' ']).next().unwrap();
+            assert_eq!(name, helped, "sample {line:?} outside its metric");
+        }
+    }
+    // Every front end's metrics are there (a fresh server served 114 on main).
+    assert!(types > 110, "{types} metrics:\n{body}");
+    for prefix in [
+        "lobbyd_udp_lobby_",
+        "lobbyd_tcp_lobby_",
+        "lobbyd_wz_login_checks_total",
+        "lobbyd_general_login_checks_total",
+        "lobbyd_general_members",
+    ] {
+        assert!(body.contains(&format!("\n{prefix}")), "no {prefix}");
+    }
+    for sample in [
+        "lobbyd_udp_lobby_requests_total{request=\"list_rooms\"} 0",
+        "lobbyd_general_requests_total{request=\"sign_in\"} 0",
+        "lobbyd_wz_commands_total{command=\"list\"} 0",
+        "lobbyd_wz_login_checks_total{verdict=\"valid\"} 0",
+        "lobbyd_general_refusals_total{reason=\"full\"} 0",
+        &format!(
+            "lobbyd_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        ),
+    ] {
+        assert!(body.lines().any(|l| l == sample), "no {sample:?}");
+    }
+    let number = |name: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    // This test process is the server's: its figures are this process's.
+    let fds = std::fs::read_dir("/proc/self/fd").unwrap().count() as f64;
+    let open = number("process_open_fds");
+    assert!(open >= 8.0 && open <= fds + 8.0, "{open} fds, {fds} seen");
+    assert!(number("process_max_fds") >= open);
+    assert!(number("process_resident_memory_bytes") > 1_000_000.0);
+    assert!(number("process_cpu_seconds_total") >= 0.0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = number("process_start_time_seconds");
+    assert!(started <= now + 1.0 && started > now - 3600.0, "{started}");
+}
+
+/// `GET /healthz` answers a one-line 200 while the loop serves (HEAD too, any query), for a
+/// load balancer or a watchdog; it is not the status page.
+#[test]
+fn healthz_answers_ok_while_the_loop_turns() {
+    let mut config = test_config();
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    let server = start(config);
+    let metrics = server.metrics_addr().unwrap();
+    let mut stream = TcpStream::connect(metrics).unwrap();
+    stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+    stream
+        .write_all(b"GET /healthz?probe=1 HTTP/1.1\r\nHost: lb\r\n\r\n")
+        .unwrap();
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&reply),
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\
+         Connection: close\r\n\r\nok\n"
+    );
+    // Still answering after other traffic: the loop turns.
+    let _ = get(metrics, "/metrics");
+    let (head, body) = get(metrics, "/healthz");
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert_eq!(body, "ok\n");
+    server.shutdown().unwrap();
 }

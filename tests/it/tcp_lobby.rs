@@ -637,7 +637,7 @@ fn metrics_and_room_view_show_the_tcp_lobby() {
         "lobbyd_tcp_lobby_parties_opened_total 1",
         "lobbyd_tcp_lobby_refused_total{reason=\"conn_rate\"} 0",
         "lobbyd_tcp_lobby_violations_total{reason=\"oversized\"} 0",
-        "lobbyd_tcp_lobby_errors_sent_total{reason=\"lobby_full\"} 0",
+        "lobbyd_tcp_lobby_errors_sent_total{error=\"lobby_full\"} 0",
         "lobbyd_tcp_lobby_closed_total{reason=\"slow_reader\"} 0",
         "lobbyd_players 2",
         "lobbyd_rooms{state=\"waiting\"} 1",

@@ -1311,8 +1311,8 @@ fn operators_see_games_and_counters_over_http() {
     let text = get("/metrics");
     for sample in [
         "lobbyd_wz_games{state=\"listed\"} 1",
-        "lobbyd_wz_commands_total{reason=\"gaid\"} 1",
-        "lobbyd_wz_commands_total{reason=\"addg\"} 1",
+        "lobbyd_wz_commands_total{command=\"gaid\"} 1",
+        "lobbyd_wz_commands_total{command=\"addg\"} 1",
         "lobbyd_wz_games_listed_total 1",
         "lobbyd_wz_accepted_total 1",
     ] {
