@@ -7,6 +7,8 @@
 # processes (under SCHED_IDLE: on loopback they share lobbyd's cores, which a remote crowd
 # would not) connect to the metrics endpoint and close at once from 16 addresses
 # (127.20.0.1-16), and a scraper fetches /metrics every 200 ms from 127.0.0.9.
+# METRICS_FLOOD_IDLE=0 runs the flooders at normal priority (a harsher flood when the machine
+# is busy with other work); FLOODERS sets how many processes flood (default 2).
 # Exits non-zero when:
 #   - a scrape failed (target: 100 % answered with a whole 200);
 #   - the member's PING p99 during the flood is more than twice its quiet p99, both taken as
@@ -40,7 +42,7 @@ renice -n -10 -p "$LOBBYD_PID" >/dev/null 2>&1 || true
 log "metrics-flood: ${QUIET}s quiet, then ${FLOOD}s of connect-and-close on :$METRICS_PORT"
 python3 "$(dirname "${BASH_SOURCE[0]}")/metrics_flood.py" \
   --metrics-port "$METRICS_PORT" --lobby-port "$LOBBY_PORT" \
-  --quiet "$QUIET" --flood "$FLOOD" >"$OUT/result.json"
+  --quiet "$QUIET" --flood "$FLOOD" --flooders "${FLOODERS:-2}" >"$OUT/result.json"
 cat "$OUT/result.json"
 http_get /metrics | grep -E '^lobbyd_metrics_http_(accepted|refused|evicted)' >&2 || true
 
