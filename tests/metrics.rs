@@ -1,9 +1,8 @@
 //! The metrics endpoint over loopback: after a scripted session the counters moved by exactly
 //! the expected amounts, /rooms lists the live rooms, the status page (`GET /`) shows
 //! every protocol's rooms, parties, games and members with their player-chosen names escaped,
-//! and connections that never finish their request cannot hold the endpoint shut (issue 13,
-//! found by `scripts/hostile.sh`); an address past its connection cap or rate is closed at
-//! accept while another scrapes.
+//! and connections that never finish their request cannot hold the endpoint shut (found
+//! by `scripts/hostile.sh`).
 
 mod common;
 // Only a member signing in and creating a game are needed here.
