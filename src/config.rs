@@ -176,6 +176,12 @@ pub struct Config {
     /// Where the operators' HTTP endpoint (`/metrics`, `/rooms`) listens (`--metrics ADDR`);
     /// off by default. Bind it to loopback: it is not authenticated.
     pub metrics: Option<SocketAddr>,
+    /// Most metrics endpoint connections open at once from one address
+    /// (`--metrics-max-conns-per-ip`, default 8); more are closed at accept.
+    pub metrics_max_conns_per_ip: usize,
+    /// New metrics endpoint connections per minute per address, in bursts of as many
+    /// (`--metrics-conn-rate`, default 120); more are closed at accept.
+    pub metrics_conn_rate: u32,
     /// The `--log` level if one was given (lower case, one of error, warn, info, debug,
     /// trace, off); `None` lets `RUST_LOG` decide, falling back to info.
     pub log: Option<String>,
@@ -221,6 +227,8 @@ impl Default for Config {
             max_conns_per_ip: 64,
             handshake_timeout: Duration::from_secs(5),
             metrics: None,
+            metrics_max_conns_per_ip: 8,
+            metrics_conn_rate: 120,
             log: None,
             wz: WzSettings::default(),
             general: GeneralSettings::default(),
@@ -427,6 +435,9 @@ impl HelpGroup {
         if name.starts_with("wz-") || name.starts_with("motd") {
             return HelpGroup::Warzone;
         }
+        if name.starts_with("metrics") {
+            return HelpGroup::Metrics;
+        }
         match name {
             "udp-port" | "instance-ports" | "max-rooms" | "max-rooms-per-ip" | "max-players"
             | "countdown" | "seat-timeout" | "reap-grace" | "udp-rate" | "udp-reply-bytes"
@@ -435,7 +446,6 @@ impl HelpGroup {
             | "spawns" | "max-violations" | "conn-rate" | "max-conns" | "max-conns-per-ip" => {
                 HelpGroup::TcpLobby
             }
-            "metrics" => HelpGroup::Metrics,
             _ => HelpGroup::General,
         }
     }
@@ -444,7 +454,7 @@ impl HelpGroup {
 /// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
 fn options(d: &Config) -> Options {
     // (long name, value hint or "" for a plain switch, description), in help order.
-    let flags: [(&str, &str, String); 31] = [
+    let flags: [(&str, &str, String); 33] = [
         ("help", "", "Print this help and exit.".into()),
         ("version", "", "Print the version and exit.".into()),
         (
@@ -653,6 +663,22 @@ fn options(d: &Config) -> Options {
                 .into(),
         ),
         (
+            "metrics-max-conns-per-ip",
+            "N",
+            format!(
+                "Most metrics connections at once per IP (default {}).",
+                d.metrics_max_conns_per_ip
+            ),
+        ),
+        (
+            "metrics-conn-rate",
+            "N",
+            format!(
+                "New metrics connections per minute per IP (default {}).",
+                d.metrics_conn_rate
+            ),
+        ),
+        (
             "log",
             "LEVEL",
             format!("Log level: {} (default info).", LOG_LEVELS.join("|")),
@@ -810,6 +836,20 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         )?,
         handshake_timeout,
         metrics,
+        metrics_max_conns_per_ip: number(
+            m,
+            "metrics-max-conns-per-ip",
+            WHOLE,
+            1..=usize::MAX,
+            d.metrics_max_conns_per_ip,
+        )?,
+        metrics_conn_rate: number(
+            m,
+            "metrics-conn-rate",
+            WHOLE,
+            1..=u32::MAX,
+            d.metrics_conn_rate,
+        )?,
         log,
         wz,
         general,

@@ -42,6 +42,12 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Ok(Command::Run(config)) => {
+            // Rooms the descriptor limit cannot hold: refused before anything binds.
+            let limit = lobbyd::net::fd_table::open_file_limit();
+            if let Err(err) = lobbyd::net::fd_table::check_descriptor_limit(&config, limit) {
+                eprintln!("lobbyd: {err}");
+                return ExitCode::from(2);
+            }
             init_logging(config.log.as_deref());
             log::info!("lobbyd {} starting: {config:?}", env!("CARGO_PKG_VERSION"));
             run_server(config)

@@ -79,6 +79,11 @@ pub const METRICS: &[MetricInfo] = &[
     gauge("process_max_fds", "", "The process's limit on open file descriptors (soft RLIMIT_NOFILE)."),
     counter("process_cpu_seconds_total", "", "CPU time the process has used, user plus system, in seconds."),
     gauge("process_start_time_seconds", "", "When the process started, in seconds since the Unix epoch."),
+    counter("lobbyd_metrics_http_accepted_total", "", "Metrics connections accepted and served."),
+    counter("lobbyd_metrics_http_refused_total", "reason", "Metrics connections closed at accept, by reason (per_ip, conn_rate, full)."),
+    counter("lobbyd_metrics_http_evicted_total", "", "Metrics connections still sending their request closed at the endpoint's cap for a newcomer."),
+    counter("lobbyd_metrics_http_accept_errors_total", "", "Accept errors on the metrics endpoint (accepting resumes after a back-off)."),
+    counter("lobbyd_descriptor_limit_refused_total", "", "Newcomers accepted with a listener's spare descriptor at the descriptor limit and closed at once (the metrics endpoint serves them)."),
     // UDP room lobby and game instances.
     counter("lobbyd_udp_lobby_requests_total", "request", "UDP room lobby requests served, by request (list_rooms, create_room, join_room)."),
     counter("lobbyd_udp_lobby_rate_limited_total", "", "UDP room lobby requests dropped by the per-address request budget (--udp-rate)."),

@@ -15,6 +15,13 @@
 //!
 //! It must not: grow the table past `RLIMIT_NOFILE` (the kernel refuses, and descriptors
 //! past it could never be used), or fail the start (a table left small still works).
+//!
+//! At the limit itself every listener must still answer (a newcomer left in the kernel's
+//! backlog hangs until it gives up): each keeps a [`SpareDescriptor`] open, which it closes
+//! to accept one connection when `accept` fails for want of a descriptor, then reopens
+//! (`net::pass`). And the rooms, which hold their instance socket for a whole game, may not
+//! be promised more descriptors than the limit leaves beside the connections
+//! ([`check_descriptor_limit`], refused at start).
 
 use std::fs::File;
 use std::io;
@@ -22,7 +29,7 @@ use std::os::fd::RawFd;
 
 use rustix::process::{getrlimit, Resource};
 
-use crate::config::Config;
+use crate::config::{Config, UsageError};
 
 /// Descriptors the loop may hold besides its connections and instance sockets: listeners,
 /// the poll, its timerfd and waker, signals, the account database, closed connections
@@ -70,6 +77,93 @@ pub fn reserve(needed: usize) -> Option<usize> {
     }
 }
 
+/// `RLIMIT_NOFILE`'s current (soft) value, `None` when unlimited.
+pub fn open_file_limit() -> Option<u64> {
+    getrlimit(Resource::Nofile).current
+}
+
+/// Descriptors held whatever the traffic, counted against the limit before any room: the
+/// standard streams, the poll, its timerfd and waker, the signal pipe, five listeners and
+/// their spares, the account database and its journal, with room to spare.
+pub const FIXED_DESCRIPTORS: usize = 64;
+
+/// The most rooms `config` may promise under a descriptor limit of `limit`: what is left
+/// after [`FIXED_DESCRIPTORS`] and the connection caps of the TCP listeners served (the
+/// metrics endpoint's among them), the caps counted up to half of the limit. A connection
+/// past the limit is refused at accept and leaves soon (the spare descriptor answers it); a
+/// room holds its instance socket for the whole game, so it is the one that must fit.
+pub fn rooms_allowed(config: &Config, limit: u64) -> usize {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let connections = [
+        (config.tcp_port.is_some(), config.max_conns),
+        (config.wz.port.is_some(), config.wz.max_conns),
+        (config.general.port.is_some(), config.general.max_conns),
+        (config.metrics.is_some(), super::http::MAX_CONNS),
+    ]
+    .iter()
+    .filter(|(serving, _)| *serving)
+    .fold(0usize, |sum, (_, cap)| sum.saturating_add(*cap));
+    limit
+        .saturating_sub(FIXED_DESCRIPTORS)
+        .saturating_sub(connections.min(limit / 2))
+}
+
+/// Refuses a `--max-rooms` larger than the descriptor limit `limit` allows
+/// ([`rooms_allowed`]); `None` (unlimited) allows any. The error is one line naming both.
+pub fn check_descriptor_limit(config: &Config, limit: Option<u64>) -> Result<(), UsageError> {
+    let Some(limit) = limit else {
+        return Ok(());
+    };
+    let allowed = rooms_allowed(config, limit);
+    if config.udp_port.is_none() || config.max_rooms <= allowed {
+        return Ok(());
+    }
+    Err(UsageError {
+        reason: format!(
+            "--max-rooms {} is more than the descriptor limit allows: RLIMIT_NOFILE {limit} \
+             leaves room for {allowed} rooms beside the connection caps; lower --max-rooms or \
+             raise the limit (ulimit -n, LimitNOFILE)",
+            config.max_rooms
+        ),
+    })
+}
+
+/// A descriptor held open so that a listener out of descriptors can still accept one
+/// connection: close the spare, accept, answer or refuse, reopen the spare.
+#[derive(Debug)]
+pub struct SpareDescriptor {
+    file: Option<File>,
+}
+
+impl SpareDescriptor {
+    /// Opens the spare (on `/dev/null`); a failure leaves it missing, retried by
+    /// [`SpareDescriptor::restore`].
+    pub fn open() -> SpareDescriptor {
+        SpareDescriptor {
+            file: File::open("/dev/null").ok(),
+        }
+    }
+
+    /// Closes the spare so that the next descriptor the process asks for is free; false
+    /// when there was none to close.
+    pub fn lend(&mut self) -> bool {
+        self.file.take().is_some()
+    }
+
+    /// Reopens the spare if it was lent; true when it is held afterwards.
+    pub fn restore(&mut self) -> bool {
+        if self.file.is_none() {
+            self.file = File::open("/dev/null").ok();
+        }
+        self.file.is_some()
+    }
+
+    /// The spare is held.
+    pub fn is_held(&self) -> bool {
+        self.file.is_some()
+    }
+}
+
 /// Opens one descriptor numbered `min` or above, and closes it.
 fn place_at_or_above(min: RawFd) -> io::Result<()> {
     let file = File::open("/dev/null")?;
@@ -95,6 +189,46 @@ mod tests {
         config.general.port = Some(2);
         config.general.max_conns = 30;
         assert_eq!(descriptors_needed(&config), SLACK + 130);
+    }
+
+    #[test]
+    fn rooms_get_what_the_connection_caps_leave_under_the_limit() {
+        let mut config = Config {
+            tcp_port: Some(1),
+            metrics: None,
+            max_conns: 100,
+            max_rooms: 800,
+            ..Config::default()
+        };
+        config.wz.port = None;
+        config.general.port = None;
+        // 1024 - 64 fixed - 100 connections.
+        assert_eq!(rooms_allowed(&config, 1024), 860);
+        assert!(check_descriptor_limit(&config, Some(1024)).is_ok());
+        assert!(check_descriptor_limit(&config, None).is_ok(), "unlimited");
+        // Connection caps count up to half of the limit.
+        config.max_conns = 10_000;
+        assert_eq!(rooms_allowed(&config, 1024), 1024 - 64 - 512);
+        let err = check_descriptor_limit(&config, Some(1024)).unwrap_err();
+        assert!(err.reason.starts_with("--max-rooms 800 "), "{err}");
+        assert!(err.reason.contains("RLIMIT_NOFILE 1024"), "{err}");
+        assert!(!err.reason.contains('\n'), "{err}");
+        // Without the UDP side there are no instance sockets.
+        config.udp_port = None;
+        assert!(check_descriptor_limit(&config, Some(1024)).is_ok());
+        // A limit below the fixed needs leaves no room at all.
+        assert_eq!(rooms_allowed(&config, 10), 0);
+    }
+
+    #[test]
+    fn the_spare_is_lent_and_restored() {
+        let mut spare = SpareDescriptor::open();
+        assert!(spare.is_held());
+        assert!(spare.lend());
+        assert!(!spare.lend(), "lent once");
+        assert!(!spare.is_held());
+        assert!(spare.restore());
+        assert!(spare.is_held());
     }
 
     #[test]

@@ -11,8 +11,20 @@
 //! connection is being answered the newcomer is closed at once. Pages are rendered by
 //! [`crate::metrics`] from a snapshot taken for that request only (names of parties and
 //! members only for the status page, `GET /`); nothing here blocks the loop.
+//!
+//! The cost of a connect flood lands on the flooder, as at the other TCP listeners: a
+//! newcomer over `--metrics-max-conns-per-ip` open connections or `--metrics-conn-rate` new
+//! ones per minute from its address is closed at once, without a word (counted,
+//! `metrics_http_refused_total`); the connection evicted at the cap is the oldest one
+//! still sending its request from the address holding the most, so a crowd evicts its own
+//! before a lone scraper's; and at most [`ACCEPTS_PER_PASS`](super::pass::ACCEPTS_PER_PASS)
+//! newcomers are taken per pass, the rest after the next poll, so a flood of connections
+//! delays the lobbies by one slice, not by all of it. Out of descriptors, the endpoint serves
+//! one connection at a time with its spare descriptor (`net::pass`).
 
+use std::cmp::Reverse;
 use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
@@ -20,7 +32,11 @@ use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::metrics::{self, HttpError, Route, Snapshot};
+use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 
+use super::heap::FORGET_PER_TIDY;
+use super::pass::{work_left, AcceptBacklog, Accepted};
+use super::stream::{canonical_ip, PerIpCounts, ACCEPT_BACKOFF};
 use super::token::Target;
 
 /// Most metrics connections open at once.
@@ -28,10 +44,57 @@ pub const MAX_CONNS: usize = 64;
 /// How long a connection has, from its accept, to send its request and take the answer.
 pub const CONN_DEADLINE: Duration = Duration::from_secs(5);
 
+/// Who may open a connection to the endpoint (`--metrics-max-conns-per-ip`,
+/// `--metrics-conn-rate`, `--rate-table-size`).
+#[derive(Clone, Copy, Debug)]
+pub struct MetricsLimits {
+    /// Most connections open at once from one address.
+    pub max_conns_per_ip: usize,
+    /// New connections per minute from one address, in bursts of as many.
+    pub conn_rate: u32,
+    /// Most addresses the rate limiter tracks.
+    pub rate_table_size: usize,
+}
+
+/// What the endpoint did with its newcomers (`/metrics`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MetricsEndpointStats {
+    /// Connections accepted and served.
+    pub accepted: u64,
+    /// Closed at once: their address already held `--metrics-max-conns-per-ip`.
+    pub refused_per_ip: u64,
+    /// Closed at once: their address was over `--metrics-conn-rate`.
+    pub refused_conn_rate: u64,
+    /// Closed at once: [`MAX_CONNS`] were open and all of them being answered.
+    pub refused_full: u64,
+    /// Connections still sending their request closed at the cap for a newcomer.
+    pub evicted: u64,
+    /// `accept` errors (out of descriptors with the spare in use, say).
+    pub accept_errors: u64,
+}
+
+impl MetricsEndpointStats {
+    /// Reports every counter as `(name, reason, value)`.
+    pub fn visit(&self, f: &mut dyn FnMut(&'static str, &'static str, u64)) {
+        f("metrics_http_accepted_total", "", self.accepted);
+        f("metrics_http_refused_total", "per_ip", self.refused_per_ip);
+        f(
+            "metrics_http_refused_total",
+            "conn_rate",
+            self.refused_conn_rate,
+        );
+        f("metrics_http_refused_total", "full", self.refused_full);
+        f("metrics_http_evicted_total", "", self.evicted);
+        f("metrics_http_accept_errors_total", "", self.accept_errors);
+    }
+}
+
 /// One HTTP connection.
 #[derive(Debug)]
 struct HttpConn {
     stream: TcpStream,
+    /// The peer's address, as the per-address limits count it.
+    ip: IpAddr,
     request: Vec<u8>,
     response: Vec<u8>,
     written: usize,
@@ -50,22 +113,55 @@ pub struct MetricsEndpoint {
     closing: Vec<usize>,
     /// The loop is shutting down: `/healthz` answers 503.
     shutting_down: bool,
+    /// This pass's accept budget, the backlog left over, the spare descriptor.
+    accepts: AcceptBacklog,
+    /// After an accept error: no accepting before this instant.
+    retry_at: Option<Instant>,
+    /// Open connections per address (closed ones until they leave the slab).
+    per_ip: PerIpCounts,
+    /// New connections per minute per address.
+    rate: PerIpLimiter,
+    max_conns_per_ip: usize,
+    stats: MetricsEndpointStats,
 }
 
 impl MetricsEndpoint {
     /// Wraps a bound listener and registers it.
-    pub fn new(mut listener: TcpListener, registry: &Registry) -> io::Result<MetricsEndpoint> {
+    pub fn new(
+        mut listener: TcpListener,
+        registry: &Registry,
+        limits: MetricsLimits,
+    ) -> io::Result<MetricsEndpoint> {
         registry.register(
             &mut listener,
             Target::MetricsListener.token(),
             Interest::READABLE,
         )?;
+        let rate = u64::from(limits.conn_rate);
         Ok(MetricsEndpoint {
             listener,
             conns: Slab::new(),
             closing: Vec::new(),
             shutting_down: false,
+            accepts: AcceptBacklog::serving_at_limit(),
+            retry_at: None,
+            per_ip: PerIpCounts::default(),
+            rate: PerIpLimiter::new(PerIpConfig {
+                rate,
+                per: Duration::from_secs(60),
+                burst: rate,
+                byte_rate: 0,
+                byte_burst: 0,
+                max_entries: limits.rate_table_size,
+            }),
+            max_conns_per_ip: limits.max_conns_per_ip,
+            stats: MetricsEndpointStats::default(),
         })
+    }
+
+    /// What the endpoint did with its newcomers so far.
+    pub fn stats(&self) -> MetricsEndpointStats {
+        self.stats
     }
 
     /// The loop began shutting down: from now on `/healthz` answers 503 (the endpoint is
@@ -74,55 +170,88 @@ impl MetricsEndpoint {
         self.shutting_down = true;
     }
 
-    /// Accepts every pending connection.
+    /// Accepts pending connections, at most this pass's budget (the rest after the next
+    /// poll: [`MetricsEndpoint::after_events`]).
     pub fn accept(&mut self, registry: &Registry, now: Instant) {
+        if self.retry_at.is_some_and(|at| now < at) {
+            return;
+        }
+        self.retry_at = None;
+        self.accepts.begin();
         loop {
-            match self.listener.accept() {
-                Ok((mut stream, _)) => {
-                    // Closed connections leave the slab after the batch; they no longer count.
-                    if self.conns.len() - self.closing.len() >= MAX_CONNS
-                        && !self.evict_oldest_reader()
-                    {
-                        continue; // dropped: closed at once
-                    }
-                    let entry = self.conns.vacant_entry();
-                    let token = Target::MetricsConn(entry.key()).token();
-                    if registry
-                        .register(&mut stream, token, Interest::READABLE)
-                        .is_ok()
-                    {
-                        entry.insert(HttpConn {
-                            stream,
-                            request: Vec::new(),
-                            response: Vec::new(),
-                            written: 0,
-                            deadline: now + CONN_DEADLINE,
-                            closed: false,
-                        });
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
+            match self.accepts.accept(&self.listener) {
+                Accepted::Conn(stream, peer) => self.admit(registry, now, stream, peer),
+                Accepted::Drained | Accepted::BudgetSpent => return,
+                Accepted::Failed(e) => {
+                    // Retried after a back-off rather than at once, which would spin the loop
+                    // (the listener is edge-triggered: no new event would come).
                     log::debug!("metrics accept: {e}");
+                    self.stats.accept_errors += 1;
+                    self.retry_at = Some(now + ACCEPT_BACKOFF);
                     return;
                 }
             }
         }
     }
 
-    /// Closes the oldest connection still sending its request, to make room for a newcomer;
-    /// false when every connection is being answered.
-    fn evict_oldest_reader(&mut self) -> bool {
-        let oldest = self
+    /// Serves a newcomer within the limits; dropping it closes it at once, without a word.
+    fn admit(
+        &mut self,
+        registry: &Registry,
+        now: Instant,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+    ) {
+        let ip = canonical_ip(peer.ip());
+        if !self.rate.allow_request(now, ip) {
+            self.stats.refused_conn_rate += 1;
+            log::debug!("metrics endpoint: {peer} over --metrics-conn-rate, closed");
+            return;
+        }
+        if self.per_ip.get(ip) >= self.max_conns_per_ip {
+            self.stats.refused_per_ip += 1;
+            log::debug!("metrics endpoint: {peer} over --metrics-max-conns-per-ip, closed");
+            return;
+        }
+        // Closed connections leave the slab after the batch; they no longer count.
+        if self.conns.len() - self.closing.len() >= MAX_CONNS && !self.evict_a_reader() {
+            self.stats.refused_full += 1;
+            return;
+        }
+        let entry = self.conns.vacant_entry();
+        let token = Target::MetricsConn(entry.key()).token();
+        if let Err(e) = registry.register(&mut stream, token, Interest::READABLE) {
+            log::debug!("metrics endpoint: register {peer}: {e}");
+            return;
+        }
+        entry.insert(HttpConn {
+            stream,
+            ip,
+            request: Vec::new(),
+            response: Vec::new(),
+            written: 0,
+            deadline: now + CONN_DEADLINE,
+            closed: false,
+        });
+        self.per_ip.add(ip);
+        self.stats.accepted += 1;
+    }
+
+    /// Closes a connection still sending its request, to make room for a newcomer: the
+    /// oldest of the address holding the most connections (a crowd's before a lone
+    /// scraper's); false when every connection is being answered.
+    fn evict_a_reader(&mut self) -> bool {
+        let per_ip = &self.per_ip;
+        let victim = self
             .conns
             .iter()
             .filter(|(_, c)| !c.closed && c.response.is_empty())
-            .min_by_key(|(_, c)| c.deadline)
+            .max_by_key(|(_, c)| (per_ip.get(c.ip), Reverse(c.deadline)))
             .map(|(key, _)| key);
-        match oldest {
+        match victim {
             Some(key) => {
                 self.close(key);
+                self.stats.evicted += 1;
                 true
             }
             None => false,
@@ -140,7 +269,7 @@ impl MetricsEndpoint {
     }
 
     /// Closes every connection past its deadline.
-    pub fn expire(&mut self, now: Instant) {
+    fn expire(&mut self, now: Instant) {
         let late: Vec<usize> = self
             .conns
             .iter()
@@ -152,13 +281,39 @@ impl MetricsEndpoint {
         }
     }
 
-    /// The earliest deadline of an open connection.
+    /// When the loop must wake for the endpoint next: the earliest deadline of an open
+    /// connection, the end of an accept back-off, or now when newcomers were left in the
+    /// backlog by this pass's budget.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.conns
             .iter()
             .filter(|(_, c)| !c.closed)
             .map(|(_, c)| c.deadline)
+            .chain(self.retry_at)
+            .chain(work_left(self.accepts.is_pending()))
             .min()
+    }
+
+    /// Once per event batch, after the events: closes the connections past their deadline,
+    /// removes the closed ones, and accepts the next slice of a backlog (or after a
+    /// back-off).
+    pub fn after_events(&mut self, registry: &Registry, now: Instant) {
+        self.expire(now);
+        if self.remove_closed(registry) > 0 && self.accepts.restore_spare() {
+            // Out of descriptors, the spare is what accepting waited for: no need to wait
+            // for the back-off's end.
+            self.retry_at = self.retry_at.map(|_| now);
+        }
+        let retry_due = self.retry_at.is_some_and(|at| now >= at);
+        if self.accepts.take_pending() || retry_due {
+            self.accept(registry, now);
+        }
+    }
+
+    /// Forgets addresses whose rate buckets are full again and gives back spare capacity.
+    pub fn tidy(&mut self, now: Instant) {
+        self.rate.tidy(now, FORGET_PER_TIDY);
+        self.per_ip.shrink();
     }
 
     /// Reads a request, answers it with pages rendered from `snapshot(rows)` (naming `rows`
@@ -251,13 +406,17 @@ impl MetricsEndpoint {
         self.closing.push(key);
     }
 
-    /// Removes the connections finished in this event batch.
-    pub fn remove_closed(&mut self, registry: &Registry) {
+    /// Removes the connections finished in this event batch; how many.
+    fn remove_closed(&mut self, registry: &Registry) -> usize {
+        let mut removed = 0;
         for key in self.closing.drain(..) {
             if let Some(mut conn) = self.conns.try_remove(key) {
                 let _ = registry.deregister(&mut conn.stream);
+                self.per_ip.remove(conn.ip);
+                removed += 1;
             }
         }
+        removed
     }
 
     /// The listener's bound address.
@@ -311,7 +470,12 @@ mod tests {
     fn healthz_is_503_once_shutting_down() {
         let mut poll = Poll::new().unwrap();
         let listener = TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let mut endpoint = MetricsEndpoint::new(listener, poll.registry()).unwrap();
+        let limits = MetricsLimits {
+            max_conns_per_ip: 8,
+            conn_rate: 120,
+            rate_table_size: 1024,
+        };
+        let mut endpoint = MetricsEndpoint::new(listener, poll.registry(), limits).unwrap();
         let ok = exchange(&mut endpoint, &mut poll, b"GET /healthz HTTP/1.1\r\n\r\n");
         assert!(
             ok.starts_with("HTTP/1.1 200 OK\r\n") && ok.ends_with("\r\n\r\nok\n"),

@@ -303,7 +303,7 @@ fn build(config: &Config) -> io::Result<Built> {
         server.serve(FrontEndKind::General, Box::new(driver));
     }
     if let Some((listener, _)) = metrics_listener {
-        server.serve_metrics(listener)?;
+        server.serve_metrics(listener, metrics_limits(config))?;
     }
     let addrs = Bound {
         udp_lobby,
@@ -329,6 +329,15 @@ fn tcp_limits(config: &Config) -> TcpLimits {
         conn_rate: config.conn_rate,
         rate_table_size: config.rate_table_size,
         public_host: config.public_host,
+    }
+}
+
+/// The metrics endpoint's admission limits from the command line.
+fn metrics_limits(config: &Config) -> http::MetricsLimits {
+    http::MetricsLimits {
+        max_conns_per_ip: config.metrics_max_conns_per_ip,
+        conn_rate: config.metrics_conn_rate,
+        rate_table_size: config.rate_table_size,
     }
 }
 

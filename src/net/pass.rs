@@ -14,17 +14,23 @@
 //! raises no new event. [`AcceptBacklog`] remembers that the budget ran out before
 //! `WouldBlock`, and the front end accepts again from `after_events` until the listener is
 //! drained.
+//!
+//! Out of descriptors, a listener still answers: [`AcceptBacklog`] accepts with a spare
+//! descriptor and refuses (or, for the metrics endpoint, serves), within the same budget.
 
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use mio::net::{TcpListener, TcpStream};
 use mio::Registry;
+use rustix::io::Errno;
 use slab::Slab;
 
 use super::closer::CloseBatch;
+use super::fd_table::SpareDescriptor;
 use super::stream::{Phase, Stream};
 
 /// Connections accepted from one listener per readiness event or pass.
@@ -63,27 +69,75 @@ pub enum Accepted {
     Failed(io::Error),
 }
 
-/// A listener's accept budget for this pass, and whether it was left with a backlog.
-#[derive(Debug, Default)]
+/// Connections refused for want of a descriptor, by every listener of the process
+/// (`/metrics`: `descriptor_limit_refused_total`).
+static REFUSED_AT_DESCRIPTOR_LIMIT: AtomicU64 = AtomicU64::new(0);
+
+/// How many connections every listener of the process refused for want of a descriptor.
+pub fn refused_at_descriptor_limit() -> u64 {
+    REFUSED_AT_DESCRIPTOR_LIMIT.load(Ordering::Relaxed)
+}
+
+/// `accept` failed because the process (or the system) has no descriptor left.
+fn out_of_descriptors(e: &io::Error) -> bool {
+    let raw = e.raw_os_error();
+    raw == Some(Errno::MFILE.raw_os_error()) || raw == Some(Errno::NFILE.raw_os_error())
+}
+
+/// A listener's accept budget for this pass, whether it was left with a backlog, and its
+/// spare descriptor.
+///
+/// Out of descriptors, `accept` fails and the newcomer would wait in the kernel's backlog,
+/// unanswered, until descriptors come back. So the listener closes its spare, accepts
+/// with it and closes the newcomer at once (the refusal every TCP front end gives a
+/// newcomer over its caps: closed without a word), reopens the spare, and goes on while its
+/// budget lasts. The metrics endpoint serves instead ([`AcceptBacklog::serving_at_limit`]):
+/// the newcomer keeps the spare's descriptor and the spare is reopened once one is free.
+#[derive(Debug)]
 pub struct AcceptBacklog {
     left: usize,
     pending: bool,
+    spare: SpareDescriptor,
+    /// At the limit, hand the connection accepted with the spare over instead of refusing.
+    serve_at_limit: bool,
+}
+
+impl Default for AcceptBacklog {
+    /// A listener's backlog that refuses at the descriptor limit; opens its spare.
+    fn default() -> AcceptBacklog {
+        AcceptBacklog {
+            left: 0,
+            pending: false,
+            spare: SpareDescriptor::open(),
+            serve_at_limit: false,
+        }
+    }
 }
 
 impl AcceptBacklog {
+    /// A backlog that, out of descriptors, serves one connection with its spare.
+    pub fn serving_at_limit() -> AcceptBacklog {
+        AcceptBacklog {
+            serve_at_limit: true,
+            ..AcceptBacklog::default()
+        }
+    }
+
     /// A new accept batch begins (a readiness event, or a pass resuming the backlog).
     pub fn begin(&mut self) {
         self.left = ACCEPTS_PER_PASS;
         self.pending = false;
+        // Lent to a connection served at the limit: back once a descriptor is free.
+        self.spare.restore();
     }
 
     /// Accepts one connection, unless this batch's budget is spent.
     pub fn accept(&mut self, listener: &TcpListener) -> Accepted {
-        if self.left == 0 {
-            self.pending = true;
-            return Accepted::BudgetSpent;
-        }
         loop {
+            if self.left == 0 {
+                self.pending = true;
+                return Accepted::BudgetSpent;
+            }
             match listener.accept() {
                 Ok((stream, peer)) => {
                     self.left -= 1;
@@ -91,9 +145,59 @@ impl AcceptBacklog {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Accepted::Drained,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if out_of_descriptors(&e) && self.spare.lend() => {
+                    match self.accept_with_spare(listener) {
+                        Some(accepted) => return accepted,
+                        None => continue,
+                    }
+                }
                 Err(e) => return Accepted::Failed(e),
             }
         }
+    }
+
+    /// The spare was just closed: accepts one connection with its descriptor. `None` when
+    /// the newcomer was refused and the spare is back (accept the next one);
+    /// otherwise what the caller gets.
+    fn accept_with_spare(&mut self, listener: &TcpListener) -> Option<Accepted> {
+        let accepted = loop {
+            match listener.accept() {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                self.left -= 1;
+                if self.serve_at_limit {
+                    // Reopened by `begin` once the connection has given its descriptor back.
+                    return Some(Accepted::Conn(stream, peer));
+                }
+                REFUSED_AT_DESCRIPTOR_LIMIT.fetch_add(1, Ordering::Relaxed);
+                drop(stream);
+                if self.spare.restore() {
+                    None
+                } else {
+                    Some(Accepted::Failed(io::Error::from_raw_os_error(
+                        Errno::MFILE.raw_os_error(),
+                    )))
+                }
+            }
+            Err(e) => {
+                self.spare.restore();
+                Some(if e.kind() == io::ErrorKind::WouldBlock {
+                    Accepted::Drained
+                } else {
+                    Accepted::Failed(e)
+                })
+            }
+        }
+    }
+
+    /// Reopens the spare if it was lent (a connection served at the limit has just given
+    /// its descriptor back, say); true when it is held afterwards.
+    pub fn restore_spare(&mut self) -> bool {
+        self.spare.restore()
     }
 
     /// The last batch stopped at its budget: the listener may hold more.

@@ -52,8 +52,9 @@ use mio::{Events, Interest, Poll, Registry, Waker};
 use crate::metrics::{ListenerView, LoadHistory, LoadSample, Snapshot, SAMPLE_EVERY, STATUS_ROWS};
 
 use super::heap::HeapTrim;
-use super::http::MetricsEndpoint;
+use super::http::{MetricsEndpoint, MetricsEndpointStats, MetricsLimits};
 use super::loop_stats::PassDurations;
+use super::pass::refused_at_descriptor_limit;
 use super::token::{FrontEndKind, Target};
 use super::wake::PreciseWake;
 use super::warn::WarnBudget;
@@ -172,9 +173,17 @@ impl Server {
         self.listeners = listeners;
     }
 
-    /// Serves the metrics endpoint on `listener`.
-    pub(super) fn serve_metrics(&mut self, listener: mio::net::TcpListener) -> io::Result<()> {
-        self.metrics = Some(MetricsEndpoint::new(listener, self.poll.registry())?);
+    /// Serves the metrics endpoint on `listener`, within `limits`.
+    pub(super) fn serve_metrics(
+        &mut self,
+        listener: mio::net::TcpListener,
+        limits: MetricsLimits,
+    ) -> io::Result<()> {
+        self.metrics = Some(MetricsEndpoint::new(
+            listener,
+            self.poll.registry(),
+            limits,
+        )?);
         Ok(())
     }
 
@@ -227,7 +236,11 @@ impl Server {
         match target {
             Target::MetricsListener => endpoint.accept(self.poll.registry(), Instant::now()),
             Target::MetricsConn(key) => {
-                endpoint.ready(key, self.poll.registry(), |rows| self.snapshot(rows))
+                // The endpoint is out of `self` while it answers: its counters come along.
+                let stats = endpoint.stats();
+                endpoint.ready(key, self.poll.registry(), |rows| {
+                    self.snapshot_with(rows, Some(stats))
+                })
             }
             _ => {}
         }
@@ -307,8 +320,7 @@ impl Server {
                 }
             }
             if let Some(endpoint) = self.metrics.as_mut() {
-                endpoint.expire(Instant::now());
-                endpoint.remove_closed(self.poll.registry());
+                endpoint.after_events(self.poll.registry(), Instant::now());
             }
             let registry = self.poll.registry();
             for front_end in self.front_ends.iter_mut().flatten() {
@@ -319,6 +331,9 @@ impl Server {
             if self.trim.deadline() <= ended {
                 for front_end in self.front_ends.iter_mut().flatten() {
                     front_end.tidy(ended);
+                }
+                if let Some(endpoint) = self.metrics.as_mut() {
+                    endpoint.tidy(ended);
                 }
                 self.trim.due(ended);
                 ended = Instant::now();
@@ -364,6 +379,16 @@ impl Server {
     /// The front ends' counters, rooms and games, naming the first `detail_rows` parties and
     /// members (only the status page asks for names; the other pages pass 0).
     fn snapshot(&self, detail_rows: usize) -> Snapshot {
+        self.snapshot_with(detail_rows, self.metrics.as_ref().map(|m| m.stats()))
+    }
+
+    /// [`Server::snapshot`] with the metrics endpoint's counters given (it is out of `self`
+    /// while it answers a request).
+    fn snapshot_with(
+        &self,
+        detail_rows: usize,
+        endpoint: Option<MetricsEndpointStats>,
+    ) -> Snapshot {
         let mut snap = Snapshot {
             uptime: self.started.elapsed(),
             process: crate::metrics::read_process(),
@@ -379,7 +404,15 @@ impl Server {
         for front_end in self.front_ends.iter().flatten() {
             front_end.snapshot(&mut snap);
         }
+        if let Some(stats) = endpoint {
+            snap.add_counters(|f| stats.visit(f));
+        }
         let counters = &mut snap.counters;
+        counters.push((
+            "descriptor_limit_refused_total",
+            "",
+            refused_at_descriptor_limit(),
+        ));
         self.passes
             .visit(&mut |name, reason, value| counters.push((name, reason, value)));
         snap
@@ -409,7 +442,7 @@ impl Server {
                 }
             }
             if let Some(endpoint) = self.metrics.as_mut() {
-                endpoint.remove_closed(self.poll.registry());
+                endpoint.after_events(self.poll.registry(), Instant::now());
             }
             let registry = self.poll.registry();
             let mut pending = false;

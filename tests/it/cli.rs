@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 61] = [
+const FLAGS: [&str; 63] = [
     "-h, --help",
     "-V, --version",
     "--config FILE",
@@ -72,6 +72,8 @@ const FLAGS: [&str; 61] = [
     "--max-conns-per-ip N",
     "--handshake-timeout SECS",
     "--metrics ADDR",
+    "--metrics-max-conns-per-ip N",
+    "--metrics-conn-rate N",
     "--log LEVEL",
     "--wz-port PORT",
     "--motd TEXT",
@@ -252,10 +254,23 @@ fn account_database_in_a_missing_directory_exits_1() {
     );
 }
 
-/// A running `lobbyd` with `args` and its log lines (stderr), as they come.
-fn spawn_logging(args: &[&str]) -> (std::process::Child, impl Iterator<Item = String> + Send) {
+/// A running `lobbyd` with `args` (run by `wrapper`, e.g. `prlimit`, when not empty) and its
+/// log lines (stderr), as they come.
+fn spawn_wrapped(
+    wrapper: &[&str],
+    args: &[&str],
+) -> (std::process::Child, impl Iterator<Item = String> + Send) {
     use std::io::{BufRead, BufReader};
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lobbyd"))
+    let binary = env!("CARGO_BIN_EXE_lobbyd");
+    let mut command = match wrapper.split_first() {
+        Some((program, wrapper_args)) => {
+            let mut command = std::process::Command::new(program);
+            command.args(wrapper_args).arg(binary);
+            command
+        }
+        None => std::process::Command::new(binary),
+    };
+    let mut child = command
         .args(args)
         .env_remove("RUST_LOG")
         .stderr(std::process::Stdio::piped())
@@ -265,29 +280,52 @@ fn spawn_logging(args: &[&str]) -> (std::process::Child, impl Iterator<Item = St
     (child, BufReader::new(stderr).lines().map_while(Result::ok))
 }
 
+/// A running `lobbyd` with `args` and its log lines (stderr), as they come.
+fn spawn_logging(args: &[&str]) -> (std::process::Child, impl Iterator<Item = String> + Send) {
+    spawn_wrapped(&[], args)
+}
+
+/// A `lobbyd` started with `args` (run by `wrapper`, e.g. `prlimit`, when not empty), once
+/// it has logged the address of each listener named in `listeners` (as its log names them:
+/// "udp room lobby", "tcp lobby", ...); returns the child and those addresses, in order.
+fn spawn_lobbyd(
+    wrapper: &[&str],
+    args: &[&str],
+    listeners: &[&str],
+) -> (std::process::Child, Vec<std::net::SocketAddr>) {
+    let (child, mut lines) = spawn_wrapped(wrapper, args);
+    let mut found: Vec<Option<std::net::SocketAddr>> = vec![None; listeners.len()];
+    let mut log = Vec::new();
+    for line in lines.by_ref() {
+        for (name, addr) in listeners.iter().zip(found.iter_mut()) {
+            if let Some((_, rest)) = line.split_once(&format!("] {name} listening on ")) {
+                *addr = rest.trim().parse().ok();
+            }
+        }
+        log.push(line);
+        if found.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    let addrs: Vec<_> = found.into_iter().flatten().collect();
+    assert_eq!(
+        addrs.len(),
+        listeners.len(),
+        "lobbyd log:\n{}",
+        log.join("\n")
+    );
+    // Keep draining its log so the child never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, addrs)
+}
+
 /// A `lobbyd` serving on loopback with OS-chosen ports, once it has logged its addresses;
 /// returns the child and its TCP lobby address.
 fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
     let mut args = LOOPBACK_ARGS.to_vec();
     args.extend(["--wz-port", "0", "--log", "info"]);
-    let (child, mut lines) = spawn_logging(&args);
-    // Wait until it has bound its sockets (it logs the real addresses).
-    let mut udp = false;
-    let mut tcp = None;
-    for line in lines.by_ref() {
-        udp |= line.contains("udp room lobby listening on 127.0.0.1:");
-        if let Some((_, addr)) = line.split_once("tcp lobby listening on ") {
-            tcp = addr.trim().parse().ok();
-        }
-        if udp && tcp.is_some() {
-            break;
-        }
-    }
-    assert!(udp, "lobbyd never reported its UDP address");
-    let tcp = tcp.expect("lobbyd never reported its TCP lobby address");
-    // Keep draining its log so the child never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, tcp)
+    let (child, addrs) = spawn_lobbyd(&[], &args, &["udp room lobby", "tcp lobby"]);
+    (child, addrs[1])
 }
 
 /// Sends SIGTERM and asserts the process exits 0 within a few seconds.
@@ -489,4 +527,183 @@ fn help_is_grouped_by_front_end() {
         ),
         "{text}"
     );
+}
+
+/// Waits at most a few seconds for `child` to exit; its exit code and stderr, or `None` (the
+/// child killed) when it was still running.
+fn exit_of(mut child: std::process::Child) -> Option<(Option<i32>, String)> {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return Some((status.code(), err));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A `--max-rooms` whose instance sockets the descriptor limit cannot hold beside the
+/// connection caps is refused before anything binds: exit 2, one line naming both.
+#[test]
+fn max_rooms_past_the_descriptor_limit_exits_2_naming_both() {
+    let mut args = vec!["--nofile=1024:1024", env!("CARGO_BIN_EXE_lobbyd")];
+    args.extend(LOOPBACK_ARGS);
+    args.extend(["--wz-port", "0", "--max-rooms", "5000"]);
+    let child = std::process::Command::new("prlimit")
+        .args(&args)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("prlimit (util-linux) runs lobbyd");
+    let (code, err) = exit_of(child).expect("lobbyd refused to start");
+    assert_eq!(code, Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("lobbyd: --max-rooms 5000 "), "{err}");
+    assert!(lines[0].contains("RLIMIT_NOFILE 1024"), "{err}");
+}
+
+/// A free TCP port on loopback (the OS picked it; we let it go again).
+fn free_tcp_port() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port().to_string()
+}
+
+/// Reads from `stream` until the peer closes: its bytes, or `None` when it was still open
+/// after five seconds (a newcomer left in the backlog, unanswered).
+fn read_until_closed(stream: &mut std::net::TcpStream) -> Option<Vec<u8>> {
+    use std::io::Read;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(bytes),
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(bytes),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Out of descriptors (the rooms' instance sockets and a crowd of held connections fill
+/// the limit), every TCP listener still answers a newcomer: the TCP lobby, the Warzone
+/// master server and the general lobby close it at once, their refusal, and the metrics
+/// endpoint serves it, counting the refusals.
+#[test]
+fn every_listener_answers_at_the_descriptor_limit() {
+    use std::io::Write;
+    let (wz_port, lobby_port) = (free_tcp_port(), free_tcp_port());
+    let args = [
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--instance-ports",
+        "0",
+        "--wz-port",
+        &wz_port,
+        "--lobby-port",
+        &lobby_port,
+        "--metrics",
+        "127.0.0.1:0",
+        "--wz-login",
+        "off",
+        "--lobby-login",
+        "off",
+        "--max-rooms",
+        "48",
+        "--max-conns-per-ip",
+        "1000",
+        "--conn-rate",
+        "1000000",
+        "--handshake-timeout",
+        "60",
+        "--seat-timeout",
+        "60",
+        "--idle-timeout",
+        "60",
+        "--log",
+        "info",
+    ];
+    let listeners = [
+        "udp room lobby",
+        "tcp lobby",
+        "warzone master server",
+        "general lobby",
+        "metrics endpoint",
+    ];
+    let (child, addrs) = spawn_lobbyd(&["prlimit", "--nofile=256:256"], &args, &listeners);
+    // Killed however the test ends: a failed assertion must not leave it running.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _child = KillOnDrop(child);
+    let [udp, tcp, wz, general, metrics] = addrs[..] else {
+        unreachable!("one address per listener")
+    };
+    // 48 rooms, 8 per address, each holding an instance socket.
+    for n in 0..48 {
+        let client = common::UdpClient::on(&format!("127.0.2.{}", 1 + n / 8));
+        client.send(udp, &common::frame(0x01, 0x42, 1, &[]));
+        assert_eq!(client.recv()[1], 0x43, "ROOM_CREATED");
+    }
+    // A crowd at the TCP lobby, more than the descriptors left: the last ones are refused.
+    let mut crowd: Vec<_> = (0..300)
+        .map(|_| common::connect_from(tcp, "127.0.3.1"))
+        .collect();
+    let last = read_until_closed(crowd.last_mut().unwrap());
+    assert_eq!(
+        last.as_deref(),
+        Some(&b""[..]),
+        "the TCP lobby refuses at the limit"
+    );
+
+    for (name, addr) in [
+        ("tcp lobby", tcp),
+        ("warzone", wz),
+        ("general lobby", general),
+    ] {
+        let mut newcomer = common::connect_from(addr, "127.0.3.2");
+        let answer = read_until_closed(&mut newcomer);
+        assert_eq!(
+            answer.as_deref(),
+            Some(&b""[..]),
+            "{name} refuses at the limit"
+        );
+    }
+    let mut scraper = common::connect_from(metrics, "127.0.3.3");
+    scraper
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+        .unwrap();
+    let answer = read_until_closed(&mut scraper).expect("the metrics endpoint answers");
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let refused = text
+        .lines()
+        .find_map(|l| l.strip_prefix("lobbyd_descriptor_limit_refused_total "))
+        .and_then(|v| v.parse::<u64>().ok())
+        .expect("the refusals counted");
+    assert!(refused >= 4, "{refused}");
+    drop(crowd);
 }

@@ -269,8 +269,8 @@ fn status_page_shows_every_protocol_and_escapes_names() {
 }
 
 /// A full house of connections that never finish their request (a slowloris crowd at the
-/// endpoint's cap) neither keeps a scraper out (the oldest makes room for it) nor stays past
-/// the connection deadline.
+/// endpoint's cap, each address within its cap) neither keeps a scraper out (the oldest of
+/// an address holding the most makes room for it) nor stays past the connection deadline.
 #[test]
 fn unfinished_requests_cannot_hold_the_endpoint_shut() {
     let mut config = test_config();
@@ -278,9 +278,11 @@ fn unfinished_requests_cannot_hold_the_endpoint_shut() {
     let server = start(config);
     let metrics = server.metrics_addr().expect("metrics enabled");
     let opened = Instant::now();
+    // From as many addresses as it takes to fill the endpoint within the per-address cap.
+    let per_ip = lobbyd::config::Config::default().metrics_max_conns_per_ip;
     let mut crowd: Vec<TcpStream> = (0..lobbyd::net::http::MAX_CONNS)
-        .map(|_| {
-            let mut stream = TcpStream::connect(metrics).unwrap();
+        .map(|n| {
+            let mut stream = connect_from(metrics, &format!("127.0.1.{}", 1 + n / per_ip));
             stream
                 .write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
                 .unwrap();
@@ -424,4 +426,114 @@ fn healthz_answers_ok_while_the_loop_turns() {
     assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
     assert_eq!(body, "ok\n");
     server.shutdown().unwrap();
+}
+
+/// Reads what the endpoint sends `stream` until it closes: its bytes, or `None` when the
+/// connection was not closed within [`REPLY_WAIT`].
+fn read_until_closed(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(bytes),
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            // Closed with our request unread: the kernel resets rather than closes.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(bytes),
+            Err(_) => return None,
+        }
+    }
+}
+
+/// A scrape from `source`: the response's head and body.
+fn scrape_from(metrics: SocketAddr, source: &str) -> (String, String) {
+    let mut stream = connect_from(metrics, source);
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+        .unwrap();
+    let bytes = read_until_closed(&mut stream).expect("the scrape is answered and closed");
+    let text = String::from_utf8(bytes).expect("UTF-8");
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+    (head.to_string(), body.to_string())
+}
+
+/// A crowd from one address twice the endpoint's size, every one holding an unfinished
+/// request: past `--metrics-max-conns-per-ip` each newcomer is closed at once, so the
+/// crowd never fills the endpoint nor evicts the scraper that connected before it from
+/// another address; the scraper is answered, and the refusals are counted.
+#[test]
+fn a_crowd_past_its_per_address_cap_is_refused_and_cannot_evict_a_scraper() {
+    let mut config = test_config();
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    config.metrics_max_conns_per_ip = 4;
+    // Only the per-address cap is under test here.
+    config.metrics_conn_rate = 1_000_000;
+    let server = start(config);
+    let metrics = server.metrics_addr().expect("metrics enabled");
+    let crowd_size = 2 * lobbyd::net::http::MAX_CONNS;
+
+    let mut scraper = connect_from(metrics, "127.0.0.3");
+    let mut crowd: Vec<TcpStream> = (0..crowd_size)
+        .map(|_| {
+            let mut stream = connect_from(metrics, "127.0.0.2");
+            stream
+                .write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+                .unwrap();
+            stream
+        })
+        .collect();
+    // The last of the crowd is refused: closed without a byte.
+    let refused = read_until_closed(crowd.last_mut().unwrap());
+    assert_eq!(refused.as_deref(), Some(&b""[..]), "refused at once");
+    // The first four are held, waiting for the rest of their request.
+    crowd[0]
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let held = crowd[0].read(&mut buf);
+    assert!(
+        held.as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock
+                || e.kind() == std::io::ErrorKind::TimedOut),
+        "the first of the crowd is still served: {held:?}"
+    );
+
+    scraper
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+        .unwrap();
+    let answer = read_until_closed(&mut scraper).expect("answered and closed");
+    let text = String::from_utf8(answer).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let (_, body) = text.split_once("\r\n\r\n").unwrap();
+    let per_ip = "lobbyd_metrics_http_refused_total{reason=\"per_ip\"}";
+    assert_eq!(value(body, per_ip) as usize, crowd_size - 4, "{body}");
+    assert_eq!(value(body, "lobbyd_metrics_http_evicted_total"), 0);
+    assert_eq!(value(body, "lobbyd_metrics_http_accepted_total"), 4 + 1);
+}
+
+/// Past `--metrics-conn-rate` new connections a minute an address is closed at accept,
+/// without a word, while another address scrapes as usual.
+#[test]
+fn an_address_past_the_connection_rate_is_refused_and_another_scrapes() {
+    let mut config = test_config();
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    config.metrics_conn_rate = 3;
+    let server = start(config);
+    let metrics = server.metrics_addr().expect("metrics enabled");
+
+    for _ in 0..3 {
+        let (head, _) = scrape_from(metrics, "127.0.0.4");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    }
+    let mut fourth = connect_from(metrics, "127.0.0.4");
+    let _ = fourth.write_all(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n");
+    assert_eq!(
+        read_until_closed(&mut fourth).as_deref(),
+        Some(&b""[..]),
+        "the fourth in a minute is closed without an answer"
+    );
+    let (head, body) = scrape_from(metrics, "127.0.0.5");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let rate = "lobbyd_metrics_http_refused_total{reason=\"conn_rate\"}";
+    assert_eq!(value(&body, rate), 1, "{body}");
 }
