@@ -25,6 +25,8 @@ mod games;
 mod hosted;
 #[path = "general_lobby/login_limits.rs"]
 mod login_limits;
+#[path = "general_lobby/memory.rs"]
+mod memory;
 #[path = "general_lobby/resume.rs"]
 mod resume;
 #[path = "general_lobby/sign_in.rs"]

@@ -102,6 +102,13 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
             "# TYPE lobbyd_general_connections gauge\nlobbyd_general_connections {}",
             general.connections
         );
+        let _ = writeln!(
+            out,
+            "# TYPE lobbyd_general_buffered_bytes gauge\nlobbyd_general_buffered_bytes {}\n\
+             # TYPE lobbyd_general_buffered_peak_bytes gauge\n\
+             lobbyd_general_buffered_peak_bytes {}",
+            general.buffered_bytes, general.buffered_peak
+        );
     }
     let _ = writeln!(
         out,
