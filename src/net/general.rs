@@ -65,6 +65,10 @@ pub const FRAMES_PER_EVENT: usize = 64;
 const READ_CHUNK: usize = 16 * 1024;
 /// Reads from one connection per readiness event.
 const READ_BUDGET: usize = 8;
+/// A split frame this long comes one read per readiness event: hundreds of members each
+/// sending a frame of a megabyte would otherwise make every pass copy 128 KiB of each
+/// (tens of megabytes) before anyone else's PING is answered.
+const LONG_FRAME: usize = 2 * READ_CHUNK;
 
 /// The core's name for connection `key`: the slab key in the low 32 bits, the connection's
 /// serial above, so an output the core queued for a connection that is gone can never reach
@@ -364,6 +368,9 @@ impl GeneralDriver {
             self.stats.bytes_in += n as u64;
             if !self.take_bytes(registry, now, key, n, &mut budget) {
                 return;
+            }
+            if (self.conns.get(key)).is_some_and(|c| c.partial.bytes().len() >= LONG_FRAME) {
+                break;
             }
         }
         // Read budget spent with data possibly left: come back without waiting for an edge.
