@@ -18,6 +18,8 @@
 //! connection are handled per readiness event (the rest wait, the others are served), the
 //! core answers frames over its per-connection rate with ERROR 10, and a member whose send
 //! queue passes [`SEND_QUEUE_CAP`] is dropped as a slow reader without slowing anyone else.
+//! Every connection's send queue and split frame share one [`MemoryBudget`]
+//! (`--lobby-memory-budget`): when it is full, the connection holding the most is dropped.
 //! Over `--lobby-max-conns-per-ip` or `--lobby-conn-rate` a newcomer is refused at accept; at
 //! `--lobby-max-conns` the oldest connection not signed in makes room for it, and when every
 //! connection is a member accepting pauses and resumes below 90 %.

@@ -1,7 +1,8 @@
 //! The one TCP stream transport every TCP front end runs on: a bounded send queue that
 //! survives partial writes, flushing to `WouldBlock` with WRITABLE interest only while bytes
-//! wait, close-after-flush with a linger deadline, the accept pause/resume mark, and per-IP
-//! connection counts.
+//! wait, close-after-flush with a linger deadline, the accept pause/resume mark, per-IP
+//! connection counts, and a [`MemoryBudget`] that counts a front end's send queues and
+//! partial input frames together.
 //!
 //! What stays with each front end is policy, passed in as parameters: the send-queue cap (past
 //! it the peer is a slow reader and is dropped, never its neighbours), how long a closing
