@@ -26,6 +26,9 @@ const MIN_MAX_FRAME: usize = 512;
 /// Largest `--lobby-max-frame`: every parameter is at most 65,535 bytes, and a connection's
 /// read buffer holds one frame.
 const MAX_MAX_FRAME: usize = 1024 * 1024;
+/// `--lobby-memory-budget`'s default, in MiB: with the lobby's fixed costs at the default
+/// limits the process stays far under 512 MiB (README, "Sizing").
+const DEFAULT_MEMORY_BUDGET_MIB: usize = 32;
 /// Most server-hosted games of one type.
 const MAX_HOSTED: usize = 1000;
 
@@ -44,6 +47,10 @@ pub struct GeneralSettings {
     /// New connections per minute per address (`--lobby-conn-rate`, default 60); more are
     /// refused at accept.
     pub conn_rate: u32,
+    /// Bytes all connections' send queues and partial frames may hold together
+    /// (`--lobby-memory-budget`, in MiB, default 32); when full, the connection holding the
+    /// most is dropped.
+    pub memory_budget: usize,
     /// The core's settings (`--lobby-max-frame`, `--lobby-login`, ...; `--idle-timeout` is
     /// shared with the other lobbies).
     pub core: GeneralConfig,
@@ -56,6 +63,7 @@ impl Default for GeneralSettings {
             max_conns: 10_000,
             max_conns_per_ip: 64,
             conn_rate: 60,
+            memory_budget: DEFAULT_MEMORY_BUDGET_MIB << 20,
             core: GeneralConfig::default(),
         }
     }
@@ -185,6 +193,15 @@ pub(super) fn flags(d: &GeneralSettings) -> Vec<(&'static str, &'static str, Str
                 d.conn_rate
             ),
         ),
+        (
+            "lobby-memory-budget",
+            "MIB",
+            format!(
+                "Memory all general lobby send queues and partial frames may hold; when full, \
+                 the connection holding the most is dropped (default {}).",
+                d.memory_budget >> 20
+            ),
+        ),
     ]
 }
 
@@ -274,6 +291,13 @@ pub(super) fn settings_from(
             d.max_conns_per_ip,
         )?,
         conn_rate: number(m, "lobby-conn-rate", WHOLE, 1..=1_000_000_000, d.conn_rate)?,
+        memory_budget: number(
+            m,
+            "lobby-memory-budget",
+            WHOLE,
+            1..=1024 * 1024,
+            d.memory_budget >> 20,
+        )? << 20,
         core,
     })
 }

@@ -203,6 +203,8 @@ pub const METRICS: &[MetricInfo] = &[
     gauge("lobbyd_general_members", "state", "General lobby members now, by state (present, away within their resume grace)."),
     gauge("lobbyd_general_games", "owner", "General lobby games now, by owner (member, server)."),
     gauge("lobbyd_general_connections", "", "General lobby connections open now, signed in or not."),
+    gauge("lobbyd_general_buffered_bytes", "", "Bytes general lobby send queues and partial frames hold now, against --lobby-memory-budget."),
+    gauge("lobbyd_general_buffered_peak_bytes", "", "Most bytes general lobby send queues and partial frames held at once since start (at most --lobby-memory-budget)."),
 ];
 
 /// `docs/METRICS.md`'s table rows, one per metric.

@@ -98,6 +98,8 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
         page.sample("general_games", "member", general.games.len() - hosted);
         page.sample("general_games", "server", hosted);
         page.sample("general_connections", "", general.connections);
+        page.sample("general_buffered_bytes", "", general.buffered_bytes);
+        page.sample("general_buffered_peak_bytes", "", general.buffered_peak);
     }
 }
 

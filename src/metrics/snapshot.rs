@@ -129,6 +129,11 @@ pub struct GeneralSnapshot {
     pub members_away: usize,
     /// Open connections, signed in or not.
     pub connections: usize,
+    /// Bytes the connections' send queues and partial frames hold (`--lobby-memory-budget`
+    /// bounds it).
+    pub buffered_bytes: usize,
+    /// The most they held at once since the start.
+    pub buffered_peak: usize,
     /// Every game.
     pub games: Vec<GeneralGameInfo>,
 }

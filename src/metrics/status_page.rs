@@ -419,6 +419,8 @@ mod tests {
                 }],
                 members_away: 0,
                 connections: 1,
+                buffered_bytes: 0,
+                buffered_peak: 0,
                 games: vec![GeneralGameInfo {
                     id: 1,
                     owner: 1,

@@ -18,6 +18,8 @@
 //! connection are handled per readiness event (the rest wait, the others are served), the
 //! core answers frames over its per-connection rate with ERROR 10, and a member whose send
 //! queue passes [`SEND_QUEUE_CAP`] is dropped as a slow reader without slowing anyone else.
+//! Every connection's send queue and split frame share one [`MemoryBudget`]
+//! (`--lobby-memory-budget`): when it is full, the connection holding the most is dropped.
 //! Over `--lobby-max-conns-per-ip` or `--lobby-conn-rate` a newcomer is refused at accept; at
 //! `--lobby-max-conns` the oldest connection not signed in makes room for it, and when every
 //! connection is a member accepting pauses and resumes below 90 %.
@@ -48,7 +50,10 @@ use super::heap::FORGET_PER_TIDY;
 use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
-use super::stream::{canonical_ip, tune_listener, AcceptGate, Linger, PerIpCounts, Phase, Stream};
+use super::stream::{
+    canonical_ip, tune_listener, AcceptGate, Linger, MemoryBudget, PartialFrame, PerIpCounts,
+    Phase, Stream,
+};
 use super::token::Target;
 use super::warn::WarnBudget;
 
@@ -62,6 +67,10 @@ pub const FRAMES_PER_EVENT: usize = 64;
 const READ_CHUNK: usize = 16 * 1024;
 /// Reads from one connection per readiness event.
 const READ_BUDGET: usize = 8;
+/// A split frame this long comes one read per readiness event: hundreds of members each
+/// sending a frame of a megabyte would otherwise make every pass copy 128 KiB of each
+/// (tens of megabytes) before anyone else's PING is answered.
+const LONG_FRAME: usize = 2 * READ_CHUNK;
 
 /// The core's name for connection `key`: the slab key in the low 32 bits, the connection's
 /// serial above, so an output the core queued for a connection that is gone can never reach
@@ -81,8 +90,9 @@ fn key_of(conn: ConnId) -> (usize, u32) {
 struct Conn {
     stream: Stream,
     ip: IpAddr,
-    /// The start of a frame split across reads (at most one frame).
-    partial: Vec<u8>,
+    /// The start of a frame split across reads (at most one frame), counted against the
+    /// driver's [`MemoryBudget`].
+    partial: PartialFrame,
     /// Whole frames wait in `partial` beyond this event's budget.
     backlogged: bool,
     /// The key waits in the driver's `dirty` list for a write.
@@ -103,6 +113,15 @@ pub struct GeneralDriver {
     max_conns_per_ip: usize,
     /// `HEADER_LEN + --lobby-max-frame`: the most a connection buffers.
     frame_cap: usize,
+    /// `--lobby-memory-budget`: every connection's send queue and partial frame together.
+    budget: MemoryBudget,
+    /// Connections closed while the core's outputs are being carried out, told to the core
+    /// once those are: a departure then queues its notices after the previous one's were
+    /// carried out, so a crowd leaving at once (each failed write closing another
+    /// connection) never piles one output record per member per departure.
+    closed_meanwhile: Vec<ConnId>,
+    /// The core's outputs are being carried out.
+    carrying: bool,
     /// Connections with bytes for them alone queued since their last write, written a slice
     /// at a time after the event batch ([`FLUSH_SLICE`](outbound::FLUSH_SLICE)).
     dirty: VecDeque<usize>,
@@ -183,6 +202,9 @@ impl GeneralDriver {
             listener,
             conns: Slab::new(),
             frame_cap: HEADER_LEN + config.max_frame,
+            budget: MemoryBudget::new(settings.memory_budget),
+            closed_meanwhile: Vec::new(),
+            carrying: false,
             core: GeneralLobby::new(config, now, os_tokens()),
             logins,
             per_ip: PerIpCounts::default(),
@@ -276,7 +298,7 @@ impl GeneralDriver {
         entry.insert(Conn {
             stream: Stream::new(stream, self.next_serial),
             ip,
-            partial: Vec::new(),
+            partial: PartialFrame::default(),
             backlogged: false,
             in_dirty: false,
             in_gathering: false,
@@ -349,6 +371,9 @@ impl GeneralDriver {
             if !self.take_bytes(registry, now, key, n, &mut budget) {
                 return;
             }
+            if (self.conns.get(key)).is_some_and(|c| c.partial.bytes().len() >= LONG_FRAME) {
+                break;
+            }
         }
         // Read budget spent with data possibly left: come back without waiting for an edge.
         if let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) {
@@ -376,25 +401,21 @@ impl GeneralDriver {
         if !conn.partial.is_empty() {
             // The bytes continue a split frame. `partial` holds at most one read and one
             // frame: a connection over its budget is not read again until it is served.
-            conn.partial.extend_from_slice(&self.read_buf[..n]);
+            if !self.keep_partial(now, key, 0, n) {
+                return false;
+            }
             return self.serve_partial(registry, now, key, budget);
         }
         let mut at = 0;
         while at < n {
             if *budget == 0 {
-                if let Some(conn) = self.conns.get_mut(key) {
-                    conn.partial.extend_from_slice(&self.read_buf[at..n]);
+                if self.keep_partial(now, key, at, n) {
+                    self.park(key);
                 }
-                self.park(key);
                 return false;
             }
             match next_frame(&self.read_buf[at..n], self.frame_cap - HEADER_LEN) {
-                Next::NeedMore => {
-                    if let Some(conn) = self.conns.get_mut(key) {
-                        conn.partial.extend_from_slice(&self.read_buf[at..n]);
-                    }
-                    return true;
-                }
+                Next::NeedMore => return self.keep_partial(now, key, at, n),
                 Next::Oversized { code, .. } => {
                     self.core.handle_oversized(now, id, code);
                     self.carry_out(registry, now);
@@ -437,13 +458,13 @@ impl GeneralDriver {
                 self.park(key);
                 return false;
             }
-            let used = match next_frame(&conn.partial, self.frame_cap - HEADER_LEN) {
+            let used = match next_frame(conn.partial.bytes(), self.frame_cap - HEADER_LEN) {
                 Next::NeedMore => {
                     conn.backlogged = false;
                     return true;
                 }
                 Next::Oversized { code, .. } => {
-                    conn.partial = Vec::new();
+                    conn.partial.clear(&mut self.budget);
                     self.core.handle_oversized(now, id, code);
                     self.carry_out(registry, now);
                     return false;
@@ -456,11 +477,8 @@ impl GeneralDriver {
                 }
             };
             if let Some(conn) = self.conns.get_mut(key) {
-                conn.partial.drain(..used);
-                if conn.partial.is_empty() {
-                    // A split frame's buffer is not kept once served.
-                    conn.partial = Vec::new();
-                }
+                // A split frame's buffer is not kept once served.
+                conn.partial.consume(used, &mut self.budget);
             }
             self.carry_out(registry, now);
         }
@@ -477,6 +495,8 @@ impl GeneralDriver {
             if c.stream.start_draining() {
                 self.lingering.start(now, key, c.stream.serial());
             }
+            // It is not read again.
+            c.partial.clear(&mut self.budget);
         }
         self.flush(registry, now, key);
     }
@@ -500,15 +520,69 @@ impl GeneralDriver {
     /// at the peer's EOF: `handle_closed` of a connection it already forgot does nothing) and
     /// the slab entry goes after the event batch.
     fn close(&mut self, now: Instant, key: usize) {
-        let Some(conn) = self.conns.get_mut(key) else {
-            return;
-        };
-        if !conn.stream.mark_closed() {
-            return;
+        if let Some(id) = self.close_quietly(key) {
+            if self.carrying {
+                self.closed_meanwhile.push(id);
+            } else {
+                self.core.handle_closed(now, id);
+            }
         }
+    }
+
+    /// Closes `key` and frees its buffers, without telling the core yet: the caller does,
+    /// with the id returned (none when it was closed already).
+    fn close_quietly(&mut self, key: usize) -> Option<ConnId> {
+        let conn = self.conns.get_mut(key)?;
+        if !conn.stream.mark_closed(&mut self.budget) {
+            return None;
+        }
+        conn.partial.clear(&mut self.budget);
         self.closing.push(key);
-        let id = self.id(key);
-        self.core.handle_closed(now, id);
+        Some(self.id(key))
+    }
+
+    /// Appends `read_buf[from..to]` to `key`'s partial frame, dropping the connections that
+    /// hold the most while `--lobby-memory-budget` has no room for it; false when `key`
+    /// itself was dropped (it held the most).
+    fn keep_partial(&mut self, now: Instant, key: usize, from: usize, to: usize) -> bool {
+        loop {
+            let Some(conn) = self.conns.get_mut(key) else {
+                return false;
+            };
+            if conn
+                .partial
+                .extend(&self.read_buf[from..to], &mut self.budget)
+            {
+                return true;
+            }
+            if self.shed(now, key) == key {
+                return false;
+            }
+        }
+    }
+
+    /// `--lobby-memory-budget` is full and `asking` needs room: closes the connection whose
+    /// send queue and partial frame hold the most (`asking` itself when nobody else holds
+    /// more, or when nobody holds anything), counts and logs it. Returns its key.
+    fn shed(&mut self, now: Instant, asking: usize) -> usize {
+        let largest = (self.conns.iter())
+            .filter(|(_, c)| c.stream.phase() != Phase::Closed)
+            .map(|(key, c)| (c.stream.held() + c.partial.capacity(), key))
+            .max()
+            .filter(|&(held, _)| held > 0);
+        let (held, victim) = largest.unwrap_or((0, asking));
+        self.stats.memory_budget_drops += 1;
+        self.warnings.warn(
+            now,
+            format_args!(
+                "general lobby: --lobby-memory-budget full ({} of {} bytes held): dropping \
+                 the connection that holds the most ({held} bytes)",
+                self.budget.held(),
+                self.budget.limit()
+            ),
+        );
+        self.close(now, victim);
+        victim
     }
 
     /// Serves connections whose frames waited past their budget, one budget each.
@@ -541,6 +615,8 @@ impl GeneralDriver {
                 .collect(),
             members_away: self.core.member_count() - self.core.present_count(),
             connections: self.conns.len(),
+            buffered_bytes: self.budget.held(),
+            buffered_peak: self.budget.peak(),
             games: self
                 .core
                 .games()

@@ -16,6 +16,8 @@ pub struct GeneralDriverStats {
     pub accept_pauses: u64,
     /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`](super::general::SEND_QUEUE_CAP).
     pub slow_readers: u64,
+    /// Connections dropped because `--lobby-memory-budget` was full and they held the most.
+    pub memory_budget_drops: u64,
     /// Connections closed with bytes still queued after [`LINGER`](super::general::LINGER).
     pub linger_timeouts: u64,
     /// Connections that ended with a read or write error.
@@ -45,6 +47,11 @@ impl GeneralDriverStats {
             self.guests_evicted,
         );
         f("general_dropped_total", "slow_reader", self.slow_readers);
+        f(
+            "general_dropped_total",
+            "memory_budget",
+            self.memory_budget_drops,
+        );
         f(
             "general_dropped_total",
             "linger_timeout",

@@ -271,6 +271,7 @@ impl Closing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::stream::MemoryBudget;
     use std::time::Duration;
 
     fn listener() -> (TcpListener, SocketAddr) {
@@ -337,12 +338,13 @@ mod tests {
         let poll = mio::Poll::new().unwrap();
         let mut slab: Slab<Stream> = Slab::new();
         let mut closing = Closing::default();
+        let mut budget = MemoryBudget::unlimited();
         let n = CLOSES_PER_PASS + 5;
         let mut clients = Vec::new();
         while slab.len() < n {
             clients.push(std::net::TcpStream::connect(addr).unwrap());
             let key = slab.insert(Stream::new(accept_one(&listener), slab.len() as u32));
-            assert!(slab[key].mark_closed());
+            assert!(slab[key].mark_closed(&mut budget));
             closing.push(key);
         }
         // The last key of the first slice pushed twice: its second push must not take the

@@ -1,7 +1,8 @@
 //! The one TCP stream transport every TCP front end runs on: a bounded send queue that
 //! survives partial writes, flushing to `WouldBlock` with WRITABLE interest only while bytes
-//! wait, close-after-flush with a linger deadline, the accept pause/resume mark, and per-IP
-//! connection counts.
+//! wait, close-after-flush with a linger deadline, the accept pause/resume mark, per-IP
+//! connection counts, and a [`MemoryBudget`] that counts a front end's send queues and
+//! partial input frames together.
 //!
 //! What stays with each front end is policy, passed in as parameters: the send-queue cap (past
 //! it the peer is a slow reader and is dropped, never its neighbours), how long a closing
@@ -61,7 +62,121 @@ pub fn tune_listener(listener: &TcpListener, keepalive: bool) {
     }
 }
 
-/// Bytes waiting to be written: a heap buffer that exists only while non-empty.
+/// A total of heap bytes shared by the buffers of every connection of a front end: their
+/// send queues and their partial input frames. Each buffer's capacity is counted (taken as
+/// it grows, given back as it is freed), so the total is what those buffers really hold, and
+/// a buffer never grows past what is left: a push that does not fit is refused, and the
+/// front end frees room by dropping the connection that holds the most (never a small,
+/// well-behaved one while a larger holder exists). The budget itself is plain numbers: the
+/// buffers are the connections', and each call that grows or frees one passes the budget in.
+#[derive(Debug, Clone)]
+pub struct MemoryBudget {
+    limit: usize,
+    held: usize,
+    peak: usize,
+}
+
+impl MemoryBudget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: usize) -> MemoryBudget {
+        MemoryBudget {
+            limit,
+            held: 0,
+            peak: 0,
+        }
+    }
+
+    /// A budget that never refuses (a front end whose per-connection caps are its bound).
+    pub fn unlimited() -> MemoryBudget {
+        MemoryBudget::new(usize::MAX)
+    }
+
+    /// The total allowed.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Bytes held now by the buffers counted against it.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// The most held at once since the start.
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+
+    /// Takes `n` bytes if they fit.
+    fn take(&mut self, n: usize) -> bool {
+        if n > self.limit - self.held.min(self.limit) {
+            return false;
+        }
+        self.grant(n);
+        true
+    }
+
+    /// Counts `n` bytes held whether or not they fit (an allocator that gave more than
+    /// asked).
+    fn grant(&mut self, n: usize) {
+        self.held = self.held.saturating_add(n);
+        self.peak = self.peak.max(self.held);
+    }
+
+    /// Gives back `n` bytes.
+    fn give(&mut self, n: usize) {
+        debug_assert!(n <= self.held, "gave back {n} of {} held", self.held);
+        self.held = self.held.saturating_sub(n);
+    }
+}
+
+/// Smallest capacity a counted buffer grows to: a frame or two, so small traffic does not
+/// reallocate at every push.
+const MIN_GROWTH: usize = 1024;
+
+/// Makes room in `buf` for `extra` more bytes, its capacity counted against `budget`, and
+/// at most `max` in all; false (nothing changed) when that does not fit. A buffer grows by a
+/// quarter at a time (not doubled) and only as bytes come, so it holds little slack: a frame
+/// that declares a megabyte and sends a kilobyte holds about a kilobyte.
+fn reserve_counted(buf: &mut Vec<u8>, extra: usize, max: usize, budget: &mut MemoryBudget) -> bool {
+    let needed = buf.len().saturating_add(extra);
+    let had = buf.capacity();
+    if needed <= had {
+        return true;
+    }
+    if needed > max {
+        return false;
+    }
+    let roomy = needed.max(had + had / 4).max(MIN_GROWTH).min(max);
+    for target in [roomy, needed] {
+        if budget.take(target - had) {
+            buf.reserve_exact(target - buf.len());
+            budget.grant(buf.capacity().saturating_sub(target));
+            return true;
+        }
+    }
+    false
+}
+
+/// Frees `buf` and gives its capacity back to `budget`.
+fn free_counted(buf: &mut Vec<u8>, budget: &mut MemoryBudget) {
+    budget.give(buf.capacity());
+    *buf = Vec::new();
+}
+
+/// Why a send queue refused bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueFull {
+    /// The connection's own cap: its peer does not read.
+    Cap,
+    /// The front end's [`MemoryBudget`] has no room left: the caller drops the largest
+    /// holder and tries again.
+    Budget,
+    /// The connection is closed.
+    Closed,
+}
+
+/// Bytes waiting to be written: a heap buffer that exists only while non-empty, its capacity
+/// counted against the front end's [`MemoryBudget`].
 #[derive(Debug, Default)]
 pub struct SendQueue {
     buf: Vec<u8>,
@@ -79,22 +194,40 @@ impl SendQueue {
         self.pending() == 0
     }
 
-    /// Queues `bytes`, or refuses (false) if more than `cap` bytes would then wait.
-    pub fn push(&mut self, bytes: &[u8], cap: usize) -> bool {
+    /// Queues `bytes`, or refuses if more than `cap` bytes would then wait or `budget` has no
+    /// room for the growth.
+    pub fn push(
+        &mut self,
+        bytes: &[u8],
+        cap: usize,
+        budget: &mut MemoryBudget,
+    ) -> Result<(), QueueFull> {
         if self.pending() + bytes.len() > cap {
-            return false;
+            return Err(QueueFull::Cap);
         }
-        if self.written > 0 && self.written >= self.buf.len() / 2 {
+        if self.written > 0 && (self.written >= self.buf.len() / 2 || self.must_compact(bytes)) {
             self.buf.drain(..self.written);
             self.written = 0;
         }
+        if !reserve_counted(&mut self.buf, bytes.len(), cap, budget) {
+            return Err(QueueFull::Budget);
+        }
         self.buf.extend_from_slice(bytes);
-        true
+        Ok(())
+    }
+
+    /// The written head must go to make room within the cap.
+    fn must_compact(&self, bytes: &[u8]) -> bool {
+        self.buf.len() + bytes.len() > self.buf.capacity()
     }
 
     /// Writes until done or `WouldBlock` and returns the bytes written; frees the buffer
-    /// once everything is written.
-    pub fn write_to(&mut self, stream: &mut impl Write) -> io::Result<usize> {
+    /// (giving its capacity back to `budget`) once everything is written.
+    pub fn write_to(
+        &mut self,
+        stream: &mut impl Write,
+        budget: &mut MemoryBudget,
+    ) -> io::Result<usize> {
         let mut total = 0;
         while self.written < self.buf.len() {
             match stream.write(&self.buf[self.written..]) {
@@ -109,13 +242,66 @@ impl SendQueue {
             }
         }
         // Idle connections hold no heap memory.
-        *self = SendQueue::default();
+        self.clear(budget);
         Ok(total)
     }
 
-    /// Heap bytes held (tests and size checks).
+    /// Drops what waits and frees the buffer.
+    pub fn clear(&mut self, budget: &mut MemoryBudget) {
+        free_counted(&mut self.buf, budget);
+        self.written = 0;
+    }
+
+    /// Heap bytes held (what the budget counts for it).
     pub fn capacity(&self) -> usize {
         self.buf.capacity()
+    }
+}
+
+/// The start of an input frame split across reads, its capacity counted against the front
+/// end's [`MemoryBudget`]. It grows only as bytes arrive (a large declared length reserves
+/// nothing) and is freed once its frames are served.
+#[derive(Debug, Default)]
+pub struct PartialFrame {
+    buf: Vec<u8>,
+}
+
+impl PartialFrame {
+    /// The bytes held.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Nothing held.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Heap bytes held (what the budget counts for it).
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Appends `bytes`; false (nothing appended) when `budget` has no room for them.
+    pub fn extend(&mut self, bytes: &[u8], budget: &mut MemoryBudget) -> bool {
+        if !reserve_counted(&mut self.buf, bytes.len(), usize::MAX, budget) {
+            return false;
+        }
+        self.buf.extend_from_slice(bytes);
+        true
+    }
+
+    /// Drops the first `n` bytes (a served frame); the buffer is freed once empty.
+    pub fn consume(&mut self, n: usize, budget: &mut MemoryBudget) {
+        self.buf.drain(..n.min(self.buf.len()));
+        if self.buf.is_empty() {
+            self.clear(budget);
+        }
+    }
+
+    /// Drops everything and frees the buffer.
+    pub fn clear(&mut self, budget: &mut MemoryBudget) {
+        free_counted(&mut self.buf, budget);
     }
 }
 
@@ -192,10 +378,23 @@ impl Stream {
         self.out.pending()
     }
 
-    /// Queues `bytes` behind what waits; false when that would pass `cap` (a slow reader:
-    /// the caller drops it) or the connection is closed.
-    pub fn queue(&mut self, bytes: &[u8], cap: usize) -> bool {
-        self.phase != Phase::Closed && self.out.push(bytes, cap)
+    /// Heap bytes its send queue holds (what `budget` counts for it).
+    pub fn held(&self) -> usize {
+        self.out.capacity()
+    }
+
+    /// Queues `bytes` behind what waits; refused when that would pass `cap` (a slow reader:
+    /// the caller drops it), when `budget` has no room, or when the connection is closed.
+    pub fn queue(
+        &mut self,
+        bytes: &[u8],
+        cap: usize,
+        budget: &mut MemoryBudget,
+    ) -> Result<(), QueueFull> {
+        if self.phase == Phase::Closed {
+            return Err(QueueFull::Closed);
+        }
+        self.out.push(bytes, cap, budget)
     }
 
     /// Stops reading and closes once flushed. True the first time (the caller then starts
@@ -208,16 +407,20 @@ impl Stream {
         true
     }
 
-    /// Marks it closed; true the first time (the caller then schedules its removal).
-    pub fn mark_closed(&mut self) -> bool {
+    /// Marks it closed and frees its send queue (a closed connection is never written
+    /// again), giving the bytes back to `budget`; true the first time (the caller then
+    /// schedules its removal).
+    pub fn mark_closed(&mut self, budget: &mut MemoryBudget) -> bool {
         if self.phase == Phase::Closed {
             return false;
         }
         self.phase = Phase::Closed;
+        self.out.clear(budget);
         true
     }
 
-    /// Writes what waits until `WouldBlock`, adding the bytes written to `bytes_out`, and
+    /// Writes what waits until `WouldBlock`, adding the bytes written to `bytes_out` (and
+    /// giving a drained queue's buffer back to `budget`), and
     /// registers the interest the connection needs now: READABLE while open, WRITABLE exactly
     /// while bytes wait. An error means the peer is gone (the caller closes it).
     pub fn flush(
@@ -225,12 +428,13 @@ impl Stream {
         registry: &Registry,
         token: Token,
         bytes_out: &mut u64,
+        budget: &mut MemoryBudget,
     ) -> io::Result<Flushed> {
         if self.phase == Phase::Closed {
             return Ok(Flushed::Open);
         }
         if !self.out.is_empty() {
-            *bytes_out += self.out.write_to(&mut self.socket)? as u64;
+            *bytes_out += self.out.write_to(&mut self.socket, budget)? as u64;
         }
         let pending = !self.out.is_empty();
         if self.phase == Phase::Draining && !pending {
@@ -496,6 +700,7 @@ mod tests {
             }
         }
         let mut written = 0;
+        let mut budget = MemoryBudget::new(64 * 1024);
         let mut queue = SendQueue::default();
         let mut peer = Trickle {
             got: Vec::new(),
@@ -505,28 +710,120 @@ mod tests {
         let mut sent = Vec::new();
         for i in 0..50u8 {
             let frame = [i; 7];
-            assert!(queue.push(&frame, 64 * 1024));
+            assert_eq!(queue.push(&frame, 64 * 1024, &mut budget), Ok(()));
+            assert_eq!(budget.held(), queue.capacity());
             sent.extend_from_slice(&frame);
-            written += queue.write_to(&mut peer).unwrap();
+            written += queue.write_to(&mut peer, &mut budget).unwrap();
         }
         while !queue.is_empty() {
-            written += queue.write_to(&mut peer).unwrap();
+            written += queue.write_to(&mut peer, &mut budget).unwrap();
         }
         assert_eq!(peer.got, sent);
         assert_eq!(queue.capacity(), 0, "drained queue keeps no buffer");
+        assert_eq!(budget.held(), 0, "and gives its bytes back");
         assert_eq!(written, sent.len());
     }
 
     #[test]
     fn send_queue_refuses_past_the_cap() {
         let cap = 64 * 1024;
+        let mut budget = MemoryBudget::unlimited();
         let mut queue = SendQueue::default();
         let chunk = [0u8; 1000];
         let mut pushed = 0;
-        while queue.push(&chunk, cap) {
+        while queue.push(&chunk, cap, &mut budget).is_ok() {
             pushed += chunk.len();
         }
+        assert_eq!(queue.push(&chunk, cap, &mut budget), Err(QueueFull::Cap));
         assert!(pushed <= cap && pushed + chunk.len() > cap);
+        assert!(queue.capacity() <= cap, "never grows past its cap");
+        assert_eq!(budget.held(), queue.capacity());
+    }
+
+    #[test]
+    fn queues_share_a_budget_and_give_it_back() {
+        let mut budget = MemoryBudget::new(10_000);
+        let mut queues: Vec<SendQueue> = (0..3).map(|_| SendQueue::default()).collect();
+        let chunk = [7u8; 1000];
+        // The queues fill the budget together, whatever their own caps.
+        let mut pushed = 0;
+        'fill: loop {
+            for queue in &mut queues {
+                match queue.push(&chunk, 1 << 20, &mut budget) {
+                    Ok(()) => pushed += chunk.len(),
+                    Err(full) => {
+                        assert_eq!(full, QueueFull::Budget);
+                        break 'fill;
+                    }
+                }
+            }
+        }
+        let held: usize = queues.iter().map(SendQueue::capacity).sum();
+        assert_eq!(
+            budget.held(),
+            held,
+            "the budget counts every buffer's capacity"
+        );
+        assert!(held <= budget.limit() && pushed <= held);
+        assert!(pushed + chunk.len() > budget.limit() - 2 * MIN_GROWTH);
+        assert_eq!(budget.peak(), held);
+        // Freeing one queue makes room for another.
+        let freed = queues[0].capacity();
+        queues[0].clear(&mut budget);
+        assert_eq!(budget.held(), held - freed);
+        assert_eq!(queues[1].push(&chunk, 1 << 20, &mut budget), Ok(()));
+        for queue in &mut queues {
+            queue.clear(&mut budget);
+        }
+        assert_eq!(budget.held(), 0);
+        assert_eq!(budget.peak(), held, "the peak stays");
+    }
+
+    #[test]
+    fn a_growing_buffer_holds_little_slack() {
+        let mut budget = MemoryBudget::unlimited();
+        let mut queue = SendQueue::default();
+        let chunk = [1u8; 3000];
+        for _ in 0..200 {
+            queue.push(&chunk, usize::MAX, &mut budget).unwrap();
+            let slack = queue.capacity() - queue.pending();
+            assert!(slack <= queue.pending() / 4 + MIN_GROWTH, "{slack} spare");
+        }
+    }
+
+    #[test]
+    fn a_partial_frame_grows_only_as_bytes_arrive() {
+        let mut budget = MemoryBudget::new(8 * 1024);
+        let mut partial = PartialFrame::default();
+        // A header declaring a megabyte reserves nothing beyond what came.
+        assert!(partial.extend(&[0u8; 10], &mut budget));
+        assert!(partial.capacity() <= MIN_GROWTH);
+        assert_eq!(budget.held(), partial.capacity());
+        while partial.extend(&[0u8; 500], &mut budget) {}
+        assert!(budget.held() <= budget.limit());
+        assert!(partial.bytes().len() + 500 > budget.limit() - MIN_GROWTH);
+        let len = partial.bytes().len();
+        partial.consume(10, &mut budget);
+        assert_eq!(partial.bytes().len(), len - 10);
+        partial.consume(len, &mut budget);
+        assert!(partial.is_empty());
+        assert_eq!((partial.capacity(), budget.held()), (0, 0));
+    }
+
+    #[test]
+    fn an_exhausted_budget_refuses_without_changing_anything() {
+        let mut budget = MemoryBudget::new(2048);
+        let mut partial = PartialFrame::default();
+        assert!(partial.extend(&[1u8; 2000], &mut budget));
+        let mut queue = SendQueue::default();
+        assert_eq!(
+            queue.push(&[2u8; 100], 1 << 20, &mut budget),
+            Err(QueueFull::Budget)
+        );
+        assert_eq!((queue.capacity(), queue.pending()), (0, 0));
+        assert!(!partial.extend(&[1u8; 100], &mut budget));
+        assert_eq!(partial.bytes().len(), 2000);
+        assert_eq!(budget.held(), partial.capacity());
     }
 
     #[test]

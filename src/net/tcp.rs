@@ -39,7 +39,8 @@ use super::heap::FORGET_PER_TIDY;
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing};
 use super::rx_time;
 use super::stream::{
-    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, PerIpCounts, Phase,
+    Stream,
 };
 use super::tcp_frames::{FrameReader, Piece};
 use super::token::Target;
@@ -178,6 +179,9 @@ pub struct TcpLobby {
     control: Vec<u8>,
     frame_buf: Vec<u8>,
     slots: Vec<wire::Slot>,
+    /// Counts the send queues' bytes; unbounded (each queue's [`SEND_QUEUE_CAP`] and the
+    /// connection limit bound the total).
+    budget: MemoryBudget,
     /// The transport's counters.
     pub stats: TcpStats,
 }
@@ -224,6 +228,7 @@ impl TcpLobby {
             control: rx_time::control_buffer(),
             frame_buf: vec![0; wire::HEADER_LEN + MAX_SERVER_PAYLOAD],
             slots: Vec::new(),
+            budget: MemoryBudget::unlimited(),
             stats: TcpStats::default(),
         })
     }
@@ -441,7 +446,7 @@ impl TcpLobby {
     /// it after the frames read before it ([`TcpInput::Closed`]).
     fn close_on_read(&mut self, key: usize, why: ConnClose, inputs: &mut Vec<TcpInput>) {
         if let Some(conn) = self.conns.get_mut(key) {
-            if conn.stream.mark_closed() {
+            if conn.stream.mark_closed(&mut self.budget) {
                 self.closing.push(key);
                 inputs.push(TcpInput::Closed(why));
             }
@@ -453,7 +458,7 @@ impl TcpLobby {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
-        if !conn.stream.mark_closed() {
+        if !conn.stream.mark_closed(&mut self.budget) {
             return;
         }
         self.closing.push(key);
@@ -503,7 +508,8 @@ impl TcpLobby {
             return;
         };
         let was_empty = c.stream.pending() == 0;
-        if !c.stream.queue(&self.frame_buf[..len], SEND_QUEUE_CAP) {
+        let queued = (c.stream).queue(&self.frame_buf[..len], SEND_QUEUE_CAP, &mut self.budget);
+        if queued.is_err() {
             self.stats.slow_readers += 1;
             log::debug!("tcp lobby: conn {key} does not read, dropped");
             self.close(key, lobby, ConnClose::SlowReader);
@@ -546,17 +552,17 @@ impl TcpLobby {
         let token = Target::TcpConn(key).token();
         match conn
             .stream
-            .flush(registry, token, &mut self.stats.bytes_out)
+            .flush(registry, token, &mut self.stats.bytes_out, &mut self.budget)
         {
             Ok(Flushed::Open) => {}
             Ok(Flushed::Drained) => {
-                conn.stream.mark_closed();
+                conn.stream.mark_closed(&mut self.budget);
                 self.closing.push(key);
             }
             Err(e) => {
                 log::debug!("tcp lobby: write {key}: {e}");
                 if conn.stream.phase() == Phase::Draining {
-                    conn.stream.mark_closed();
+                    conn.stream.mark_closed(&mut self.budget);
                     self.closing.push(key);
                 } else {
                     self.close(key, lobby, ConnClose::Error);
@@ -593,7 +599,7 @@ impl TcpLobby {
             };
             if conn.stream.serial() == serial && conn.stream.phase() == Phase::Draining {
                 self.stats.drain_timeouts += 1;
-                conn.stream.mark_closed();
+                conn.stream.mark_closed(&mut self.budget);
                 self.closing.push(key);
             }
         }
@@ -626,11 +632,11 @@ impl TcpLobby {
             let token = Target::TcpConn(key).token();
             match conn
                 .stream
-                .flush(registry, token, &mut self.stats.bytes_out)
+                .flush(registry, token, &mut self.stats.bytes_out, &mut self.budget)
             {
                 Ok(Flushed::Open) => pending |= conn.stream.pending() > 0,
                 Ok(Flushed::Drained) | Err(_) => {
-                    conn.stream.mark_closed();
+                    conn.stream.mark_closed(&mut self.budget);
                 }
             }
         }

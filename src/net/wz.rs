@@ -40,7 +40,9 @@ use super::heap::FORGET_PER_TIDY;
 use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
-use super::stream::{canonical_ip, tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
+use super::stream::{
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, Phase, Stream,
+};
 use super::token::Target;
 use super::warn::WarnBudget;
 use super::wz_probe::Probes;
@@ -147,6 +149,9 @@ pub struct WzDriver {
     /// Accepts left in this pass, and whether the listener was left with a backlog.
     backlog: AcceptBacklog,
     stats: WzDriverStats,
+    /// Counts the send queues' bytes; unbounded (each queue's [`OUT_CAP`] and
+    /// `--wz-max-conns` bound the total).
+    budget: MemoryBudget,
     warnings: WarnBudget,
 }
 
@@ -261,6 +266,7 @@ impl WzDriver {
             gate: AcceptGate::new(settings.max_conns),
             backlog: AcceptBacklog::default(),
             stats: WzDriverStats::default(),
+            budget: MemoryBudget::unlimited(),
             warnings: WarnBudget::new(now, 60, 20),
         })
     }
@@ -518,7 +524,7 @@ impl WzDriver {
         let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
             return;
         };
-        if !conn.stream.queue(bytes, OUT_CAP) {
+        if conn.stream.queue(bytes, OUT_CAP, &mut self.budget).is_err() {
             self.stats.send_overflow += 1;
             self.warnings.warn(
                 now,
@@ -539,7 +545,7 @@ impl WzDriver {
         let token = Target::WzConn(key).token();
         match conn
             .stream
-            .flush(registry, token, &mut self.stats.bytes_out)
+            .flush(registry, token, &mut self.stats.bytes_out, &mut self.budget)
         {
             Ok(Flushed::Open) => {}
             Ok(Flushed::Drained) => self.close(now, key),
@@ -557,7 +563,7 @@ impl WzDriver {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
-        if !conn.stream.mark_closed() {
+        if !conn.stream.mark_closed(&mut self.budget) {
             return;
         }
         self.closing.push(key);

@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 63] = [
+const FLAGS: [&str; 64] = [
     "-h, --help",
     "-V, --version",
     "--config FILE",
@@ -105,6 +105,7 @@ const FLAGS: [&str; 63] = [
     "--lobby-max-conns N",
     "--lobby-max-conns-per-ip N",
     "--lobby-conn-rate N",
+    "--lobby-memory-budget MIB",
 ];
 
 /// A sample of defaults the help text must quote.

@@ -18,6 +18,7 @@ pub mod client;
 mod games;
 mod hosted;
 mod login_limits;
+mod memory;
 mod resume;
 mod sign_in;
 mod transport;

@@ -199,6 +199,7 @@ fn a_burst_at_the_general_lobby_is_all_accepted_and_all_closed() {
             max_conns: 2 * COUNT,
             max_conns_per_ip: 2 * COUNT,
             conn_rate: 10 * COUNT as u32,
+            memory_budget: defaults.memory_budget,
             core: lobbyd::general::GeneralConfig {
                 sign_in_timeout: HANDSHAKE,
                 ..defaults.core

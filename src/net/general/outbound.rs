@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use mio::Registry;
 
 use crate::accounts::VerifyResult;
-use crate::general::{Delivery, GeneralOutput};
-use crate::net::stream::{Flushed, Phase};
+use crate::general::{Delivery, FrameRef, GeneralOutput};
+use crate::net::stream::{Flushed, Phase, QueueFull};
 use crate::net::token::Target;
 
 use super::{key_of, GeneralDriver};
@@ -50,6 +50,23 @@ impl GeneralDriver {
     /// Carries out the core's outputs: frames into send queues (written at once past
     /// [`FLUSH_EARLY`]), closes, password checks.
     pub(super) fn carry_out(&mut self, registry: &Registry, now: Instant) {
+        if std::mem::replace(&mut self.carrying, true) {
+            return;
+        }
+        loop {
+            self.carry_out_queued(registry, now);
+            // One departure at a time: its notices are carried out before the next is told.
+            let Some(id) = self.closed_meanwhile.pop() else {
+                break;
+            };
+            self.core.handle_closed(now, id);
+        }
+        self.carrying = false;
+    }
+
+    /// Carries out what the core has queued now (a connection closed meanwhile waits in
+    /// `closed_meanwhile`).
+    fn carry_out_queued(&mut self, registry: &Registry, now: Instant) {
         while let Some(output) = self.core.poll_output() {
             match output {
                 GeneralOutput::Send {
@@ -58,25 +75,28 @@ impl GeneralDriver {
                     delivery,
                 } => {
                     let (key, serial) = key_of(conn);
-                    let Some(c) = self
-                        .conns
-                        .get_mut(key)
+                    let Some(was_idle) = (self.conns.get(key))
                         .filter(|c| c.stream.serial() == serial)
+                        .map(|c| c.stream.pending() == 0)
                     else {
                         continue;
                     };
-                    let was_idle = c.stream.pending() == 0;
-                    if !c.stream.queue(self.core.frame(frames), SEND_QUEUE_CAP) {
-                        if c.stream.phase() != Phase::Closed {
+                    match self.queue_within_budget(now, key, frames) {
+                        Ok(()) => {}
+                        Err(QueueFull::Cap) => {
                             self.stats.slow_readers += 1;
                             self.warnings.warn(
                                 now,
                                 format_args!("general lobby: dropping a member that does not read"),
                             );
                             self.close(now, key);
+                            continue;
                         }
-                        continue;
+                        Err(QueueFull::Budget | QueueFull::Closed) => continue,
                     }
+                    let Some(c) = self.conns.get(key) else {
+                        continue;
+                    };
                     if c.stream.is_blocked() {
                         // The kernel is full for it: its WRITABLE event writes the queue.
                     } else if c.stream.pending() >= FLUSH_EARLY {
@@ -97,6 +117,8 @@ impl GeneralDriver {
                     {
                         if c.stream.start_draining() {
                             self.lingering.start(now, key, c.stream.serial());
+                            // It is not read again.
+                            c.partial.clear(&mut self.budget);
                             self.mark_dirty(key);
                         }
                     }
@@ -121,6 +143,33 @@ impl GeneralDriver {
                         self.core.handle_verify_result(now, job, result);
                     }
                 }
+            }
+        }
+    }
+
+    /// Queues `frames` on `key`'s connection. While `--lobby-memory-budget` has no room for
+    /// them, the connection holding the most is dropped (`key` itself when it is that one:
+    /// then the frames are not queued). The core learns of the dropped connections once the
+    /// outputs are carried out (`closed_meanwhile`): telling it starts a new call, which may
+    /// reuse the arena `frames` points into.
+    fn queue_within_budget(
+        &mut self,
+        now: Instant,
+        key: usize,
+        frames: FrameRef,
+    ) -> Result<(), QueueFull> {
+        loop {
+            let Some(c) = self.conns.get_mut(key) else {
+                return Err(QueueFull::Closed);
+            };
+            let bytes = self.core.frame(frames);
+            match c.stream.queue(bytes, SEND_QUEUE_CAP, &mut self.budget) {
+                Err(QueueFull::Budget) => {
+                    if self.shed(now, key) == key {
+                        return Err(QueueFull::Budget);
+                    }
+                }
+                other => return other,
             }
         }
     }
@@ -197,7 +246,7 @@ impl GeneralDriver {
         let token = Target::GeneralConn(key).token();
         match conn
             .stream
-            .flush(registry, token, &mut self.stats.bytes_out)
+            .flush(registry, token, &mut self.stats.bytes_out, &mut self.budget)
         {
             Ok(Flushed::Open) => {}
             Ok(Flushed::Drained) => self.close(now, key),
