@@ -29,5 +29,7 @@ mod login_limits;
 mod resume;
 #[path = "general_lobby/sign_in.rs"]
 mod sign_in;
+#[path = "general_lobby/sign_in_under_attack.rs"]
+mod sign_in_under_attack;
 #[path = "general_lobby/transport.rs"]
 mod transport;
