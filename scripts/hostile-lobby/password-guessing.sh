@@ -4,7 +4,8 @@
 # a temporary account database (`lobbyd user add`), then:
 #  1. for each crowd size in GUESS_ADDRESSES (64 and 256): that many source addresses
 #     (127.10.x.y) guess the password of "victim", 3 wrong SIGN_INs in flight per address
-#     (the server holds each address to its failed-check budget), while the account "owner"
+#     (the server holds each address to its failed-check budget); once the attack has run
+#     10 s (every address has failed by then: it is guessing, not arriving), the account "owner"
 #     signs in with the right password once a second from 127.20.0.1 on a new connection,
 #     its previous one still open (so each sign-in after the first takes its member over);
 #     target: the owner gets WELCOME on >= 95 % of tries, p99 <= 1 s;
@@ -47,7 +48,7 @@ for n in $CROWDS; do
   start_lobbyd "$tmp/lobbyd-$n.log" --lobby-login required --db "$DB"
   log "crowd of $n addresses, ${SECONDS_EACH}s..."
   python3 "$HERE/password_guessing.py" crowd --port "$LOBBY_PORT" --addresses "$n" \
-    --duration "$SECONDS_EACH" --interval 1 >"$tmp/crowd-$n.txt"
+    --warmup 10 --duration "$SECONDS_EACH" --interval 1 >"$tmp/crowd-$n.txt"
   tries="$(field owner_tries "$tmp/crowd-$n.txt")"
   ok="$(field owner_signed_in "$tmp/crowd-$n.txt")"
   p99="$(field owner_p99_ms "$tmp/crowd-$n.txt")"

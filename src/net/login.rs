@@ -10,8 +10,8 @@
 //! Password checks are shared fairly (`super::login_queue`): each front end's worker runs one
 //! check at a time, taken from a [`FairQueue`] that gives every source address its turn (at
 //! most [`CHECKS_PER_ADDRESS`] waiting or running per address), addresses with a recent
-//! successful sign-in first, then new ones, then those that have only failed; a check that
-//! waited [`MAX_WAIT`] is not run. Every front end shares [`LoginBudget`]: each address's
+//! successful sign-in first, then new ones, then those whose checks waited too long, then
+//! those that have only failed; a check that waited [`MAX_WAIT`] is not run. Every front end shares [`LoginBudget`]: each address's
 //! history of successes and failures (its standing) and its budget of failed checks, at most
 //! [`FAILURES_PER_MINUTE`] a minute ([`FAILURE_BURST`] back to back; tables of at most
 //! [`FAILURE_TABLE`] addresses). A check refused by any of these is answered with the
@@ -88,6 +88,12 @@ impl LoginBudget {
         book.succeeded(now, ip);
     }
 
+    /// A check from `ip` waited too long and was not run: on its record.
+    fn expired(&self, ip: IpAddr) {
+        let mut book = self.book.lock().unwrap_or_else(PoisonError::into_inner);
+        book.expired(ip);
+    }
+
     /// A check from `ip` failed: one less left in its budget, and on its record.
     fn failed(&self, now: Instant, ip: IpAddr) {
         let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
@@ -144,6 +150,7 @@ pub struct LoginStats {
 #[derive(Debug)]
 struct Job {
     id: u64,
+    ip: IpAddr,
     username: String,
     password: String,
 }
@@ -230,6 +237,7 @@ impl Logins {
         let id = job;
         let job = Job {
             id,
+            ip,
             username: username.to_owned(),
             password,
         };
@@ -260,6 +268,7 @@ impl Logins {
         self.queue.expire(now, &mut self.expired);
         for job in self.expired.drain(..) {
             self.stats.expired += 1;
+            self.budget.expired(job.ip);
             self.answered.push_back(job.id);
         }
         while self.running.is_none() {

@@ -11,8 +11,10 @@
 //! - addresses take turns (round robin): one check per address per turn, however many it has
 //!   waiting;
 //! - turns go by [`Standing`] first: addresses with a recent successful sign-in
-//!   ([`Standing::Trusted`]), then addresses never seen or with no failure
-//!   ([`Standing::New`]), then addresses that have only been failing ([`Standing::Failing`]);
+//!   ([`Standing::Trusted`]), then addresses never seen or with nothing against them
+//!   ([`Standing::New`]), then addresses whose checks were refused for waiting too long
+//!   ([`Standing::Waited`]: a crowd that arrives at once is not served before a newcomer), then
+//!   addresses that have only been failing ([`Standing::Failing`]);
 //! - at most [`MAX_QUEUED_CHECKS`] checks wait at once; past it a newcomer of a better
 //!   standing displaces the newest check of the worst standing, otherwise it is refused;
 //! - a check that waited [`MAX_WAIT`] is answered "busy" without running (its client's sign-in
@@ -49,13 +51,15 @@ pub enum Standing {
     /// Signed in successfully within [`TRUSTED_FOR`], failing fewer than
     /// [`TRUST_LOST_AFTER`] times since.
     Trusted = 0,
-    /// Unknown, forgotten, or with no failed check on record.
+    /// Unknown, forgotten, or with no failed or expired check on record.
     New = 1,
+    /// Checks that waited [`MAX_WAIT`] on record, no failed one.
+    Waited = 2,
     /// Failed checks on record and no recent success.
-    Failing = 2,
+    Failing = 3,
 }
 
-const STANDINGS: usize = 3;
+const STANDINGS: usize = 4;
 
 #[derive(Debug)]
 struct History {
@@ -63,6 +67,7 @@ struct History {
     stamp: u64,
     last_success: Option<Instant>,
     failures_since_success: u32,
+    expired_since_success: u32,
 }
 
 /// Each source address's recent sign-in history, at most [`ADDRESS_TABLE`] of them.
@@ -96,9 +101,10 @@ impl AddressBook {
         let recent = h
             .last_success
             .is_some_and(|at| now.saturating_duration_since(at) < TRUSTED_FOR);
-        match (recent, h.failures_since_success) {
-            (true, n) if n < TRUST_LOST_AFTER => Standing::Trusted,
-            (_, 0) => Standing::New,
+        match (recent, h.failures_since_success, h.expired_since_success) {
+            (true, n, _) if n < TRUST_LOST_AFTER => Standing::Trusted,
+            (_, 0, 0) => Standing::New,
+            (_, 0, _) => Standing::Waited,
             _ => Standing::Failing,
         }
     }
@@ -108,6 +114,13 @@ impl AddressBook {
         let h = self.touch(ip);
         h.last_success = Some(now);
         h.failures_since_success = 0;
+        h.expired_since_success = 0;
+    }
+
+    /// A check from `ip` waited [`MAX_WAIT`] and was not run.
+    pub fn expired(&mut self, ip: IpAddr) {
+        let h = self.touch(ip);
+        h.expired_since_success = h.expired_since_success.saturating_add(1);
     }
 
     /// A check from `ip` found the password wrong.
@@ -148,6 +161,7 @@ impl AddressBook {
             stamp,
             last_success: None,
             failures_since_success: 0,
+            expired_since_success: 0,
         });
         h.stamp = stamp;
         h
@@ -413,9 +427,10 @@ mod tests {
         for n in 0..5 {
             q.push(now, ip(100 + n), Standing::Failing, 100 + n);
         }
+        q.push(now, ip(60), Standing::Waited, 60);
         q.push(now, ip(50), Standing::New, 50);
         q.push(now, ip(7), Standing::Trusted, 7);
-        assert_eq!(drain(&mut q), vec![7, 50, 100, 101, 102, 103, 104]);
+        assert_eq!(drain(&mut q), vec![7, 50, 60, 100, 101, 102, 103, 104]);
     }
 
     #[test]
@@ -496,6 +511,14 @@ mod tests {
             book.failed(ip(1));
         }
         assert_eq!(book.standing(now, ip(1)), Standing::Failing);
+        // A check that only waited too long ranks behind newcomers, ahead of failures.
+        book.expired(ip(5));
+        assert_eq!(book.standing(now, ip(5)), Standing::Waited);
+        book.failed(ip(5));
+        assert_eq!(book.standing(now, ip(5)), Standing::Failing);
+        book.succeeded(now, ip(5));
+        assert_eq!(book.standing(now, ip(5)), Standing::Trusted);
+        let mut book = AddressBook::new(3);
         // Bounded: a fourth address forgets the least recently changed.
         book.failed(ip(2));
         book.failed(ip(3));
