@@ -206,7 +206,7 @@ mod test {
             + ErrorCode::ALL.len()
             + CloseReason::ALL.len()
             + LeaveReason::ALL.len();
-        assert_eq!(seen.len(), labelled + 16);
+        assert_eq!(seen.len(), labelled + 17);
         assert!(seen.iter().all(|(name, ..)| name.starts_with("general_")));
     }
 }
