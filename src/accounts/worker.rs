@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::store::{decoy_hash, verify_password, AccountStore};
+use super::store::{decoy_hash, AccountStore, Verifier};
 use super::VerifyResult;
 
 /// How many verifications may wait for the worker before `submit` refuses (a backstop: the
@@ -66,6 +66,8 @@ struct Lookup {
     decoy: Option<String>,
     /// Names the front end in log lines.
     label: &'static str,
+    /// argon2's working memory, one buffer for every check of this worker.
+    verifier: Verifier,
 }
 
 impl Lookup {
@@ -90,13 +92,13 @@ impl Lookup {
             None => None,
         };
         match found {
-            Some((user, hash)) if verify_password(&hash, &job.password) => {
+            Some((user, hash)) if self.verifier.verify(&hash, &job.password) => {
                 VerifyResult::Valid(user)
             }
             Some(_) => VerifyResult::Invalid,
             None => match &self.decoy {
                 Some(decoy) => {
-                    verify_password(decoy, &job.password);
+                    self.verifier.verify(decoy, &job.password);
                     VerifyResult::Invalid
                 }
                 None => VerifyResult::Busy,
@@ -140,6 +142,7 @@ impl PasswordWorker {
                     store: None,
                     decoy,
                     label,
+                    verifier: Verifier::new(),
                 };
                 while let Ok(job) = inbox.recv() {
                     if stopping.load(Ordering::Relaxed) {

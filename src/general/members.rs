@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::accounts::{self, LoginPolicy, VerifyResult};
+use crate::accounts::{self, LoginPolicy, UserId, VerifyResult};
 use crate::capacity::shrink_spare;
 use crate::ratelimit::TokenBucket;
 use crate::time::TimerKey;
@@ -61,6 +61,9 @@ const BAD_TOKEN: Refusal = Refusal::new(
     "resume token unknown, used or expired",
 );
 const TRY_AGAIN: &str = "try again";
+/// The notice a member's old connection gets when the account's owner signs in again
+/// elsewhere with the password.
+pub const TAKEN_OVER: &str = "signed in on another connection";
 const LOBBY_FULL: Refusal = Refusal::new(ErrorCode::LimitReached, "lobby full");
 const SIGNING_IN: Refusal = Refusal::new(ErrorCode::NotSignedIn, "sign-in in progress");
 
@@ -99,6 +102,9 @@ pub(crate) struct Member {
     pub(crate) chat: TokenBucket,
     token: [u8; TOKEN_LEN],
     grace: Option<TimerKey>,
+    /// The account whose password signed it in (`None` for a guest): a SIGN_IN with that
+    /// account's password takes the member over.
+    account: Option<UserId>,
 }
 
 /// What a frame's sender is, as far as the dispatcher is concerned.
@@ -252,8 +258,13 @@ impl Members {
         if let Some(token) = resume {
             return self.resume(cx, conn, username, token);
         }
-        if self.by_name.contains_key(username) {
-            return self.refuse(cx, conn, NAME_TAKEN);
+        if let Some(holder) = self.by_name.get(username) {
+            // A name held by an account's member may be taken over with that account's
+            // password (checked below, decided in `verified`); a guest's name is taken.
+            let account = self.by_id.get(holder).and_then(|m| m.account);
+            if account.is_none() || cx.config.login == LoginPolicy::Off || password.is_empty() {
+                return self.refuse(cx, conn, NAME_TAKEN);
+            }
         }
         let check = match cx.config.login {
             LoginPolicy::Off => false,
@@ -264,7 +275,7 @@ impl Members {
             LoginPolicy::Required => true,
         };
         if !check {
-            return self.welcome_new(cx, conn, username);
+            return self.welcome_new(cx, conn, username, None);
         }
         // A name the accounts cannot hold (over 64 bytes) has no password to check.
         if !accounts::valid_name(username) {
@@ -298,11 +309,15 @@ impl Members {
             state.phase = Phase::Challenge;
         }
         match result {
-            // Another connection may have taken the name while the password was checked.
-            VerifyResult::Valid(_) if self.by_name.contains_key(&username) => {
-                self.refuse(cx, conn, NAME_TAKEN)
-            }
-            VerifyResult::Valid(_) => self.welcome_new(cx, conn, &username),
+            // The name is held (it was, or another connection took it while the password was
+            // checked): the account's own member is taken over, anyone else's name is taken.
+            VerifyResult::Valid(user) => match self.by_name.get(&*username).copied() {
+                Some(holder) if self.account_of(holder) == Some(user) => {
+                    self.take_over(cx, conn, holder)
+                }
+                Some(_) => self.refuse(cx, conn, NAME_TAKEN),
+                None => self.welcome_new(cx, conn, &username, Some(user)),
+            },
             VerifyResult::Invalid => self.refuse(cx, conn, WRONG_PASSWORD),
             VerifyResult::Busy => {
                 cx.stats.verify_busy += 1;
@@ -338,7 +353,13 @@ impl Members {
             .find(|token| !self.by_token.contains_key(token))
     }
 
-    fn welcome_new(&mut self, cx: &mut Ctx<'_>, conn: ConnId, username: &str) -> Option<Welcomed> {
+    fn welcome_new(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        username: &str,
+        account: Option<UserId>,
+    ) -> Option<Welcomed> {
         let id = MemberId(self.next_member);
         let next = self.next_member.checked_add(1);
         if self.by_id.len() >= cx.config.max_members || next.is_none() {
@@ -366,6 +387,7 @@ impl Members {
                 chat,
                 token,
                 grace: None,
+                account,
             },
         );
         self.by_name.insert(username.into(), id);
@@ -408,13 +430,40 @@ impl Members {
         let Some(id) = id else {
             return self.refuse(cx, conn, BAD_TOKEN);
         };
+        // Single use: `reattach` retires the token (unless no fresh one could be drawn).
+        let welcomed = self.reattach(cx, conn, id, "session resumed on another connection");
+        if welcomed.is_some() {
+            cx.stats.resumes += 1;
+        }
+        welcomed
+    }
+
+    /// A SIGN_IN with the right password of the account that holds `member`: the member moves
+    /// to `conn` as on a resume (games, seats and ownerships kept); its old connection, if
+    /// any, gets ERROR(0, 0, [`TAKEN_OVER`]) and is closed.
+    fn take_over(&mut self, cx: &mut Ctx<'_>, conn: ConnId, member: MemberId) -> Option<Welcomed> {
+        let welcomed = self.reattach(cx, conn, member, TAKEN_OVER);
+        if welcomed.is_some() {
+            cx.stats.takeovers += 1;
+        }
+        welcomed
+    }
+
+    /// Moves `id` to `conn` with a fresh token: its grace ends, the away flag goes, and a live
+    /// old connection gets ERROR(0, 0, `notice`) and is closed.
+    fn reattach(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        id: MemberId,
+        notice: &str,
+    ) -> Option<Welcomed> {
         let Some(fresh) = self.fresh_token() else {
             return self.try_again(cx, conn);
         };
-        // Single use: the old token dies now, whatever happens next.
-        self.by_token.remove(token);
-        self.by_token.insert(fresh, id);
         let member = self.by_id.get_mut(&id)?;
+        self.by_token.remove(&member.token);
+        self.by_token.insert(fresh, id);
         member.token = fresh;
         let old = member.conn.take();
         if let Some(key) = member.grace.take() {
@@ -424,8 +473,9 @@ impl Members {
         member.flags &= !MEMBER_AWAY;
         member.conn = Some(conn);
         if let Some(old) = old {
-            // A half-dead connection the server had not noticed yet: the new one wins.
-            cx.notice(old, "session resumed on another connection");
+            // A half-dead connection the server had not noticed yet, or the member signed in
+            // again elsewhere: the new one wins.
+            cx.notice(old, notice);
             cx.out.close(old);
             cx.stats.close(CloseReason::Replaced);
             if let Some(state) = self.conns.get_mut(&old) {
@@ -436,13 +486,17 @@ impl Members {
             }
         }
         self.seat(cx, conn, id);
-        cx.stats.resumes += 1;
         Some(Welcomed {
             conn,
             member: id,
             resumed: true,
             announce: was_away,
         })
+    }
+
+    /// The account whose password signed `member` in, if any.
+    fn account_of(&self, member: MemberId) -> Option<UserId> {
+        self.by_id.get(&member).and_then(|m| m.account)
     }
 
     /// Makes `conn` the connection of `member`: routes, phase, idle clock.

@@ -29,6 +29,8 @@ pub struct GeneralStats {
     pub sign_ins: u64,
     /// Members resumed with a token.
     pub resumes: u64,
+    /// Members taken over by a SIGN_IN with their account's password.
+    pub takeovers: u64,
     /// SIGN_INs answered "try again" because the password check was busy.
     pub verify_busy: u64,
     /// Verification results for connections gone or no longer waiting.
@@ -142,6 +144,7 @@ impl GeneralStats {
         }
         f("general_sign_ins_total", "", self.sign_ins);
         f("general_resumes_total", "", self.resumes);
+        f("general_takeovers_total", "", self.takeovers);
         f("general_verify_busy_total", "", self.verify_busy);
         f(
             "general_stale_verify_results_total",
@@ -203,7 +206,7 @@ mod test {
             + ErrorCode::ALL.len()
             + CloseReason::ALL.len()
             + LeaveReason::ALL.len();
-        assert_eq!(seen.len(), labelled + 16);
+        assert_eq!(seen.len(), labelled + 17);
         assert!(seen.iter().all(|(name, ..)| name.starts_with("general_")));
     }
 }

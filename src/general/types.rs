@@ -199,7 +199,7 @@ pub enum CloseReason {
     Oversized,
     /// `max_members` members exist (after ERROR 15).
     LobbyFull,
-    /// Its member resumed on another connection.
+    /// Its member resumed, or was signed in with its password, on another connection.
     Replaced,
     /// The server is shutting down.
     Shutdown,

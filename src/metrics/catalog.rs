@@ -177,6 +177,7 @@ pub const METRICS: &[MetricInfo] = &[
     counter("lobbyd_general_refusals_total", "reason", "General lobby requests refused with ERROR, by the error's code."),
     counter("lobbyd_general_sign_ins_total", "", "General lobby members welcomed."),
     counter("lobbyd_general_resumes_total", "", "General lobby members resumed with a token."),
+    counter("lobbyd_general_takeovers_total", "", "General lobby members taken over by a sign-in with their account's password (the old connection closed)."),
     counter("lobbyd_general_verify_busy_total", "", "SIGN_INs answered try-again because the password check was busy."),
     counter("lobbyd_general_stale_verify_results_total", "", "Password check results for connections gone or no longer waiting."),
     counter("lobbyd_general_members_left_total", "reason", "General lobby members who left, by reason."),

@@ -17,6 +17,7 @@ pub mod heap;
 pub mod http;
 pub mod instance;
 pub mod login;
+pub mod login_queue;
 pub mod loop_stats;
 pub mod pass;
 pub mod rtype;
@@ -52,7 +53,7 @@ use crate::ratelimit::PerIpConfig;
 
 use general::GeneralDriver;
 use instance::{PortPool, PortRange};
-use login::{LoginBudget, LoginShared, MAX_PENDING_CHECKS};
+use login::{LoginBudget, LoginShared};
 use rtype::RtypeFrontEnd;
 use server::{Control, Server};
 use tcp::{TcpLimits, TcpLobby};
@@ -271,7 +272,7 @@ fn build(config: &Config) -> io::Result<Built> {
     // One bound on password checks for every front end (`net::login`).
     let login = LoginShared {
         waker: Arc::clone(&waker),
-        budget: LoginBudget::new(MAX_PENDING_CHECKS),
+        budget: LoginBudget::new(),
     };
     let wz_driver = match wz_listener {
         Some((listener, _)) => {

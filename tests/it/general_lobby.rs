@@ -21,4 +21,5 @@ mod login_limits;
 mod memory;
 mod resume;
 mod sign_in;
+mod sign_in_under_attack;
 mod transport;

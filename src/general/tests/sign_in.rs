@@ -438,3 +438,133 @@ fn the_oldest_guest_is_the_one_to_evict() {
     assert_eq!(sim.lobby.oldest_guest(), Some(ConnId(3)));
     assert_eq!(sim.lobby.guest_count(), 1);
 }
+
+/// A lobby with accounts under `login`, no connection yet.
+fn lobby_with_accounts(login: LoginPolicy) -> Sim {
+    Sim::new(GeneralConfig {
+        login,
+        ..GeneralConfig::default()
+    })
+}
+
+/// Opens `conn` and signs in as `name` with a password the driver finds right for account
+/// `user`; returns the member id. Everyone's inbox is cleared afterwards.
+fn account_member(sim: &mut Sim, conn: usize, name: &str, user: i64) -> MemberId {
+    sim.open(conn);
+    sim.take(conn);
+    sim.send(conn, sign_in(name, "pw"));
+    let (job, _, _) = sim.verifies.last().cloned().expect("a password check");
+    sim.lobby
+        .handle_verify_result(sim.now, job, VerifyResult::Valid(UserId(user)));
+    sim.drain();
+    let got = sim.take(conn);
+    sim.clear();
+    super::welcome_of(&got).expect("signed in").0
+}
+
+/// SIGN_IN as `name` with a password from `conn` (opened here), answered `verdict`.
+fn sign_in_checked(sim: &mut Sim, conn: usize, name: &str, verdict: VerifyResult) {
+    sim.open(conn);
+    sim.take(conn);
+    let checks = sim.verifies.len();
+    sim.send(conn, sign_in(name, "pw"));
+    assert_eq!(sim.verifies.len(), checks + 1, "the password is checked");
+    let (job, _, _) = sim.verifies.last().cloned().expect("a password check");
+    sim.lobby.handle_verify_result(sim.now, job, verdict);
+    sim.drain();
+}
+
+#[test]
+fn the_accounts_password_takes_over_a_present_member_with_its_games() {
+    let mut sim = lobby_with_accounts(LoginPolicy::Optional);
+    let alice = account_member(&mut sim, 1, "alice", 7);
+    sim.member(2, "bob");
+    super::games::create(&mut sim, 1, 4, 0);
+    sim.clear();
+    sign_in_checked(&mut sim, 3, "alice", VerifyResult::Valid(UserId(7)));
+    sim.expect(
+        1,
+        &[error(
+            ErrorCode::Notice,
+            0,
+            "signed in on another connection",
+        )],
+    );
+    assert!(sim.closed.contains(&ConnId(1)));
+    let got = sim.take(3);
+    let (member, _) = super::welcome_of(&got).expect("WELCOME");
+    assert_eq!(member, alice, "the same member");
+    let game = super::frames(&[super::games::info(1, 1, 4, 0, &[1], &[PLAYER_READY])]);
+    assert!(
+        got.windows(game.len()).any(|w| w == game),
+        "the sync shows its game, owned as before: {}",
+        super::describe(&got)
+    );
+    // Present before and after: the others see no change.
+    sim.expect_none(2);
+    assert_eq!(sim.lobby.member_count(), 2);
+    assert_eq!(sim.lobby.stats().takeovers, 1);
+    // The new connection is the member: its requests are served.
+    sim.send(
+        3,
+        ClientRepr::SetReady {
+            game: 1,
+            ready: false,
+        },
+    );
+    sim.expect(3, &[super::games::info(1, 1, 4, 0, &[1], &[0])]);
+}
+
+#[test]
+fn the_accounts_password_takes_back_an_away_member_within_its_grace() {
+    let mut sim = lobby_with_accounts(LoginPolicy::Required);
+    let alice = account_member(&mut sim, 1, "alice", 7);
+    let bob = account_member(&mut sim, 2, "bob", 8);
+    sim.close(1);
+    sim.expect(2, &[member_info(alice, MEMBER_AWAY, "alice")]);
+    sim.advance(Duration::from_secs(10));
+    sim.send(2, ClientRepr::Ping { payload: b"" });
+    sim.expect(2, &[ServerRepr::Pong { payload: b"" }]);
+    sign_in_checked(&mut sim, 3, "alice", VerifyResult::Valid(UserId(7)));
+    let got = sim.take(3);
+    assert_eq!(super::welcome_of(&got).map(|w| w.0), Some(alice));
+    sim.expect(2, &[member_info(alice, 0, "alice")]);
+    // The grace timer died with the takeover: its end (30 s after the close) passes quietly.
+    sim.advance(Duration::from_secs(25));
+    sim.expect_none(2);
+    assert_eq!(sim.lobby.member_count(), 2);
+    assert_ne!(alice, bob);
+}
+
+#[test]
+fn a_wrong_password_leaves_the_holder_alone() {
+    let mut sim = lobby_with_accounts(LoginPolicy::Required);
+    account_member(&mut sim, 1, "alice", 7);
+    sign_in_checked(&mut sim, 2, "alice", VerifyResult::Invalid);
+    sim.expect(2, &[challenge("wrong name or password", true)]);
+    sim.expect_none(1);
+    assert!(!sim.closed.contains(&ConnId(1)));
+    // Another account's verdict for the name (a renamed account) does not take it either.
+    sign_in_checked(&mut sim, 3, "alice", VerifyResult::Valid(UserId(9)));
+    sim.expect(3, &[challenge("name taken", true)]);
+    sim.expect_none(1);
+    assert_eq!(sim.lobby.stats().takeovers, 0);
+}
+
+#[test]
+fn a_guests_name_stays_taken_without_a_check() {
+    let mut sim = lobby_with_accounts(LoginPolicy::Optional);
+    sim.member(1, "bob");
+    sim.open(2);
+    sim.take(2);
+    sim.send(2, sign_in("bob", "pw"));
+    sim.expect(2, &[challenge("name taken", true)]);
+    assert!(sim.verifies.is_empty());
+    // An account's member without a password is not taken over either.
+    account_member(&mut sim, 3, "alice", 7);
+    sim.open(4);
+    sim.take(4);
+    sim.send(4, sign_in("alice", ""));
+    sim.expect(4, &[challenge("name taken", true)]);
+    assert_eq!(sim.verifies.len(), 1);
+}

@@ -1,13 +1,13 @@
-//! The bound on password checks (`src/net/login.rs`), through the general lobby's
-//! SIGN_IN with login required: failed checks are limited per source address, and at most
-//! `MAX_PENDING_CHECKS` checks wait at once; a check refused by either is answered at once
-//! with CHALLENGE "try again", which spends no try, and counted.
+//! The bounds on password checks (`src/net/login.rs`), through the general lobby's SIGN_IN
+//! with login required: failed checks are limited per source address, and one address has
+//! at most `CHECKS_PER_ADDRESS` checks waiting or running; a check refused by either is
+//! answered at once with CHALLENGE "try again", which spends no try, and counted.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use lobbyd::accounts::LoginPolicy;
-use lobbyd::net::login::{FAILURE_BURST, MAX_PENDING_CHECKS};
+use lobbyd::net::login::{CHECKS_PER_ADDRESS, FAILURE_BURST};
 use lobbyd::net::ServerHandle;
 use lobbyd::wire::general::{ClientRepr, ServerRepr};
 
@@ -85,15 +85,16 @@ fn failed_password_checks_are_limited_per_source_address() {
 }
 
 #[test]
-fn password_checks_past_the_bound_are_answered_try_again_at_once() {
+fn checks_past_an_addresses_share_are_answered_try_again_at_once() {
     let (_db, server, addr) = start_with_alice();
-    // Each from its own address, so no address runs out of failures.
-    let count = 3 * MAX_PENDING_CHECKS;
+    // One address, many connections: fewer than its failure budget, more than its share.
+    let count = 4 * CHECKS_PER_ADDRESS;
+    assert!(count < FAILURE_BURST as usize);
     let mut crowd: Vec<Client> = (0..count)
-        .map(|i| Client::greeted_from(addr, &format!("127.0.{}.{}", 1 + i / 200, 1 + i % 200)))
+        .map(|_| Client::greeted_from(addr, "127.0.3.3"))
         .collect();
-    // Every SIGN_IN in one go: the checks take 20-50 ms each, so far fewer than the
-    // 2 x MAX_PENDING_CHECKS extra finish before the last is sent.
+    // Every SIGN_IN in one go: the checks take 20-50 ms each, so far fewer than the extra
+    // 3 x CHECKS_PER_ADDRESS finish before the last is sent.
     for client in crowd.iter_mut() {
         sign_in(client, "battery");
     }
@@ -105,19 +106,25 @@ fn password_checks_past_the_bound_are_answered_try_again_at_once() {
             other => panic!("refused {other:?}"),
         }
     }
-    assert!(try_again > 0, "{count} checks queued at once");
-    assert!(wrong >= MAX_PENDING_CHECKS as u64, "only {wrong} checked");
+    assert!(try_again > 0, "{count} checks queued from one address");
+    assert!(wrong >= CHECKS_PER_ADDRESS as u64, "only {wrong} checked");
+    // Another address is served meanwhile.
+    let mut alice = Client::greeted_from(addr, "127.0.3.4");
+    alice.sign_in("alice", "correct horse", None);
     let snap = snapshot(&server);
     assert_eq!(
-        snap.counter("general_login_refused_total", "queue_full"),
+        snap.counter("general_login_refused_total", "per_address"),
         Some(try_again)
     );
     assert_eq!(
         snap.counter("general_login_checks_total", "invalid"),
         Some(wrong)
     );
-    assert_eq!(
-        snap.counter("general_login_refused_total", "rate_limited"),
-        Some(0)
-    );
+    for cause in ["rate_limited", "queue_full", "displaced", "expired"] {
+        assert_eq!(
+            snap.counter("general_login_refused_total", cause),
+            Some(0),
+            "{cause}"
+        );
+    }
 }
