@@ -1,7 +1,7 @@
 # lobbyd: the two commands a newcomer needs are `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run build test lint fmt bench soak hostile clean
+.PHONY: run build test lint fmt bench soak hostile hostile-lobby clean
 
 # The status page and /metrics on loopback (METRICS=ADDR to move them); ARGS="..." passes more
 # flags to lobbyd (`lobbyd --help`).
@@ -39,6 +39,12 @@ soak:
 # Hostile traffic against every front end, judged by a well-behaved client (HOSTILE_SECONDS=S).
 hostile:
 	scripts/hostile.sh
+
+# Each attack on the general lobby (password guessing, a chat crowd, non-readers, mass
+# departure, unfinished frames, game hoarding, a metrics connect flood, descriptor
+# exhaustion) against its own lobbyd, each judged against its target; loopback only.
+hostile-lobby:
+	scripts/hostile-lobby.sh
 
 clean:
 	$(CARGO) clean
