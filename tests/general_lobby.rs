@@ -19,6 +19,8 @@ mod common;
 mod chat_relay;
 #[path = "general_lobby/client.rs"]
 mod client;
+#[path = "general_lobby/crowd_limits.rs"]
+mod crowd_limits;
 #[path = "general_lobby/games.rs"]
 mod games;
 #[path = "general_lobby/hosted.rs"]

@@ -5,6 +5,7 @@
 //! One file per area of docs/protocols/general-lobby.md: sign-in, games, chat and relay,
 //! resume, hosted games, output memory.
 
+mod address_limits;
 mod chat_relay;
 mod games;
 mod hosted;
