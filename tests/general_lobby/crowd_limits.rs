@@ -53,8 +53,9 @@ fn the_members_of_one_address_share_its_chat_rate() {
         .flat_map(client_bytes)
         .collect();
     a1.send_raw(&two);
+    let a1_id = a1.id;
     for text in ["one", "two"] {
-        expect_all(&mut [&mut a1, &mut a2, &mut b], &chat_from(a1.id, text));
+        expect_all(&mut [&mut a1, &mut a2, &mut b], &chat_from(a1_id, text));
     }
     // a2 has all its own tokens, but its address has none left.
     a2.send(lobby_line("three"));
@@ -65,7 +66,8 @@ fn the_members_of_one_address_share_its_chat_rate() {
     );
     // Another address talks freely.
     b.send(lobby_line("four"));
-    expect_all(&mut [&mut a1, &mut a2, &mut b], &chat_from(b.id, "four"));
+    let b_id = b.id;
+    expect_all(&mut [&mut a1, &mut a2, &mut b], &chat_from(b_id, "four"));
     let snap = snapshot(&server);
     assert_eq!(
         snap.counter("general_chat_refused_total", "ip_rate"),
@@ -106,7 +108,8 @@ fn the_lobby_budget_refuses_lines_and_announces_slow_mode() {
         assert_eq!(reply.repr(), chat_from(0, SLOW_MODE_OFF));
     }
     b.send(lobby_line("y"));
-    expect_all(&mut [&mut a, &mut b, &mut c], &chat_from(b.id, "y"));
+    let b_id = b.id;
+    expect_all(&mut [&mut a, &mut b, &mut c], &chat_from(b_id, "y"));
     let snap = snapshot(&server);
     assert_eq!(
         snap.counter("general_chat_refused_total", "lobby_budget"),
