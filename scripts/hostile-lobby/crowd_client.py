@@ -19,50 +19,21 @@ Every role signs in first (the name is --prefix plus an index), stops by itself,
 
 import argparse
 import json
+import os
 import selectors
 import socket
 import struct
 import sys
 import time
 
-SIGN_IN, WELCOME, ERROR, CHALLENGE = 0x03, 0x04, 0x05, 0x02
-CHAT, CHAT_FROM, CREATE_GAME, GAME_INFO, STORE_DATA = 0x20, 0x21, 0x30, 0x31, 0x40
-PING, PONG, SYNC_DONE = 0x60, 0x61, 0x06
-I32, U32, STR, BYTES = 1, 2, 3, 4
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+# The wire format: the example client's frame() and params() are the whole of it.
+from general_lobby_client import (  # noqa: E402
+    BYTES, CHALLENGE, CHAT, CHAT_FROM, CREATE_GAME, ERROR, GAME_INFO, I32, PING, PONG, SIGN_IN,
+    STR, SYNC_DONE, U32, frame, params,
+)
 
-
-def param(kind, value):
-    if kind == I32:
-        body = struct.pack("<i", value)
-    elif kind == U32:
-        body = struct.pack("<I", value)
-    elif kind == STR:
-        body = value.encode("utf-8")
-    else:
-        body = bytes(value)
-    return struct.pack("<BH", kind, len(body)) + body
-
-
-def frame(code, *params_):
-    payload = b"".join(param(kind, value) for kind, value in params_)
-    return struct.pack("<II", code, len(payload)) + payload
-
-
-def params(payload):
-    out, at = [], 0
-    while at + 3 <= len(payload):
-        kind, length = struct.unpack_from("<BH", payload, at)
-        body = payload[at + 3 : at + 3 + length]
-        at += 3 + length
-        if kind == I32:
-            out.append(struct.unpack("<i", body)[0])
-        elif kind == U32:
-            out.append(struct.unpack("<I", body)[0])
-        elif kind == STR:
-            out.append(body.decode("utf-8", "replace"))
-        else:
-            out.append(body)
-    return out
+STORE_DATA = 0x40
 
 
 class Member:

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use super::games::create;
-use super::{config, frames, welcome_of, Sim};
+use super::{config, frames, Sim};
 use crate::general::{
     ConnId, GeneralConfig, MemberId, SLOW_MODE_COOLDOWN, SLOW_MODE_OFF, SLOW_MODE_ON,
 };
@@ -19,18 +19,7 @@ const AWAY: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 fn member_from(sim: &mut Sim, conn: usize, name: &str, ip: IpAddr) -> MemberId {
     sim.lobby.handle_open_from(sim.now, ConnId(conn), ip);
     sim.drain();
-    sim.take(conn);
-    sim.send(
-        conn,
-        ClientRepr::SignIn {
-            username: name,
-            password: "",
-            resume: None,
-        },
-    );
-    let got = sim.take(conn);
-    sim.clear();
-    welcome_of(&got).expect("sign-in succeeds").0
+    sim.sign_in_opened(conn, name)
 }
 
 fn lobby_line(text: &str) -> ClientRepr<'_> {
