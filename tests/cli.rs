@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 60] = [
+const FLAGS: [&str; 64] = [
     "-h, --help",
     "-V, --version",
     "--bind ADDR",
@@ -96,6 +96,10 @@ const FLAGS: [&str; 60] = [
     "--lobby-auto-approve",
     "--lobby-game-data BYTES",
     "--lobby-chat-rate N",
+    "--lobby-chat-ip-rate N",
+    "--lobby-chat-budget BYTES",
+    "--lobby-max-games-per-ip N",
+    "--lobby-game-data-per-ip BYTES",
     "--lobby-resume-grace SECS",
     "--lobby-hosted TYPE=N",
     "--lobby-max-members N",
