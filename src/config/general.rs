@@ -382,7 +382,7 @@ mod tests {
         assert!(!g.core.auto_approve);
         assert_eq!(g.core.game_data, 65_536);
         assert_eq!((g.core.chat_rate, g.core.chat_burst), (5, 10));
-        assert_eq!((g.core.chat_ip_rate, g.core.chat_budget), (20, 4 << 20));
+        assert_eq!((g.core.chat_ip_rate, g.core.chat_budget), (20, 5 << 20));
         assert_eq!(
             (g.core.max_games_per_ip, g.core.game_data_per_ip),
             (16, 256 << 10)

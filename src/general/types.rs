@@ -150,7 +150,7 @@ impl Default for GeneralConfig {
             chat_rate: 5,
             chat_burst: 10,
             chat_ip_rate: 20,
-            chat_budget: 4 * 1024 * 1024,
+            chat_budget: 5 * 1024 * 1024,
             max_games_per_ip: 16,
             game_data_per_ip: 256 * 1024,
             resume_grace: Duration::from_secs(30),
