@@ -29,10 +29,10 @@
 #
 # General lobby (when this build has --lobby-port): a fresh lobbyd with its limits raised,
 # --lobby-resume-grace 0 (each lobby-join cycle's member leaves as it closes), a long idle
-# timeout (held members are silent) and --lobby-chat-rate 1000. lobby-idle holds
-# BENCH_LOBBY_MEMBERS members while lobby-join runs closed loop, then open loop at half its
-# rate (the sign-in p99 target); lobby-chat then has as many members chatting, closed loop,
-# then open loop at half its line rate. Last, lobby-idle against another fresh lobbyd: RSS
+# timeout (held members are silent), --lobby-chat-rate 1000 and --lobby-chat-budget 0.
+# lobby-idle holds BENCH_LOBBY_MEMBERS members while lobby-join runs closed loop, then open
+# loop at half its rate (the sign-in p99 target); lobby-chat then has as many members
+# chatting, closed loop, then open loop at half its line rate. Last, lobby-idle against another fresh lobbyd: RSS
 # before, and while BENCH_LOBBY_IDLE members are held, gives the RSS per idle member.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -196,6 +196,8 @@ fi
 # General lobby: see the header.
 GENERAL=(--lobby-max-conns 190000 --lobby-max-conns-per-ip 190000 --lobby-conn-rate 1000000000
   --lobby-max-members 1000000 --lobby-resume-grace 0 --lobby-chat-rate 1000 --idle-timeout 600)
+# Raw fan-out is what lobby-chat measures: the lobby-wide chat budget (slow mode) is off.
+if lobbyd_has_flag --lobby-chat-budget; then GENERAL+=(--lobby-chat-budget 0); fi
 if lobbyd_has_flag --lobby-port; then
   start_lobbyd "$OUT/lobbyd-general.log" "${LIMITS[@]}" "${GENERAL[@]}"
   if hold_members "$LOBBY_MEMBERS" "$OUT/lobby-idle.txt"; then

@@ -50,7 +50,10 @@ trap stop_lobbyd EXIT
 # Short timers so whatever a vanished client leaves behind is cleaned up within seconds.
 # --reap-grace 0: udp-create-join finishes thousands of rooms a second, and a grace period
 # would keep that many Finished rooms (and their ports) alive at once.
-start_lobbyd "$OUT/lobbyd.log" \
+# lobby-chat runs closed loop, as fast as lobbyd fans out: no lobby-wide chat budget.
+CHAT_BUDGET=()
+if lobbyd_has_flag --lobby-chat-budget; then CHAT_BUDGET=(--lobby-chat-budget 0); fi
+start_lobbyd "$OUT/lobbyd.log" "${CHAT_BUDGET[@]}" \
   --max-rooms 490 --max-rooms-per-ip 490 --udp-rate 2000000000 --udp-reply-bytes 0 \
   --countdown 2 --idle-timeout 3 --seat-timeout 2 --reap-grace 0 \
   --max-conns 20000 --max-conns-per-ip 20000 --conn-rate 4000000000 \

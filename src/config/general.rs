@@ -31,6 +31,9 @@ const MAX_MAX_FRAME: usize = 1024 * 1024;
 const DEFAULT_MEMORY_BUDGET_MIB: usize = 32;
 /// Most server-hosted games of one type.
 const MAX_HOSTED: usize = 1000;
+/// `--lobby-chat-ip-rate`'s default in members talking at `--lobby-chat-rate`: a household or
+/// a LAN behind one address talks freely, 64 connections of one address do not.
+const CHAT_IP_RATE_MEMBERS: u64 = 4;
 
 /// The general lobby's settings. `Default` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,6 +146,38 @@ pub(super) fn flags(d: &GeneralSettings) -> Vec<(&'static str, &'static str, Str
             format!(
                 "Chat lines per second per member, bursts of twice that (default {}).",
                 c.chat_rate
+            ),
+        ),
+        (
+            "lobby-chat-ip-rate",
+            "N",
+            "Chat lines per second from one IP address, bursts of twice that; 0 is off \
+             (default four times --lobby-chat-rate)."
+                .into(),
+        ),
+        (
+            "lobby-chat-budget",
+            "BYTES",
+            format!(
+                "Chat bytes per second delivered lobby-wide (line x recipients); past it, slow \
+                 mode; 0 is off (default {}).",
+                c.chat_budget
+            ),
+        ),
+        (
+            "lobby-max-games-per-ip",
+            "N",
+            format!(
+                "Open games created from one IP address (default {}).",
+                c.max_games_per_ip
+            ),
+        ),
+        (
+            "lobby-game-data-per-ip",
+            "BYTES",
+            format!(
+                "Game data stored in the games of one IP address (default {}).",
+                c.game_data_per_ip
             ),
         ),
         (
@@ -269,6 +304,28 @@ pub(super) fn settings_from(
         )?,
         chat_rate,
         chat_burst: chat_rate.saturating_mul(2),
+        chat_ip_rate: number(
+            m,
+            "lobby-chat-ip-rate",
+            WHOLE,
+            0..=1_000_000,
+            chat_rate.saturating_mul(CHAT_IP_RATE_MEMBERS),
+        )?,
+        chat_budget: number(m, "lobby-chat-budget", WHOLE, 0..=1 << 40, c.chat_budget)?,
+        max_games_per_ip: number(
+            m,
+            "lobby-max-games-per-ip",
+            WHOLE,
+            1..=1_000_000,
+            c.max_games_per_ip,
+        )?,
+        game_data_per_ip: number(
+            m,
+            "lobby-game-data-per-ip",
+            WHOLE,
+            0..=1 << 36,
+            c.game_data_per_ip,
+        )?,
         resume_grace: seconds(
             m,
             "lobby-resume-grace",
@@ -349,6 +406,11 @@ mod tests {
         assert!(!g.core.auto_approve);
         assert_eq!(g.core.game_data, 65_536);
         assert_eq!((g.core.chat_rate, g.core.chat_burst), (5, 10));
+        assert_eq!((g.core.chat_ip_rate, g.core.chat_budget), (20, 5 << 20));
+        assert_eq!(
+            (g.core.max_games_per_ip, g.core.game_data_per_ip),
+            (16, 256 << 10)
+        );
         assert_eq!(g.core.resume_grace, Duration::from_secs(30));
         assert!(g.core.hosted.is_empty());
         assert_eq!(g.core.idle_timeout, Duration::from_secs(30));
@@ -374,6 +436,12 @@ mod tests {
             "100",
             "--lobby-chat-rate",
             "7",
+            "--lobby-chat-budget",
+            "0",
+            "--lobby-max-games-per-ip",
+            "3",
+            "--lobby-game-data-per-ip",
+            "1000",
             "--lobby-resume-grace",
             "0",
             "--lobby-hosted",
@@ -400,6 +468,15 @@ mod tests {
         assert!(g.core.auto_approve);
         assert_eq!(g.core.game_data, 100);
         assert_eq!((g.core.chat_rate, g.core.chat_burst), (7, 14));
+        assert_eq!(
+            (g.core.chat_ip_rate, g.core.chat_budget),
+            (28, 0),
+            "derived ip rate"
+        );
+        assert_eq!(
+            (g.core.max_games_per_ip, g.core.game_data_per_ip),
+            (3, 1000)
+        );
         assert_eq!(g.core.resume_grace, Duration::ZERO);
         assert_eq!(
             g.core.hosted,
@@ -421,6 +498,11 @@ mod tests {
             (&["--lobby-max-frame", "10"][..], "--lobby-max-frame"),
             (&["--lobby-sign-in-tries", "0"][..], "--lobby-sign-in-tries"),
             (&["--lobby-chat-rate", "0"][..], "--lobby-chat-rate"),
+            (&["--lobby-chat-ip-rate", "x"][..], "--lobby-chat-ip-rate"),
+            (
+                &["--lobby-max-games-per-ip", "0"][..],
+                "--lobby-max-games-per-ip",
+            ),
             (&["--lobby-ask-timeout", "0"][..], "--lobby-ask-timeout"),
             (&["--lobby-hosted", "chess=1"][..], "--lobby-hosted"),
             (&["--lobby-hosted", "tictactoe"][..], "--lobby-hosted"),

@@ -1,15 +1,18 @@
 //! Chat in the general lobby (docs/protocols/general-lobby.md, "Chat"): lobby-wide (game 0),
 //! to one game's players, and private; text 1 to 512 bytes of UTF-8 without control
-//! characters; `chat_rate` lines per second per member (burst `chat_burst`), with
-//! `crate::ratelimit`'s token bucket, excess answered ERROR 10.
+//! characters; within the member's rate, its address's rate and the lobby-wide fan-out
+//! budget ([`super::chat_limits`]), excess answered ERROR 10.
 //!
 //! The speaker hears its own CHAT_FROM (it confirms delivery and the order everyone saw);
 //! PRIVATE_FROM goes to the addressee only. A line is encoded once whatever the audience.
 //!
 //! This module must not decide who is in a game: it asks [`Games`].
 
+use std::net::IpAddr;
+
 use crate::wire::general::{ErrorCode, ServerRepr};
 
+use super::chat_limits::{ChatLimits, MEMBER_RATE};
 use super::games::Games;
 use super::members::Members;
 use super::output::Ctx;
@@ -22,7 +25,6 @@ const BAD_TEXT: Refusal = Refusal::new(
     ErrorCode::Malformed,
     "chat text is 1 to 512 bytes without control characters",
 );
-const RATE_LIMITED: Refusal = Refusal::new(ErrorCode::RateLimited, "chat rate limit");
 const UNKNOWN_MEMBER: Refusal = Refusal::new(ErrorCode::UnknownId, "unknown member");
 const AWAY: Refusal = Refusal::new(ErrorCode::UnknownId, "member is away");
 
@@ -31,16 +33,28 @@ pub fn valid_text(text: &str) -> bool {
     (1..=MAX_CHAT_BYTES).contains(&text.len()) && !text.chars().any(char::is_control)
 }
 
-/// Spends one of `member`'s chat tokens.
-fn take_token(cx: &mut Ctx<'_>, members: &mut Members, member: MemberId) -> Result<(), Refusal> {
-    let taken = members
-        .get_mut(member)
-        .is_some_and(|m| m.chat.try_take(cx.now, 1));
-    if taken {
-        Ok(())
-    } else {
-        Err(RATE_LIMITED)
-    }
+/// Where a line comes from: the member, and its connection's address if the driver gave one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Speaker {
+    pub(crate) member: MemberId,
+    pub(crate) ip: Option<IpAddr>,
+}
+
+/// Passes `line` (to `recipients` members) through the member's rate, its address's rate and
+/// the lobby's budget, spending from each only if all allow it.
+fn admit(
+    cx: &mut Ctx<'_>,
+    members: &mut Members,
+    limits: &mut ChatLimits,
+    from: Speaker,
+    line: &ServerRepr<'_>,
+    recipients: usize,
+) -> Result<(), Refusal> {
+    let Some(member) = members.get_mut(from.member) else {
+        return Err(MEMBER_RATE);
+    };
+    let cost = (line.buffer_len() as u64).saturating_mul(recipients as u64);
+    limits.admit(cx, &mut member.chat, from.ip, cost)
 }
 
 /// CHAT: game 0 reaches every present member, another game its players (the speaker must be
@@ -48,8 +62,9 @@ fn take_token(cx: &mut Ctx<'_>, members: &mut Members, member: MemberId) -> Resu
 pub(crate) fn chat(
     cx: &mut Ctx<'_>,
     members: &mut Members,
+    limits: &mut ChatLimits,
     games: &Games,
-    from: MemberId,
+    from: Speaker,
     game: i32,
     text: &str,
 ) -> Result<(), Refusal> {
@@ -58,15 +73,17 @@ pub(crate) fn chat(
     }
     let players = match game {
         0 => None,
-        id => Some(games.players_of(GameId(id), from)?),
+        id => Some(games.players_of(GameId(id), from.member)?),
     };
-    take_token(cx, members, from)?;
-    cx.stats.chat_lines += 1;
-    let frame = cx.out.encode(&ServerRepr::ChatFrom {
+    let line = ServerRepr::ChatFrom {
         game,
-        member: from.0,
+        member: from.member.0,
         text,
-    });
+    };
+    let recipients = players.map_or(cx.out.present(), <[i32]>::len);
+    admit(cx, members, limits, from, &line, recipients)?;
+    cx.stats.chat_lines += 1;
+    let frame = cx.out.encode(&line);
     match players {
         None => cx.out.broadcast(frame),
         Some(players) => cx.out.send_members(players, frame),
@@ -78,7 +95,8 @@ pub(crate) fn chat(
 pub(crate) fn private(
     cx: &mut Ctx<'_>,
     members: &mut Members,
-    from: MemberId,
+    limits: &mut ChatLimits,
+    from: Speaker,
     to: i32,
     text: &str,
 ) -> Result<(), Refusal> {
@@ -92,11 +110,13 @@ pub(crate) fn private(
     if !members.is_present(to) {
         return Err(AWAY);
     }
-    take_token(cx, members, from)?;
+    let line = ServerRepr::PrivateFrom {
+        from: from.member.0,
+        text,
+    };
+    admit(cx, members, limits, from, &line, 1)?;
     cx.stats.chat_lines += 1;
-    let frame = cx
-        .out
-        .encode(&ServerRepr::PrivateFrom { from: from.0, text });
+    let frame = cx.out.encode(&line);
     cx.out.send_member(to, frame);
     Ok(())
 }

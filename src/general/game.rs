@@ -6,6 +6,7 @@
 //! This module must not send anything: `super::games` decides who hears of a change.
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use crate::time::TimerKey;
 use crate::wire::general::{
@@ -72,6 +73,9 @@ pub(crate) struct Game {
     data: BTreeMap<Box<str>, Box<[u8]>>,
     pub(crate) data_bytes: usize,
     pub(crate) hosted: Option<Hosted>,
+    /// The address its creator signed in from, whose share it counts against until it
+    /// closes (with its data); `None` for a hosted game or an address the core was not given.
+    pub(crate) address: Option<IpAddr>,
 }
 
 impl Game {
@@ -90,6 +94,7 @@ impl Game {
             data: BTreeMap::new(),
             data_bytes: 0,
             hosted: None,
+            address: None,
         }
     }
 
@@ -115,6 +120,7 @@ impl Game {
                 game,
                 timer: None,
             }),
+            address: None,
         }
     }
 
@@ -220,15 +226,14 @@ impl Game {
     /// STORE_DATA: an empty value deletes the key; the data stays within `limit` bytes, each
     /// key costing its key and value plus [`DATA_KEY_COST`].
     pub(crate) fn store(&mut self, key: &str, value: &[u8], limit: usize) -> Result<(), Refusal> {
-        let cost = |value_len: usize| key.len() + value_len + DATA_KEY_COST;
-        let old = self.data.get(key).map_or(0, |v| cost(v.len()));
+        let old = self.data.get(key).map_or(0, |v| data_cost(key, v));
         if value.is_empty() {
             if self.data.remove(key).is_some() {
                 self.data_bytes -= old;
             }
             return Ok(());
         }
-        let total = self.data_bytes - old + cost(value.len());
+        let total = self.data_after(key, value);
         if total > limit {
             return Err(DATA_FULL);
         }
@@ -237,8 +242,24 @@ impl Game {
         Ok(())
     }
 
+    /// The game's data bytes once `key` holds `value` (empty: deleted).
+    pub(crate) fn data_after(&self, key: &str, value: &[u8]) -> usize {
+        let old = self.data.get(key).map_or(0, |v| data_cost(key, v));
+        let new = if value.is_empty() {
+            0
+        } else {
+            data_cost(key, value)
+        };
+        self.data_bytes - old + new
+    }
+
     /// FETCH_DATA: the value, empty when absent.
     pub(crate) fn fetch(&self, key: &str) -> &[u8] {
         self.data.get(key).map_or(&[][..], |v| &v[..])
     }
+}
+
+/// What `key` holding `value` costs against `game_data`.
+fn data_cost(key: &str, value: &[u8]) -> usize {
+    key.len() + value.len() + DATA_KEY_COST
 }

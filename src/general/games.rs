@@ -10,6 +10,7 @@
 //! [`super::output::Outbox`], and the façade checks that a member named in a request exists.
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 
 use crate::wire::general::{ErrorCode, ServerRepr, GAME_CLOSED, GAME_IN_PROGRESS, GAME_LOCKED};
 
@@ -23,6 +24,10 @@ const UNKNOWN_GAME: Refusal = Refusal::new(ErrorCode::UnknownGame, "unknown game
 const NOT_OWNER: Refusal = Refusal::new(ErrorCode::NotOwner, "only the owner may do this");
 const UNKNOWN_ASK: Refusal = Refusal::new(ErrorCode::UnknownId, "unknown ask id");
 const TOO_MANY_GAMES: Refusal = Refusal::new(ErrorCode::LimitReached, "too many games");
+const ADDRESS_GAMES: Refusal =
+    Refusal::new(ErrorCode::LimitReached, "too many games from your address");
+const ADDRESS_DATA: Refusal =
+    Refusal::new(ErrorCode::LimitReached, "game data full for your address");
 const LOBBY_GAMES_FULL: Refusal = Refusal::new(ErrorCode::LimitReached, "no more games allowed");
 const BAD_SEATS: Refusal = Refusal::new(ErrorCode::LimitReached, "max players out of range");
 const KICK_SELF: Refusal = Refusal::new(ErrorCode::UnknownId, "cannot kick yourself, leave");
@@ -37,6 +42,16 @@ pub(crate) struct Games {
     next_game: i32,
     /// What a hosted game asked for in its last call; drained after each.
     scratch: HostedOut,
+    /// The open games (and their data) each address created: one entry per address with a
+    /// game, so at most `max_games` entries.
+    shares: HashMap<IpAddr, AddressShare>,
+}
+
+/// What one address's games hold (`max_games_per_ip`, `game_data_per_ip`).
+#[derive(Clone, Copy, Debug, Default)]
+struct AddressShare {
+    games: usize,
+    data_bytes: usize,
 }
 
 impl Games {
@@ -47,6 +62,7 @@ impl Games {
             seats: HashMap::new(),
             next_game: 1,
             scratch: HostedOut::default(),
+            shares: HashMap::new(),
         }
     }
 
@@ -155,11 +171,13 @@ impl Games {
         self.games.get(&id).is_some_and(|g| g.hosted.is_some())
     }
 
-    /// CREATE_GAME: the creator is owner and first player, ready.
+    /// CREATE_GAME: the creator is owner and first player, ready. The game counts against
+    /// the share of `ip`, the creator's address (if known), until it closes.
     pub(crate) fn create(
         &mut self,
         cx: &mut Ctx<'_>,
         member: MemberId,
+        ip: Option<IpAddr>,
         new: NewGame<'_>,
     ) -> Result<GameId, Refusal> {
         if new.max_players == 0 || new.max_players > cx.config.max_seats {
@@ -168,11 +186,21 @@ impl Games {
         if self.load(member) >= cx.config.max_games_per_member {
             return Err(TOO_MANY_GAMES);
         }
+        let share = ip.and_then(|ip| self.shares.get(&ip)).copied();
+        if share.is_some_and(|share| share.games >= cx.config.max_games_per_ip) {
+            cx.stats.games_refused_per_ip[0] += 1;
+            return Err(ADDRESS_GAMES);
+        }
         if self.games.len() >= cx.config.max_games {
             return Err(LOBBY_GAMES_FULL);
         }
         let id = self.next_game_id().ok_or(LOBBY_GAMES_FULL)?;
-        self.games.insert(id, Game::created(member, new));
+        let mut game = Game::created(member, new);
+        game.address = ip;
+        if let Some(ip) = ip {
+            self.shares.entry(ip).or_default().games += 1;
+        }
+        self.games.insert(id, game);
         self.seat(member, id);
         cx.stats.games_created += 1;
         self.broadcast_info(cx.out, id);
@@ -418,6 +446,7 @@ impl Games {
         let Some(game) = self.games.remove(&id) else {
             return;
         };
+        self.discharge(&game);
         for &player in &game.players {
             self.unseat(MemberId(player), id);
         }
@@ -431,6 +460,20 @@ impl Games {
         // A member's game gone may make room for a hosted game `max_games` held back.
         if !hosted {
             self.top_up_hosted(cx);
+        }
+    }
+
+    /// A closed game no longer counts against its creator's address.
+    fn discharge(&mut self, game: &Game) {
+        let Some(ip) = game.address else {
+            return;
+        };
+        if let Some(share) = self.shares.get_mut(&ip) {
+            share.games = share.games.saturating_sub(1);
+            share.data_bytes = share.data_bytes.saturating_sub(game.data_bytes);
+            if share.games == 0 {
+                self.shares.remove(&ip);
+            }
         }
     }
 
@@ -544,8 +587,25 @@ impl Games {
         key: &str,
         value: &[u8],
     ) -> Result<(), Refusal> {
-        let limit = cx.config.game_data;
-        self.owned(id, member)?.store(key, value, limit)
+        let (limit, ip_limit) = (cx.config.game_data, cx.config.game_data_per_ip);
+        let game = self.games.get_mut(&id).ok_or(UNKNOWN_GAME)?;
+        if game.owner != member {
+            return Err(NOT_OWNER);
+        }
+        let before = game.data_bytes;
+        let share = game.address.and_then(|ip| self.shares.get_mut(&ip));
+        if let Some(share) = share.as_ref() {
+            let after = game.data_after(key, value);
+            if after > before && after <= limit && share.data_bytes - before + after > ip_limit {
+                cx.stats.games_refused_per_ip[1] += 1;
+                return Err(ADDRESS_DATA);
+            }
+        }
+        game.store(key, value, limit)?;
+        if let Some(share) = share {
+            share.data_bytes = share.data_bytes - before + game.data_bytes;
+        }
+        Ok(())
     }
 
     /// FETCH_DATA: DATA_VALUE to the owner, empty when the key is absent.

@@ -12,13 +12,17 @@
 //! the seats a departing member gives up). It must not own a socket, read a clock, touch the
 //! account database or draw randomness of its own, and must not panic on anything a peer sends.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use crate::accounts::VerifyResult;
+use crate::capacity::shrink_spare;
 use crate::time::TimerWheel;
 use crate::wire::general::{ClientRepr, Error, ErrorCode, Frame, ServerRepr};
 
-use super::chat;
+use super::chat::{self, Speaker};
+use super::chat_limits::ChatLimits;
 use super::game::{ListFilter, NewGame};
 use super::games::Games;
 use super::members::{Members, Sender, Welcomed};
@@ -62,6 +66,10 @@ pub struct GeneralLobby {
     timers: TimerWheel<Timer>,
     members: Members,
     games: Games,
+    chat_limits: ChatLimits,
+    /// The address of each connection the driver opened with one: per-address chat rates
+    /// and game shares.
+    addresses: HashMap<ConnId, IpAddr>,
 }
 
 impl std::fmt::Debug for GeneralLobby {
@@ -77,6 +85,7 @@ impl std::fmt::Debug for GeneralLobby {
 impl GeneralLobby {
     /// An empty lobby (plus the hosted games of `config`), drawing resume tokens from `tokens`.
     pub fn new(config: GeneralConfig, now: Instant, tokens: TokenSource) -> GeneralLobby {
+        let chat_limits = ChatLimits::new(&config, now);
         let mut lobby = GeneralLobby {
             config,
             stats: GeneralStats::default(),
@@ -84,6 +93,8 @@ impl GeneralLobby {
             timers: TimerWheel::new(now, TIMER_TICK, TIMER_SLOTS),
             members: Members::new(tokens),
             games: Games::new(),
+            chat_limits,
+            addresses: HashMap::new(),
         };
         let mut cx = ctx!(lobby, now);
         lobby.games.top_up_hosted(&mut cx);
@@ -96,13 +107,23 @@ impl GeneralLobby {
     }
 
     /// A connection was accepted: HELLO and CHALLENGE(0) go out, and its sign-in deadline
-    /// starts. (Where it came from is the driver's business: per-address caps and rates.)
+    /// starts. Its address is unknown to the core, so the per-address chat rate and game
+    /// shares do not apply to it (the driver uses [`GeneralLobby::handle_open_from`]).
     pub fn handle_open(&mut self, now: Instant, conn: ConnId) {
         self.out.begin();
         // A reused id without a close in between is a driver bug; forget the old one cleanly.
         self.handle_closed(now, conn);
         let mut cx = ctx!(self, now);
         self.members.open(&mut cx, conn);
+    }
+
+    /// As [`GeneralLobby::handle_open`], for a connection from `ip` (canonical: an IPv4
+    /// address mapped into IPv6 given as IPv4): its member's chat lines count against the
+    /// address's chat rate and the games it creates against the address's share. (Accept caps
+    /// and rates per address stay the driver's business.)
+    pub fn handle_open_from(&mut self, now: Instant, conn: ConnId, ip: IpAddr) {
+        self.handle_open(now, conn);
+        self.addresses.insert(conn, ip);
     }
 
     /// One complete frame from `conn` (from `next_frame`, so its payload is all there).
@@ -132,7 +153,14 @@ impl GeneralLobby {
         cx.stats.request(request);
         let (members, games) = (&mut self.members, &mut self.games);
         let result = match sender {
-            Sender::Member(member) => member_request(&mut cx, members, games, conn, member, parsed),
+            Sender::Member(member) => {
+                let from = Speaker {
+                    member,
+                    ip: self.addresses.get(&conn).copied(),
+                };
+                let chat_limits = &mut self.chat_limits;
+                member_request(&mut cx, members, games, chat_limits, conn, from, parsed)
+            }
             _ => guest_request(&mut cx, members, games, conn, parsed),
         };
         if let Err(refusal) = result {
@@ -163,6 +191,7 @@ impl GeneralLobby {
     /// [`GeneralOutput::Close`]). Its member, if any, is away for the resume grace.
     pub fn handle_closed(&mut self, now: Instant, conn: ConnId) {
         self.out.begin();
+        self.addresses.remove(&conn);
         let mut cx = ctx!(self, now);
         let gone = self.members.closed(&mut cx, conn);
         depart(
@@ -217,6 +246,7 @@ impl GeneralLobby {
                 }
                 Timer::Ask(ask) => games.ask_expired(&mut cx, ask),
                 Timer::Hosted(game) => games.hosted_timer(&mut cx, game),
+                Timer::SlowMode => self.chat_limits.slow_mode_timer(&mut cx),
             }
         }
     }
@@ -226,6 +256,8 @@ impl GeneralLobby {
     /// visible; call it only once the outputs are drained.
     pub fn tidy(&mut self) {
         self.members.shrink();
+        self.chat_limits.shrink();
+        shrink_spare(&mut self.addresses, 64);
         self.out.release_spare();
     }
 
@@ -279,6 +311,11 @@ impl GeneralLobby {
     /// The players of a game in join order, with their player flags.
     pub fn roster(&self, game: GameId) -> Option<(&[i32], &[u32])> {
         self.games.roster(game)
+    }
+
+    /// True while the lobby's chat slow mode is on (docs/protocols/general-lobby.md, "Chat").
+    pub fn chat_slow_mode(&self) -> bool {
+        self.chat_limits.slow_mode()
     }
 
     /// Members, present or away.
@@ -415,18 +452,24 @@ fn member_request(
     cx: &mut Ctx<'_>,
     members: &mut Members,
     games: &mut Games,
+    chat_limits: &mut ChatLimits,
     conn: ConnId,
-    member: MemberId,
+    from: Speaker,
     request: ClientRepr<'_>,
 ) -> Result<(), Refusal> {
+    let member = from.member;
     match request {
         ClientRepr::SignIn { .. } => Err(ALREADY_SIGNED_IN),
         ClientRepr::SetMember {
             flags,
             display_name,
         } => members.set_member(cx.out, member, flags, display_name),
-        ClientRepr::Chat { game, text } => chat::chat(cx, members, games, member, game, text),
-        ClientRepr::PrivateChat { to, text } => chat::private(cx, members, member, to, text),
+        ClientRepr::Chat { game, text } => {
+            chat::chat(cx, members, chat_limits, games, from, game, text)
+        }
+        ClientRepr::PrivateChat { to, text } => {
+            chat::private(cx, members, chat_limits, from, to, text)
+        }
         ClientRepr::CreateGame {
             max_players,
             game_type,
@@ -443,7 +486,7 @@ fn member_request(
                 name,
                 password,
             };
-            games.create(cx, member, new).map(drop)
+            games.create(cx, member, from.ip, new).map(drop)
         }
         ClientRepr::JoinRequest {
             game,

@@ -17,7 +17,8 @@
 //! - `game` one game and its own rules (seats, flags, ready, data, filters), `asks` the join
 //!   asks waiting for owners, `games` the table: creation, joins, owners, closing, listing,
 //!   hosted-game glue;
-//! - `chat` and `relay` the three chat scopes and the three relay kinds;
+//! - `chat` and `relay` the three chat scopes and the three relay kinds, `chat_limits` the
+//!   rates per member and per address and the lobby-wide fan-out budget (slow mode);
 //! - [`hosted`] the server-hosted game trait, [`tictactoe`] its built-in type;
 //! - [`stats`] the counters.
 //!
@@ -26,6 +27,7 @@
 
 mod asks;
 mod chat;
+mod chat_limits;
 mod game;
 mod games;
 pub mod hosted;
@@ -41,6 +43,7 @@ pub mod types;
 mod tests;
 
 pub use chat::MAX_CHAT_BYTES;
+pub use chat_limits::{SLOW_MODE_COOLDOWN, SLOW_MODE_OFF, SLOW_MODE_ON};
 pub use lobby::GeneralLobby;
 pub use members::{valid_name, MAX_NAME_CHARS};
 pub use output::{Delivery, FrameRef, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};

@@ -59,7 +59,21 @@ pub struct GeneralStats {
     pub bytes_encoded: u64,
     /// Times `handle_timeout` stopped early to let the driver drain the output queue.
     pub output_budget_stops: u64,
+    /// Chat lines refused for a rate or budget, by limit (index in [`CHAT_LIMITS`]).
+    pub chat_refused: [u64; CHAT_LIMITS.len()],
+    /// Times the lobby's chat slow mode came on.
+    pub slow_modes: u64,
+    /// CREATE_GAMEs and STORE_DATAs refused for their address's share, by limit (index in
+    /// [`ADDRESS_GAME_LIMITS`]).
+    pub games_refused_per_ip: [u64; ADDRESS_GAME_LIMITS.len()],
 }
+
+/// The labels of `general_chat_refused_total`: the member's rate, its address's rate, the
+/// lobby-wide budget (slow mode).
+pub const CHAT_LIMITS: [&str; 3] = ["member_rate", "ip_rate", "lobby_budget"];
+
+/// The labels of `general_games_refused_per_ip_total`: the address's games, its game data.
+pub const ADDRESS_GAME_LIMITS: [&str; 2] = ["games", "data"];
 
 impl GeneralStats {
     /// Counts a well-formed request.
@@ -169,6 +183,13 @@ impl GeneralStats {
             "",
             self.output_budget_stops,
         );
+        for (label, value) in CHAT_LIMITS.iter().zip(self.chat_refused) {
+            f("general_chat_refused_total", label, value);
+        }
+        f("general_slow_modes_total", "", self.slow_modes);
+        for (label, value) in ADDRESS_GAME_LIMITS.iter().zip(self.games_refused_per_ip) {
+            f("general_games_refused_per_ip_total", label, value);
+        }
     }
 }
 
@@ -205,7 +226,9 @@ mod test {
             + Error::ALL.len()
             + ErrorCode::ALL.len()
             + CloseReason::ALL.len()
-            + LeaveReason::ALL.len();
+            + LeaveReason::ALL.len()
+            + CHAT_LIMITS.len()
+            + ADDRESS_GAME_LIMITS.len();
         assert_eq!(seen.len(), labelled + 17);
         assert!(seen.iter().all(|(name, ..)| name.starts_with("general_")));
     }

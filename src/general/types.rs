@@ -97,6 +97,19 @@ pub struct GeneralConfig {
     pub chat_rate: u64,
     /// Chat lines a member may send back to back.
     pub chat_burst: u64,
+    /// Chat lines per second from all the members of one address (`--lobby-chat-ip-rate`,
+    /// burst twice that); 0 turns the per-address rate off.
+    pub chat_ip_rate: u64,
+    /// The lobby-wide chat budget (`--lobby-chat-budget`): bytes of chat delivered per
+    /// second, a line costing its frame's bytes times its recipients (one second's worth may
+    /// go back to back); 0 turns it (and slow mode) off.
+    pub chat_budget: u64,
+    /// Games whose creators signed in from one address, open at once
+    /// (`--lobby-max-games-per-ip`).
+    pub max_games_per_ip: usize,
+    /// Bytes of stored data in the games created from one address, together
+    /// (`--lobby-game-data-per-ip`).
+    pub game_data_per_ip: usize,
     /// How long a dropped member is kept for a resume (`--lobby-resume-grace`); zero drops at
     /// once.
     pub resume_grace: Duration,
@@ -136,6 +149,10 @@ impl Default for GeneralConfig {
             game_data: 65_536,
             chat_rate: 5,
             chat_burst: 10,
+            chat_ip_rate: 20,
+            chat_budget: 5 * 1024 * 1024,
+            max_games_per_ip: 16,
+            game_data_per_ip: 256 * 1024,
             resume_grace: Duration::from_secs(30),
             hosted: Vec::new(),
             max_members: 10_000,
@@ -162,6 +179,8 @@ pub(crate) enum Timer {
     Ask(AskId),
     /// A server-hosted game's own timer.
     Hosted(GameId),
+    /// Time to see whether the lobby's chat slow mode may end.
+    SlowMode,
 }
 
 /// A request the core refuses: the ERROR code and the text it sends.

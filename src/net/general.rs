@@ -305,7 +305,8 @@ impl GeneralDriver {
         });
         self.per_ip.add(ip);
         self.stats.accepted += 1;
-        self.core.handle_open(now, conn_id(key, self.next_serial));
+        self.core
+            .handle_open_from(now, conn_id(key, self.next_serial), ip);
         self.carry_out(registry, now);
     }
 

@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 64] = [
+const FLAGS: [&str; 68] = [
     "-h, --help",
     "-V, --version",
     "--config FILE",
@@ -106,6 +106,10 @@ const FLAGS: [&str; 64] = [
     "--lobby-max-conns-per-ip N",
     "--lobby-conn-rate N",
     "--lobby-memory-budget MIB",
+    "--lobby-chat-ip-rate N",
+    "--lobby-chat-budget BYTES",
+    "--lobby-max-games-per-ip N",
+    "--lobby-game-data-per-ip BYTES",
 ];
 
 /// A sample of defaults the help text must quote.

@@ -15,6 +15,7 @@
 
 mod chat_relay;
 pub mod client;
+mod crowd_limits;
 mod games;
 mod hosted;
 mod login_limits;

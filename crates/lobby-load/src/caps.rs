@@ -177,9 +177,15 @@ impl Caps {
         )
     }
 
-    /// Chat lines of one member.
+    /// Chat lines of one member: its rate, without spending its burst. lobbyd's lobby-wide
+    /// chat budget (`--lobby-chat-budget`) holds one second of fan-out; every member of a
+    /// large lobby spending its burst at once would pass it and turn slow mode on.
     pub fn chat_lines(&self) -> Rate {
-        Rate::within(self.chat_rate, Duration::from_secs(1), self.chat_burst)
+        Rate::within(
+            self.chat_rate,
+            Duration::from_secs(1),
+            self.chat_burst.min(self.chat_rate),
+        )
     }
 
     /// How often a held connection shows it is alive: a third of `--idle-timeout`.

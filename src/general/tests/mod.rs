@@ -5,6 +5,7 @@
 //! One file per area of docs/protocols/general-lobby.md: sign-in, games, chat and relay,
 //! resume, hosted games, output memory.
 
+mod address_limits;
 mod chat_relay;
 mod games;
 mod hosted;
@@ -187,6 +188,12 @@ impl Sim {
     /// inbox is cleared afterwards.
     pub(crate) fn member(&mut self, conn: usize, name: &str) -> MemberId {
         self.open(conn);
+        self.sign_in_opened(conn, name)
+    }
+
+    /// Signs in `conn`, already open, as `name` (no password); returns the member id.
+    /// Everyone's inbox is cleared afterwards.
+    pub(crate) fn sign_in_opened(&mut self, conn: usize, name: &str) -> MemberId {
         self.take(conn);
         self.send(
             conn,

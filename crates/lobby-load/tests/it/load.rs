@@ -309,7 +309,8 @@ fn wz_host_registers_games() {
 }
 
 /// A server with the general lobby on and its limits out of the way: no resume grace (each
-/// cycle's member leaves at once), per-address caps and chat rates raised.
+/// cycle's member leaves at once), per-address caps and chat rates raised, no lobby-wide chat
+/// budget.
 fn general_config() -> Config {
     let mut config = load_config();
     config.general.port = Some(0);
@@ -318,6 +319,8 @@ fn general_config() -> Config {
     config.general.core.resume_grace = Duration::ZERO;
     config.general.core.chat_rate = 100_000;
     config.general.core.chat_burst = 200_000;
+    config.general.core.chat_ip_rate = 0;
+    config.general.core.chat_budget = 0;
     config.general.core.frame_rate = 100_000;
     config.general.core.frame_burst = 200_000;
     config
