@@ -229,7 +229,7 @@ mod test {
             + LeaveReason::ALL.len()
             + CHAT_LIMITS.len()
             + ADDRESS_GAME_LIMITS.len();
-        assert_eq!(seen.len(), labelled + 17);
+        assert_eq!(seen.len(), labelled + 18);
         assert!(seen.iter().all(|(name, ..)| name.starts_with("general_")));
     }
 }
