@@ -1,4 +1,4 @@
-//! The R-Type core ([`crate::lobby`]) driven by a fake driver with a virtual clock: UDP rooms
+//! The R-Type core ([`crate::rtype`]) driven by a fake driver with a virtual clock: UDP rooms
 //! and their game instances, TCP lobby parties, or both, one random step at a time, with the
 //! core's invariants checked after every step (HOUSE-STYLE section 2, sozu's
 //! `udp_simulation.rs`). `tests/it/simulation.rs` runs it seeded; the fuzz targets `core_rtype_udp`
@@ -28,12 +28,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use crate::lobby::{
+use crate::net::tcp::{input_of, server_repr, TcpInput};
+use crate::net::tcp_frames::FrameReader;
+use crate::rtype::{
     ConnClose, ConnId, InstanceRequest, Lobby, LobbyConfig, LobbyReply, LobbyRequest, LobbyStats,
     Output, PartyConfig, RoomId, RoomKind, RoomState, TcpMessage, TcpRequest,
 };
-use crate::net::tcp::{input_of, server_repr, TcpInput};
-use crate::net::tcp_frames::FrameReader;
 use crate::wire::tcp_lobby::{
     self as wire, name_field, next_frame_max, ClientRepr, Next, ServerRepr, MAX_SERVER_PAYLOAD,
 };

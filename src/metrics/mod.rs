@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use crate::lobby::RoomState;
+use crate::rtype::RoomState;
 
 pub mod http;
 pub mod snapshot;
@@ -198,7 +198,7 @@ fn state_name(state: RoomState) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lobby::{JoinFailure, LobbyStats, RoomId};
+    use crate::rtype::{JoinFailure, LobbyStats, RoomId};
     use std::time::Duration;
 
     fn snapshot() -> Snapshot {

@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::lobby::{LobbyStats, RoomId, RoomState};
+use crate::rtype::{LobbyStats, RoomId, RoomState};
 
 /// One counter sample: metric name (without the `lobbyd_` prefix), reason label or `""`,
 /// value. Samples of one name are kept together (the exposition format wants one `# TYPE`

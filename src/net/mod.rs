@@ -46,9 +46,9 @@ use mio::{Poll, Waker};
 use crate::accounts::store::check_database;
 use crate::accounts::LoginPolicy;
 use crate::config::{Config, InstancePorts};
-use crate::lobby::{Lobby, LobbyConfig, PartyConfig};
 use crate::metrics::{ListenerView, Snapshot};
 use crate::ratelimit::PerIpConfig;
+use crate::rtype::{Lobby, LobbyConfig, PartyConfig};
 
 use general::GeneralDriver;
 use instance::{PortPool, PortRange};

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant, SystemTime};
 use mio::event::Event;
 use mio::Registry;
 
-use crate::lobby::{ConnId, Lobby, Output, RoomId};
 use crate::metrics::{RoomView, Snapshot};
+use crate::rtype::{ConnId, Lobby, Output, RoomId};
 use crate::wire::tcp_lobby::validate_name;
 
 use super::heap::FORGET_PER_TIDY;

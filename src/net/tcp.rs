@@ -29,8 +29,8 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry};
 use slab::Slab;
 
-use crate::lobby::{ConnClose, ConnId, Lobby, TcpMessage, TcpRequest, Violation};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
+use crate::rtype::{ConnClose, ConnId, Lobby, TcpMessage, TcpRequest, Violation};
 use crate::wire::tcp_lobby::{
     self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
 };
@@ -455,7 +455,7 @@ impl TcpLobby {
         lobby.handle_tcp_closed(ConnId(key), why);
     }
 
-    /// Carries out [`crate::lobby::Output::Tcp`]: encodes the message and queues it.
+    /// Carries out [`crate::rtype::Output::Tcp`]: encodes the message and queues it.
     pub fn send(&mut self, conn: ConnId, msg: TcpMessage, lobby: &mut Lobby) {
         let key = conn.0;
         let Some(c) = self.conns.get(key) else {
@@ -510,7 +510,7 @@ impl TcpLobby {
         }
     }
 
-    /// Carries out [`crate::lobby::Output::CloseConn`]: close once the queue is flushed.
+    /// Carries out [`crate::rtype::Output::CloseConn`]: close once the queue is flushed.
     pub fn close_when_flushed(&mut self, conn: ConnId) {
         let key = conn.0;
         let Some(c) = self.conns.get_mut(key) else {

@@ -9,7 +9,7 @@
 //! of the core into the send queue, and `flush` writes the queue with one `sendmmsg` per run
 //! of datagrams leaving from the same socket, in the order they were queued. The front end
 //! flushes before it returns to the loop, so no datagram waits past the readiness event that
-//! produced it. Who decides is the [`crate::lobby::Lobby`] core, driven by the R-Type front end
+//! produced it. Who decides is the [`crate::rtype::Lobby`] core, driven by the R-Type front end
 //! (`net::rtype`); nothing here calls back into it. Sends that would block drop the datagram
 //! and count it. Instance sockets closed by the core are removed after the event batch (the
 //! queue flushed first), so a reused slab key never sees a stale event.
@@ -24,7 +24,7 @@ use mio::net::UdpSocket;
 use mio::{Interest, Registry};
 use slab::Slab;
 
-use crate::lobby::{
+use crate::rtype::{
     InstanceMessage, InstanceRequest, Lobby, LobbyReply, LobbyRequest, RoomId, RoomInfo,
 };
 use crate::wire::instance::{

@@ -1,4 +1,4 @@
-//! The operator's limits as the lobby core sees them: [`LobbyConfig`]. The server builds it
+//! The operator's limits as the R-Type core sees them: [`LobbyConfig`]. The server builds it
 //! from its flags (`net::lobby_config`; docs/OPERATING.md, "Running"); [`LobbyConfig::default`] holds the
 //! flags' defaults with a 1 ms timer tick, for tests and simulations.
 

@@ -1,4 +1,4 @@
-//! The lobby core's vocabulary: the decoded requests the driver hands it ([`LobbyRequest`]:
+//! The R-Type core's vocabulary: the decoded requests the driver hands it ([`LobbyRequest`]:
 //! `rtype-udp-lobby-protocol.md` sections 4, 6 and 8; [`InstanceRequest`]:
 //! `docs/protocols/instance.md`), what it answers ([`LobbyReply`]: sections 5, 7, 9 and 10;
 //! [`InstanceMessage`], [`RejectReason`]), the [`Output`]s the driver carries out, and one

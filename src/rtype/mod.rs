@@ -1,4 +1,4 @@
-//! The lobby core: a sans-IO state machine for rooms, seats and game instances.
+//! The R-Type core: a sans-IO state machine for rooms, seats and game instances.
 //!
 //! It implements the behaviour of the UDP room lobby (`rtype-udp-lobby-protocol.md`
 //! sections 4-14) and of lobbyd's game-instance relay (`docs/protocols/instance.md`). It owns

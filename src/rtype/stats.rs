@@ -1,4 +1,4 @@
-//! Counters the lobby core keeps about its own decisions.
+//! Counters the R-Type core keeps about its own decisions.
 //!
 //! Plain `u64` fields (one thread, no atomics). The driver keeps its own counters for what it
 //! drops before the core sees it (malformed datagrams); both are exported by the metrics

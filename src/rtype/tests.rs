@@ -1,4 +1,4 @@
-//! Unit tests of the lobby core, driven with a virtual clock and a fake driver.
+//! Unit tests of the R-Type core, driven with a virtual clock and a fake driver.
 
 use super::*;
 use crate::ratelimit::PerIpConfig;

@@ -58,7 +58,7 @@ impl Stage {
 
 /// The core's record of one TCP connection.
 #[derive(Debug)]
-pub(in crate::lobby) struct TcpConn {
+pub(in crate::rtype) struct TcpConn {
     pub(super) stage: Stage,
     /// The peer's address: a party it opens is created by it.
     pub(super) peer: IpAddr,
@@ -296,7 +296,7 @@ impl Lobby {
 
     /// A connection's deadline fired: close it if the deadline it has now is due, else
     /// re-arm for it (activity never touches the wheel).
-    pub(in crate::lobby) fn conn_deadline(&mut self, now: Instant, conn: ConnId) {
+    pub(in crate::rtype) fn conn_deadline(&mut self, now: Instant, conn: ConnId) {
         let Some(record) = self.tcp.conns.get_mut(&conn) else {
             return;
         };

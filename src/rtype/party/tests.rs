@@ -2,8 +2,8 @@
 //! fake driver that binds instance ports on request.
 
 use super::*;
-use crate::lobby::{InstanceMessage, InstanceRequest, LobbyConfig, LobbyReply, LobbyRequest};
-use crate::lobby::{RejectReason, RoomKind};
+use crate::rtype::{InstanceMessage, InstanceRequest, LobbyConfig, LobbyReply, LobbyRequest};
+use crate::rtype::{RejectReason, RoomKind};
 use std::net::Ipv4Addr;
 
 const MS: Duration = Duration::from_millis(1);
@@ -540,7 +540,7 @@ fn lobby_full_counts_udp_rooms_and_parties_together() {
     assert!(h.drain().iter().any(|o| matches!(
         o,
         Output::Lobby {
-            reply: LobbyReply::JoinFailed(crate::lobby::JoinFailure::MaxRooms),
+            reply: LobbyReply::JoinFailed(crate::rtype::JoinFailure::MaxRooms),
             ..
         }
     )));
@@ -551,7 +551,7 @@ fn lobby_full_counts_udp_rooms_and_parties_together() {
     assert!(h.drain().iter().any(|o| matches!(
         o,
         Output::Lobby {
-            reply: LobbyReply::JoinFailed(crate::lobby::JoinFailure::NoSuchRoom),
+            reply: LobbyReply::JoinFailed(crate::rtype::JoinFailure::NoSuchRoom),
             ..
         }
     )));

@@ -1,14 +1,14 @@
-//! A lobby core set up for hot-path measurements, shared by `benches/core.rs` and
+//! An R-Type core set up for hot-path measurements, shared by `benches/core.rs` and
 //! `tests/it/no_alloc.rs`: rate limits out of the way, rooms created
 //! and bound without sockets.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use lobbyd::lobby::{
+use lobbyd::ratelimit::PerIpConfig;
+use lobbyd::rtype::{
     InstanceRequest, Lobby, LobbyConfig, LobbyReply, LobbyRequest, Output, RoomId,
 };
-use lobbyd::ratelimit::PerIpConfig;
 use lobbyd::wire::instance::{self, ClientMsg, ClientRepr};
 use lobbyd::wire::udp_lobby::{emit_room_list, RoomRecord};
 

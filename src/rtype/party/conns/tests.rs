@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::super::tests::{closed, config, error, name, to, Harness};
-use crate::lobby::{
+use crate::rtype::{
     CloseCause, ConnClose, ConnId, LobbyConfig, Output, PartyConfig, TcpError, TcpMessage,
     TcpRequest, Violation, OUTPUT_KEEP,
 };
