@@ -198,13 +198,13 @@ fn state_name(state: RoomState) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rtype::{JoinFailure, LobbyStats, RoomId};
+    use crate::rtype::{JoinFailure, RoomId, RtypeStats};
     use std::time::Duration;
 
     fn snapshot() -> Snapshot {
-        let mut lobby = LobbyStats {
+        let mut lobby = RtypeStats {
             list_requests: 7,
-            ..LobbyStats::default()
+            ..RtypeStats::default()
         };
         lobby.join_failed(JoinFailure::Full);
         Snapshot {

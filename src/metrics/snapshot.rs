@@ -8,7 +8,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::rtype::{LobbyStats, RoomId, RoomState};
+use crate::rtype::{RoomId, RoomState, RtypeStats};
 
 /// One counter sample: metric name (without the `lobbyd_` prefix), reason label or `""`,
 /// value. Samples of one name are kept together (the exposition format wants one `# TYPE`
@@ -140,7 +140,7 @@ pub struct Snapshot {
     /// Every bound socket, in the order lobbyd logs them at start.
     pub listeners: Vec<ListenerView>,
     /// The R-Type core's counters (UDP room lobby, instances, TCP parties).
-    pub lobby: LobbyStats,
+    pub lobby: RtypeStats,
     /// Every other counter, front end by front end, in the order they are rendered.
     pub counters: Vec<Counter>,
     /// Every live R-Type room and party, by id.

@@ -19,7 +19,7 @@ use crate::ratelimit::TokenBucket;
 use crate::time::wheel::TimerKey;
 
 use super::super::room::{RoomId, Slot};
-use super::super::{Lobby, LobbyConfig, Output, TimerEvent};
+use super::super::{Output, RtypeConfig, RtypeCore, TimerEvent};
 use super::messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
 use super::stats::{index_of, CloseCause};
 
@@ -77,7 +77,7 @@ impl TcpConn {
     /// When this connection must next be looked at, and why it is closed if nothing happens
     /// by then: before CONNECT_ACK the earlier of the handshake and idle deadlines, after it
     /// the idle deadline.
-    fn deadline(&self, config: &LobbyConfig) -> (Instant, CloseCause) {
+    fn deadline(&self, config: &RtypeConfig) -> (Instant, CloseCause) {
         let idle = (self.last_seen + config.idle_timeout, CloseCause::Idle);
         match self.stage {
             Stage::Pending { .. } => {
@@ -93,7 +93,7 @@ impl TcpConn {
     }
 }
 
-impl Lobby {
+impl RtypeCore {
     /// TCP lobby connections the core knows (pending, connected or transferred).
     pub fn tcp_conn_count(&self) -> usize {
         self.tcp.conns.len()
