@@ -34,7 +34,7 @@ use crate::wire::udp_lobby::{
     self, Reply, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState as WireRoomState,
 };
 
-use super::batch::{RecvBatch, SendQueue, SLOT_LEN};
+use super::batch::{DatagramQueue, RecvBatch, SLOT_LEN};
 use super::instance::{Instance, PortPool};
 use super::stats::UdpStats;
 use super::token::Target;
@@ -108,7 +108,7 @@ pub struct UdpLobby {
     /// The datagrams of the last read, whichever socket it was.
     recv: RecvBatch,
     /// Datagrams waiting for `flush`.
-    queue: SendQueue<Socket>,
+    queue: DatagramQueue<Socket>,
     /// The last ROOM_LIST built: its records stay in place between requests and are copied
     /// into each reply.
     list_buf: Box<[u8; SLOT_LEN]>,
@@ -143,7 +143,7 @@ impl UdpLobby {
             ports,
             bind_ip,
             recv: RecvBatch::new(),
-            queue: SendQueue::new(),
+            queue: DatagramQueue::new(),
             list_buf: Box::new([0; SLOT_LEN]),
             list_cache: None,
             closing: Vec::new(),
