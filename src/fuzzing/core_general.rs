@@ -34,7 +34,7 @@ use crate::general::{
 };
 use crate::wire::general::{next_frame, ClientRepr, Next, ServerRepr, GAME_HOSTED, TOKEN_LEN};
 
-use super::script::{Choices, Rng, Script};
+use super::script::{Choices, Script, ScriptRng};
 
 /// What one client knows about itself.
 #[derive(Default)]
@@ -119,7 +119,7 @@ impl Sim {
     /// seeded by `token_seed`, so collisions with live tokens happen and must be avoided.
     pub fn new(config: GeneralConfig, clients: usize, token_seed: u64) -> Sim {
         let now = Instant::now();
-        let mut token_rng = Rng(token_seed);
+        let mut token_rng = ScriptRng(token_seed);
         let tokens = Box::new(move || {
             let mut token = [0u8; TOKEN_LEN];
             token[0] = token_rng.below(200) as u8;
@@ -638,7 +638,7 @@ fn check_fan_out_run(run: Option<(FrameRef, usize)>) {
 /// the wind-down. Returns what the steps reached (before the wind-down).
 pub fn simulate(seed: u64, steps: usize, config: GeneralConfig) -> Reached {
     let mut sim = Sim::new(config, 24, seed ^ 0xA5A5);
-    let mut rng = Rng(seed);
+    let mut rng = ScriptRng(seed);
     for _ in 0..steps {
         sim.step(&mut rng);
     }

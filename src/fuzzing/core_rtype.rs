@@ -38,7 +38,7 @@ use crate::wire::tcp_lobby::{
     self as wire, name_field, next_frame_max, ClientRepr, Next, ServerRepr, MAX_SERVER_PAYLOAD,
 };
 
-use super::script::{Choices, Rng, Script};
+use super::script::{Choices, Script, ScriptRng};
 
 /// Which part of the core the steps exercise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl Sim {
     pub fn new(config: RtypeConfig, mix: Mix, hash_seed: u64) -> Sim {
         let now = Instant::now();
         let max_rooms = config.max_rooms;
-        let mut hash_rng = Rng(hash_seed);
+        let mut hash_rng = ScriptRng(hash_seed);
         let hashes = Box::new(move || hash_rng.below(64));
         Sim {
             lobby: RtypeCore::with_hash_source(config, now, hashes),
@@ -550,7 +550,7 @@ fn assert_encodes(msg: &TcpMessage) {
 /// returns the counters so the test can check the run reached the interesting places.
 pub fn simulate(seed: u64, steps: usize, mix: Mix) -> RtypeStats {
     let mut sim = Sim::new(seeded_config(), mix, seed ^ 0x5555);
-    let mut rng = Rng(seed);
+    let mut rng = ScriptRng(seed);
     for _ in 0..steps {
         sim.step(&mut rng);
     }

@@ -36,7 +36,7 @@ use crate::wire::wz::{c_string, GameStructRepr, GAMESTRUCT_LEN};
 use crate::wz::games::Owner;
 use crate::wz::{ConnId, JobId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput, WzStats};
 
-use super::script::{Choices, Rng, Script};
+use super::script::{Choices, Script, ScriptRng};
 
 /// The addresses clients connect from (one IPv6, which the core must treat alike).
 const PEERS: [IpAddr; 4] = [
@@ -607,7 +607,7 @@ fn gamestruct(choices: &mut impl Choices, game_ids: &[u32]) -> [u8; GAMESTRUCT_L
 /// Returns the counters so the test can check the run reached the interesting places.
 pub fn simulate(seed: u64, steps: usize) -> WzStats {
     let mut sim = Sim::new(seeded_config());
-    let mut rng = Rng(seed);
+    let mut rng = ScriptRng(seed);
     for _ in 0..steps {
         sim.step(&mut rng);
     }
