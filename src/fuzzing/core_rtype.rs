@@ -56,7 +56,7 @@ const UDP_STEPS: [u8; 13] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 19];
 const TCP_STEPS: [u8; 15] = [12, 13, 14, 15, 16, 17, 18, 19, 4, 6, 7, 8, 9, 10, 15];
 
 /// The fake driver and what it knows.
-pub struct Sim {
+pub struct RtypeSim {
     lobby: RtypeCore,
     now: Instant,
     mix: Mix,
@@ -106,15 +106,15 @@ fn scripted_config(choices: &mut impl Choices) -> RtypeConfig {
     config
 }
 
-impl Sim {
+impl RtypeSim {
     /// A lobby with `config`, player hashes drawn from a 64-value space seeded by
     /// `hash_seed` (so collisions with live players happen and must be avoided).
-    pub fn new(config: RtypeConfig, mix: Mix, hash_seed: u64) -> Sim {
+    pub fn new(config: RtypeConfig, mix: Mix, hash_seed: u64) -> RtypeSim {
         let now = Instant::now();
         let max_rooms = config.max_rooms;
         let mut hash_rng = ScriptRng(hash_seed);
         let hashes = Box::new(move || hash_rng.below(64));
-        Sim {
+        RtypeSim {
             lobby: RtypeCore::with_hash_source(config, now, hashes),
             now,
             mix,
@@ -549,7 +549,7 @@ fn assert_encodes(msg: &TcpMessage) {
 /// The seeded simulation of `tests/it/simulation.rs`: `steps` steps of `mix`, then the wind-down;
 /// returns the counters so the test can check the run reached the interesting places.
 pub fn simulate(seed: u64, steps: usize, mix: Mix) -> RtypeStats {
-    let mut sim = Sim::new(seeded_config(), mix, seed ^ 0x5555);
+    let mut sim = RtypeSim::new(seeded_config(), mix, seed ^ 0x5555);
     let mut rng = ScriptRng(seed);
     for _ in 0..steps {
         sim.step(&mut rng);
@@ -562,7 +562,7 @@ fn fuzz(input: &[u8], mix: Mix) {
     let mut script = Script::new(input);
     let config = scripted_config(&mut script);
     let hash_seed = script.below(1 << 16);
-    let mut sim = Sim::new(config, mix, hash_seed);
+    let mut sim = RtypeSim::new(config, mix, hash_seed);
     while !script.is_done() {
         sim.step(&mut script);
     }
