@@ -1,4 +1,4 @@
-//! criterion benches of the lobby core's hot paths, without sockets: what one UDP request
+//! criterion benches of the R-Type core's hot paths, without sockets: what one UDP request
 //! costs the server's logic, so `scripts/bench.sh` can tell the core's share from the
 //! kernel's.
 //!

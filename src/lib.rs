@@ -4,7 +4,7 @@
 //!
 //! One line per folder: what it is, and what it may import (no import circles; each folder
 //! stands only on those below it). Where a packet is parsed: `wire`; decided: the protocol's
-//! core (`lobby`, `wz`, `general`); sent: its front end in `net`.
+//! core (`rtype`, `wz`, `general`); sent: its front end in `net`.
 //!
 //! - [`wire`]: the `lobbyd-wire` crate (`crates/lobbyd-wire/`), re-exported so a Rust client
 //!   can depend on the wire formats alone. One module per protocol, no I/O, every parser
@@ -22,7 +22,7 @@
 //!   worker thread, login sessions, and the [`accounts::LoginPolicy`] and
 //!   [`accounts::VerifyResult`] every front end with logins shares. Imports nothing of the
 //!   crate.
-//! - [`lobby`]: the R-Type core, sans-IO: UDP rooms, seats, countdowns, game-instance
+//! - [`rtype`]: the R-Type core, sans-IO: UDP rooms, seats, countdowns, game-instance
 //!   membership and the TCP lobby's parties (parties are rooms). `handle_*` in,
 //!   `poll_output`/`poll_timeout` out. May import `wire`, `time`, `ratelimit`.
 //! - [`wz`]: the Warzone 2100 master server core, sans-IO: game table, legacy and v4
@@ -72,10 +72,10 @@ pub mod config;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod general;
-pub mod lobby;
 pub mod metrics;
 pub mod net;
 pub mod ratelimit;
+pub mod rtype;
 pub mod time;
 pub mod wz;
 

@@ -34,7 +34,7 @@ use crate::general::{
 };
 use crate::wire::general::{next_frame, ClientRepr, Next, ServerRepr, GAME_HOSTED, TOKEN_LEN};
 
-use super::script::{Choices, Rng, Script};
+use super::script::{Choices, Script, ScriptRng};
 
 /// What one client knows about itself.
 #[derive(Default)]
@@ -49,7 +49,7 @@ struct Client {
 }
 
 /// The fake driver and what its clients know.
-pub struct Sim {
+pub struct GeneralSim {
     lobby: GeneralLobby,
     now: Instant,
     config: GeneralConfig,
@@ -114,18 +114,18 @@ fn scripted_config(choices: &mut impl Choices) -> GeneralConfig {
     }
 }
 
-impl Sim {
+impl GeneralSim {
     /// A lobby with `config` and `clients` clients; resume tokens come from a tiny space
     /// seeded by `token_seed`, so collisions with live tokens happen and must be avoided.
-    pub fn new(config: GeneralConfig, clients: usize, token_seed: u64) -> Sim {
+    pub fn new(config: GeneralConfig, clients: usize, token_seed: u64) -> GeneralSim {
         let now = Instant::now();
-        let mut token_rng = Rng(token_seed);
+        let mut token_rng = ScriptRng(token_seed);
         let tokens = Box::new(move || {
             let mut token = [0u8; TOKEN_LEN];
             token[0] = token_rng.below(200) as u8;
             token
         });
-        let mut sim = Sim {
+        let mut sim = GeneralSim {
             lobby: GeneralLobby::new(config.clone(), now, tokens),
             now,
             config,
@@ -637,8 +637,8 @@ fn check_fan_out_run(run: Option<(FrameRef, usize)>) {
 /// The seeded simulation of `tests/it/simulation_general.rs`: 24 clients, `steps` steps, then
 /// the wind-down. Returns what the steps reached (before the wind-down).
 pub fn simulate(seed: u64, steps: usize, config: GeneralConfig) -> Reached {
-    let mut sim = Sim::new(config, 24, seed ^ 0xA5A5);
-    let mut rng = Rng(seed);
+    let mut sim = GeneralSim::new(config, 24, seed ^ 0xA5A5);
+    let mut rng = ScriptRng(seed);
     for _ in 0..steps {
         sim.step(&mut rng);
     }
@@ -652,7 +652,7 @@ pub fn fuzz(input: &[u8]) {
     let mut script = Script::new(input);
     let config = scripted_config(&mut script);
     let token_seed = script.below(1 << 16);
-    let mut sim = Sim::new(config, 24, token_seed);
+    let mut sim = GeneralSim::new(config, 24, token_seed);
     while !script.is_done() {
         sim.step(&mut script);
     }

@@ -1,4 +1,4 @@
-//! The R-Type core ([`crate::lobby`]) driven by a fake driver with a virtual clock: UDP rooms
+//! The R-Type core ([`crate::rtype`]) driven by a fake driver with a virtual clock: UDP rooms
 //! and their game instances, TCP lobby parties, or both, one random step at a time, with the
 //! core's invariants checked after every step (HOUSE-STYLE section 2, sozu's
 //! `udp_simulation.rs`). `tests/it/simulation.rs` runs it seeded; the fuzz targets `core_rtype_udp`
@@ -28,17 +28,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use crate::lobby::{
-    ConnClose, ConnId, InstanceRequest, Lobby, LobbyConfig, LobbyReply, LobbyRequest, LobbyStats,
-    Output, PartyConfig, RoomId, RoomKind, RoomState, TcpMessage, TcpRequest,
-};
 use crate::net::tcp::{input_of, server_repr, TcpInput};
 use crate::net::tcp_frames::FrameReader;
+use crate::rtype::{
+    ConnClose, ConnId, InstanceRequest, LobbyReply, LobbyRequest, Output, PartyConfig, RoomId,
+    RoomKind, RoomState, RtypeConfig, RtypeCore, RtypeStats, TcpMessage, TcpRequest,
+};
 use crate::wire::tcp_lobby::{
     self as wire, name_field, next_frame_max, ClientRepr, Next, ServerRepr, MAX_SERVER_PAYLOAD,
 };
 
-use super::script::{Choices, Rng, Script};
+use super::script::{Choices, Script, ScriptRng};
 
 /// Which part of the core the steps exercise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,8 +56,8 @@ const UDP_STEPS: [u8; 13] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 19];
 const TCP_STEPS: [u8; 15] = [12, 13, 14, 15, 16, 17, 18, 19, 4, 6, 7, 8, 9, 10, 15];
 
 /// The fake driver and what it knows.
-pub struct Sim {
-    lobby: Lobby,
+pub struct RtypeSim {
+    lobby: RtypeCore,
     now: Instant,
     mix: Mix,
     free_ports: BTreeSet<u16>,
@@ -76,8 +76,8 @@ pub struct Sim {
 }
 
 /// The configuration of the seeded simulation: small limits, short timeouts.
-pub fn seeded_config() -> LobbyConfig {
-    LobbyConfig {
+pub fn seeded_config() -> RtypeConfig {
+    RtypeConfig {
         party: PartyConfig {
             countdown: Duration::from_secs(1),
             ..PartyConfig::default()
@@ -90,13 +90,13 @@ pub fn seeded_config() -> LobbyConfig {
         seat_timeout: Duration::from_secs(3),
         reap_grace: Duration::from_millis(500),
         max_list_rooms: 112,
-        ..LobbyConfig::default()
+        ..RtypeConfig::default()
     }
 }
 
 /// The seeded configuration with the knobs a script's first bytes turn: seats, countdowns,
 /// the party minimum, auto-start and the violation limit.
-fn scripted_config(choices: &mut impl Choices) -> LobbyConfig {
+fn scripted_config(choices: &mut impl Choices) -> RtypeConfig {
     let mut config = seeded_config();
     config.max_players = 1 + choices.below(4) as u8;
     config.countdown_secs = choices.below(3) as u8;
@@ -106,16 +106,16 @@ fn scripted_config(choices: &mut impl Choices) -> LobbyConfig {
     config
 }
 
-impl Sim {
+impl RtypeSim {
     /// A lobby with `config`, player hashes drawn from a 64-value space seeded by
     /// `hash_seed` (so collisions with live players happen and must be avoided).
-    pub fn new(config: LobbyConfig, mix: Mix, hash_seed: u64) -> Sim {
+    pub fn new(config: RtypeConfig, mix: Mix, hash_seed: u64) -> RtypeSim {
         let now = Instant::now();
         let max_rooms = config.max_rooms;
-        let mut hash_rng = Rng(hash_seed);
+        let mut hash_rng = ScriptRng(hash_seed);
         let hashes = Box::new(move || hash_rng.below(64));
-        Sim {
-            lobby: Lobby::with_hash_source(config, now, hashes),
+        RtypeSim {
+            lobby: RtypeCore::with_hash_source(config, now, hashes),
             now,
             mix,
             // Fewer ports than rooms allowed, so "no instance port" happens too.
@@ -133,7 +133,7 @@ impl Sim {
     }
 
     /// The core's counters.
-    pub fn stats(&self) -> &LobbyStats {
+    pub fn stats(&self) -> &RtypeStats {
         &self.lobby.stats
     }
 
@@ -381,7 +381,7 @@ impl Sim {
     /// A UDP lobby request: answered, or counted as dropped.
     fn lobby_request(&mut self, from: SocketAddr, choices: &mut impl Choices, req: LobbyRequest) {
         let seq = choices.below(1 << 16) as u16;
-        let dropped = |stats: &LobbyStats| stats.rate_limited + stats.reply_budget_exceeded;
+        let dropped = |stats: &RtypeStats| stats.rate_limited + stats.reply_budget_exceeded;
         let before = dropped(&self.lobby.stats);
         self.lobby.handle_lobby_request(self.now, from, seq, req);
         let outputs = self.drain();
@@ -402,7 +402,7 @@ impl Sim {
     ) {
         let room = self.room(choices);
         let seq = choices.below(1 << 16) as u16;
-        let ignored = |stats: &LobbyStats| stats.instance_ignored.iter().sum::<u64>();
+        let ignored = |stats: &RtypeStats| stats.instance_ignored.iter().sum::<u64>();
         let before = ignored(&self.lobby.stats);
         self.lobby
             .handle_instance_request(self.now, room, from, seq, req);
@@ -463,7 +463,7 @@ impl Sim {
         if !self.lobby.tcp_conn_is_open(id) {
             return;
         }
-        let counted = |stats: &LobbyStats| {
+        let counted = |stats: &RtypeStats| {
             stats.tcp.violations.iter().sum::<u64>() + stats.tcp.closed.iter().sum::<u64>()
         };
         let before = counted(&self.lobby.stats);
@@ -548,9 +548,9 @@ fn assert_encodes(msg: &TcpMessage) {
 
 /// The seeded simulation of `tests/it/simulation.rs`: `steps` steps of `mix`, then the wind-down;
 /// returns the counters so the test can check the run reached the interesting places.
-pub fn simulate(seed: u64, steps: usize, mix: Mix) -> LobbyStats {
-    let mut sim = Sim::new(seeded_config(), mix, seed ^ 0x5555);
-    let mut rng = Rng(seed);
+pub fn simulate(seed: u64, steps: usize, mix: Mix) -> RtypeStats {
+    let mut sim = RtypeSim::new(seeded_config(), mix, seed ^ 0x5555);
+    let mut rng = ScriptRng(seed);
     for _ in 0..steps {
         sim.step(&mut rng);
     }
@@ -562,7 +562,7 @@ fn fuzz(input: &[u8], mix: Mix) {
     let mut script = Script::new(input);
     let config = scripted_config(&mut script);
     let hash_seed = script.below(1 << 16);
-    let mut sim = Sim::new(config, mix, hash_seed);
+    let mut sim = RtypeSim::new(config, mix, hash_seed);
     while !script.is_done() {
         sim.step(&mut script);
     }

@@ -36,7 +36,7 @@ use crate::wire::wz::{c_string, GameStructRepr, GAMESTRUCT_LEN};
 use crate::wz::games::Owner;
 use crate::wz::{ConnId, JobId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput, WzStats};
 
-use super::script::{Choices, Rng, Script};
+use super::script::{Choices, Script, ScriptRng};
 
 /// The addresses clients connect from (one IPv6, which the core must treat alike).
 const PEERS: [IpAddr; 4] = [
@@ -76,7 +76,7 @@ struct Conn {
 }
 
 /// The fake driver.
-pub struct Sim {
+pub struct WzSim {
     lobby: WzLobby,
     now: Instant,
     conns: BTreeMap<usize, Conn>,
@@ -125,11 +125,11 @@ fn scripted_config(choices: &mut impl Choices) -> WzConfig {
     }
 }
 
-impl Sim {
+impl WzSim {
     /// An empty master server with `config`.
-    pub fn new(config: WzConfig) -> Sim {
+    pub fn new(config: WzConfig) -> WzSim {
         let now = Instant::now();
-        Sim {
+        WzSim {
             lobby: WzLobby::new(config, now),
             now,
             conns: BTreeMap::new(),
@@ -606,8 +606,8 @@ fn gamestruct(choices: &mut impl Choices, game_ids: &[u32]) -> [u8; GAMESTRUCT_L
 /// The seeded simulation of `tests/it/simulation_wz.rs`: `steps` steps, then the wind-down.
 /// Returns the counters so the test can check the run reached the interesting places.
 pub fn simulate(seed: u64, steps: usize) -> WzStats {
-    let mut sim = Sim::new(seeded_config());
-    let mut rng = Rng(seed);
+    let mut sim = WzSim::new(seeded_config());
+    let mut rng = ScriptRng(seed);
     for _ in 0..steps {
         sim.step(&mut rng);
     }
@@ -618,7 +618,7 @@ pub fn simulate(seed: u64, steps: usize) -> WzStats {
 /// Fuzz target `core_wz`: the Warzone master server, scripted by `input`.
 pub fn fuzz(input: &[u8]) {
     let mut script = Script::new(input);
-    let mut sim = Sim::new(scripted_config(&mut script));
+    let mut sim = WzSim::new(scripted_config(&mut script));
     while !script.is_done() {
         sim.step(&mut script);
     }

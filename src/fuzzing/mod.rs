@@ -26,10 +26,10 @@ pub mod wire_wz;
 
 /// A fuzz target: its name (the file in `fuzz/fuzz_targets/`, the folder in `fuzz/corpus/`)
 /// and its entry point.
-pub type Target = (&'static str, fn(&[u8]));
+pub type FuzzTarget = (&'static str, fn(&[u8]));
 
 /// Every fuzz target.
-pub const TARGETS: [Target; 13] = [
+pub const TARGETS: [FuzzTarget; 13] = [
     ("wire_udp_lobby", wire_rtype::udp_lobby),
     ("wire_instance", wire_rtype::instance),
     ("wire_tcp_lobby", wire_rtype::tcp_lobby),

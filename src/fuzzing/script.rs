@@ -1,4 +1,4 @@
-//! Where a simulation's choices come from: a seeded generator ([`Rng`], the stable
+//! Where a simulation's choices come from: a seeded generator ([`ScriptRng`], the stable
 //! `cargo test` simulations) or the fuzzer's input read as a script ([`Script`]).
 //!
 //! Both implement [`Choices`], so one simulation serves both: the seeded tests run thousands of
@@ -29,9 +29,9 @@ pub trait Choices {
 
 /// splitmix64: tiny, seedable, good enough to pick actions.
 #[derive(Debug, Clone)]
-pub struct Rng(pub u64);
+pub struct ScriptRng(pub u64);
 
-impl Rng {
+impl ScriptRng {
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -42,7 +42,7 @@ impl Rng {
     }
 }
 
-impl Choices for Rng {
+impl Choices for ScriptRng {
     fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n.max(1)
     }
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn the_seeded_generator_stays_within_bounds() {
-        let mut rng = Rng(1);
+        let mut rng = ScriptRng(1);
         for n in [1, 2, 3, 255, 70_000] {
             assert!((0..200).all(|_| rng.below(n) < n));
         }

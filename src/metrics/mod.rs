@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use crate::lobby::RoomState;
+use crate::rtype::RoomState;
 
 pub mod catalog;
 pub mod history;
@@ -234,13 +234,13 @@ fn state_name(state: RoomState) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lobby::{JoinFailure, LobbyStats, RoomId};
+    use crate::rtype::{JoinFailure, RoomId, RtypeStats};
     use std::time::Duration;
 
     fn snapshot() -> Snapshot {
-        let mut lobby = LobbyStats {
+        let mut lobby = RtypeStats {
             list_requests: 7,
-            ..LobbyStats::default()
+            ..RtypeStats::default()
         };
         lobby.join_failed(JoinFailure::Full);
         Snapshot {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::history::LoadSample;
 use super::process::ProcessView;
-use crate::lobby::{LobbyStats, RoomId, RoomState};
+use crate::rtype::{RoomId, RoomState, RtypeStats};
 
 /// One counter sample: metric name (without the `lobbyd_` prefix), label value or `""`,
 /// value (the label's name and the help text are the catalog's, `super::catalog`). Samples of one name are kept together (the exposition format wants one `# TYPE`
@@ -147,7 +147,7 @@ pub struct Snapshot {
     /// Every bound socket, in the order lobbyd logs them at start.
     pub listeners: Vec<ListenerView>,
     /// The R-Type core's counters (UDP room lobby, instances, TCP parties).
-    pub lobby: LobbyStats,
+    pub lobby: RtypeStats,
     /// Every other counter, front end by front end, in the order they are rendered.
     pub counters: Vec<Counter>,
     /// Every live R-Type room and party, by id.

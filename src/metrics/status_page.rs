@@ -336,11 +336,11 @@ fn refusals(snap: &Snapshot, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lobby::{JoinFailure, RoomId, RoomState};
     use crate::metrics::LoadSample;
     use crate::metrics::{
         GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, ListenerView, WzGameInfo, WzSnapshot,
     };
+    use crate::rtype::{JoinFailure, RoomId, RoomState};
     use std::time::Duration;
 
     const EVIL: &str = "<script>&\"'";

@@ -5,9 +5,9 @@
 //! - [`RecvBatch`]: [`BATCH`] receive slots of [`SLOT_LEN`] bytes filled by one `recvmmsg`.
 //!   The parsers read each datagram where it landed; a relayed DATA is rewritten there and
 //!   sent from there.
-//! - [`SendQueue`]: the datagrams queued for sending, each naming its socket (the caller's
+//! - [`DatagramQueue`]: the datagrams queued for sending, each naming its socket (the caller's
 //!   `S`), its destination and where its bytes are: one of the queue's own slots (a reply
-//!   emitted in place) or a receive slot (a relay, never copied). [`SendQueue::send_run`]
+//!   emitted in place) or a receive slot (a relay, never copied). [`DatagramQueue::send_run`]
 //!   writes the queued datagrams of one socket with as few `sendmmsg` calls as the kernel
 //!   allows and hands each datagram's outcome to the caller as `send_to`'s was (a datagram
 //!   that would block is dropped and counted; the others still go).
@@ -195,7 +195,7 @@ fn socket_addr(address: SockaddrStorage) -> Option<SocketAddr> {
 enum Bytes {
     /// The queue's own slot `slot`.
     Own { slot: usize },
-    /// Receive slot `slot` of the [`RecvBatch`] given to [`SendQueue::send_run`].
+    /// Receive slot `slot` of the [`RecvBatch`] given to [`DatagramQueue::send_run`].
     Received { slot: usize },
 }
 
@@ -207,23 +207,23 @@ struct Queued<S> {
 }
 
 /// Datagrams waiting for `sendmmsg`, in the order they were queued; `S` names a socket.
-pub struct SendQueue<S> {
+pub struct DatagramQueue<S> {
     slots: Box<[[u8; SLOT_LEN]]>,
     slots_used: usize,
     /// At most [`BATCH`] entries (its capacity, reserved once).
     queued: Vec<Queued<S>>,
 }
 
-impl<S: Copy + Eq> Default for SendQueue<S> {
+impl<S: Copy + Eq> Default for DatagramQueue<S> {
     fn default() -> Self {
-        SendQueue::new()
+        DatagramQueue::new()
     }
 }
 
-impl<S: Copy + Eq> SendQueue<S> {
+impl<S: Copy + Eq> DatagramQueue<S> {
     /// Empty, its slots and entries allocated.
-    pub fn new() -> SendQueue<S> {
-        SendQueue {
+    pub fn new() -> DatagramQueue<S> {
+        DatagramQueue {
             slots: slots(BATCH),
             slots_used: 0,
             queued: Vec::with_capacity(BATCH),
@@ -265,7 +265,7 @@ impl<S: Copy + Eq> SendQueue<S> {
     }
 
     /// Queues receive slot `slot`'s first `len` bytes (of the [`RecvBatch`] that will be
-    /// given to [`SendQueue::send_run`]) for `socket` to `to`. Returns false, queuing
+    /// given to [`DatagramQueue::send_run`]) for `socket` to `to`. Returns false, queuing
     /// nothing, when the queue is full.
     pub fn push_received(&mut self, socket: S, to: SocketAddr, slot: usize, len: usize) -> bool {
         if self.is_full() || slot >= BATCH {
@@ -296,7 +296,7 @@ impl<S: Copy + Eq> SendQueue<S> {
     }
 
     /// Sends the queued datagrams `start..end` (one socket's run, see
-    /// [`SendQueue::run_at`]) on `socket`; `received` holds the slots relays point at.
+    /// [`DatagramQueue::run_at`]) on `socket`; `received` holds the slots relays point at.
     /// `outcome` gets each datagram's result and length, in order.
     pub fn send_run<'a>(
         &'a self,

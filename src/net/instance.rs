@@ -12,7 +12,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use mio::net::UdpSocket;
 
-use crate::lobby::RoomId;
+use crate::rtype::RoomId;
 
 /// Where instance ports come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

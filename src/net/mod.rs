@@ -47,9 +47,9 @@ use mio::{Poll, Waker};
 use crate::accounts::store::check_database;
 use crate::accounts::LoginPolicy;
 use crate::config::{Config, InstancePorts};
-use crate::lobby::{Lobby, LobbyConfig, PartyConfig};
 use crate::metrics::{ListenerView, Snapshot};
 use crate::ratelimit::PerIpConfig;
+use crate::rtype::{PartyConfig, RtypeConfig, RtypeCore};
 
 use general::GeneralDriver;
 use instance::{PortPool, PortRange};
@@ -62,10 +62,10 @@ use udp::UdpLobby;
 use wz::WzDriver;
 
 /// The core's settings derived from the command line.
-pub fn lobby_config(config: &Config) -> LobbyConfig {
+pub fn lobby_config(config: &Config) -> RtypeConfig {
     let udp_rate = u64::from(config.udp_rate.max(1));
     let reply_bytes = u64::from(config.udp_reply_bytes);
-    LobbyConfig {
+    RtypeConfig {
         max_rooms: config.max_rooms,
         max_rooms_per_ip: config.max_rooms_per_ip,
         max_players: config.max_players,
@@ -267,7 +267,7 @@ fn build(config: &Config) -> io::Result<Built> {
         Some((listener, _)) => Some(TcpLobby::new(listener, registry, tcp_limits(config))?),
         None => None,
     };
-    let lobby = Lobby::new(lobby_config(config), Instant::now());
+    let lobby = RtypeCore::new(lobby_config(config), Instant::now());
     let rtype = RtypeFrontEnd::new(lobby, udp, tcp);
     // One bound on password checks for every front end (`net::login`).
     let login = LoginShared {

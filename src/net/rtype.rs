@@ -1,5 +1,5 @@
 //! The R-Type front end: the UDP room lobby, its game instances and the TCP lobby around the
-//! one [`Lobby`] core they share (parties are rooms: same id space, same `--max-rooms`, same
+//! one [`RtypeCore`] core they share (parties are rooms: same id space, same `--max-rooms`, same
 //! instance relay).
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`). Readiness on a UDP
@@ -25,8 +25,8 @@ use std::time::{Duration, Instant, SystemTime};
 use mio::event::Event;
 use mio::Registry;
 
-use crate::lobby::{ConnId, Lobby, Output, RoomId};
 use crate::metrics::{LoadSample, RoomView, Snapshot};
+use crate::rtype::{ConnId, Output, RoomId, RtypeCore};
 use crate::wire::tcp_lobby::validate_name;
 
 use super::heap::FORGET_PER_TIDY;
@@ -72,7 +72,7 @@ fn received_at(arrived: Instant, read_at: Instant) -> Instant {
 
 /// The R-Type lobby core and its sockets.
 pub struct RtypeFrontEnd {
-    lobby: Lobby,
+    lobby: RtypeCore,
     udp: UdpLobby,
     tcp: Option<TcpLobby>,
     /// Reused for every relayed DATA datagram.
@@ -87,7 +87,7 @@ pub struct RtypeFrontEnd {
 
 impl RtypeFrontEnd {
     /// The core with its UDP sockets and, when `--tcp-port` is enabled, the TCP lobby.
-    pub fn new(lobby: Lobby, udp: UdpLobby, tcp: Option<TcpLobby>) -> RtypeFrontEnd {
+    pub fn new(lobby: RtypeCore, udp: UdpLobby, tcp: Option<TcpLobby>) -> RtypeFrontEnd {
         RtypeFrontEnd {
             lobby,
             udp,

@@ -6,7 +6,7 @@
 //! is evicted before accepting pauses), TCP keep-alive, a shared read buffer with zero-copy
 //! framing ([`super::tcp_frames`]), and the shared stream transport ([`super::stream`]: capped
 //! send queues that survive partial writes and exist only while bytes are in flight, close
-//! after flush). What the bytes mean is decided by the [`Lobby`] core, which the R-Type front
+//! after flush). What the bytes mean is decided by the [`RtypeCore`] core, which the R-Type front
 //! end (`net::rtype`) owns: [`TcpLobby::ready`] hands back decoded [`TcpInput`]s, the front
 //! end gives them to the core one at a time and carries out each one's outputs (so replies
 //! are written as they are produced), and [`TcpLobby::send`] turns messages into frames. This
@@ -29,8 +29,8 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry};
 use slab::Slab;
 
-use crate::lobby::{ConnClose, ConnId, Lobby, TcpMessage, TcpRequest, Violation};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
+use crate::rtype::{ConnClose, ConnId, RtypeCore, TcpMessage, TcpRequest, Violation};
 use crate::wire::tcp_lobby::{
     self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
 };
@@ -141,11 +141,11 @@ pub struct Readiness {
 /// What a connection's bytes (or its end) mean for the core, in stream order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcpInput {
-    /// A well-formed request: [`Lobby::handle_tcp_request`].
+    /// A well-formed request: [`RtypeCore::handle_tcp_request`].
     Request(TcpRequest),
-    /// A malformed frame or an oversized header: [`Lobby::handle_tcp_violation`].
+    /// A malformed frame or an oversized header: [`RtypeCore::handle_tcp_violation`].
     Violation(Violation),
-    /// The driver closed the connection (EOF, read error): [`Lobby::handle_tcp_closed`].
+    /// The driver closed the connection (EOF, read error): [`RtypeCore::handle_tcp_closed`].
     Closed(ConnClose),
 }
 
@@ -247,7 +247,7 @@ impl TcpLobby {
     /// ([`super::pass::ACCEPTS_PER_PASS`]; the rest after the next poll). At the cap it goes
     /// on accepting while a connection without CONNECT_ACK could make room (one is evicted
     /// per newcomer admitted); once every connection has its CONNECT_ACK, accepting pauses.
-    pub fn accept(&mut self, lobby: &mut Lobby, registry: &Registry) {
+    pub fn accept(&mut self, lobby: &mut RtypeCore, registry: &Registry) {
         self.backlog.begin();
         while !self.gate.is_paused() {
             if self.is_full() && lobby.oldest_pending_conn().is_none() {
@@ -281,7 +281,7 @@ impl TcpLobby {
         &mut self,
         mut stream: TcpStream,
         peer: SocketAddr,
-        lobby: &mut Lobby,
+        lobby: &mut RtypeCore,
         registry: &Registry,
     ) {
         let now = Instant::now();
@@ -333,7 +333,7 @@ impl TcpLobby {
     /// At `--max-conns`, closes the oldest connection without CONNECT_ACK to make room for an
     /// admitted newcomer (a crowd that connects and never says who it is must not
     /// hold the lobby full).
-    fn evict_a_pending_conn(&mut self, lobby: &mut Lobby) {
+    fn evict_a_pending_conn(&mut self, lobby: &mut RtypeCore) {
         let Some(conn) = lobby.oldest_pending_conn() else {
             return;
         };
@@ -351,7 +351,7 @@ impl TcpLobby {
         &mut self,
         key: usize,
         readiness: Readiness,
-        lobby: &mut Lobby,
+        lobby: &mut RtypeCore,
         registry: &Registry,
         inputs: &mut Vec<TcpInput>,
     ) -> Option<rx_time::Stamp> {
@@ -454,7 +454,7 @@ impl TcpLobby {
     }
 
     /// Closes `key` on the driver's initiative and tells the core.
-    fn close(&mut self, key: usize, lobby: &mut Lobby, why: ConnClose) {
+    fn close(&mut self, key: usize, lobby: &mut RtypeCore, why: ConnClose) {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };
@@ -465,8 +465,8 @@ impl TcpLobby {
         lobby.handle_tcp_closed(ConnId(key), why);
     }
 
-    /// Carries out [`crate::lobby::Output::Tcp`]: encodes the message and queues it.
-    pub fn send(&mut self, conn: ConnId, msg: TcpMessage, lobby: &mut Lobby) {
+    /// Carries out [`crate::rtype::Output::Tcp`]: encodes the message and queues it.
+    pub fn send(&mut self, conn: ConnId, msg: TcpMessage, lobby: &mut RtypeCore) {
         let key = conn.0;
         let Some(c) = self.conns.get(key) else {
             return;
@@ -521,7 +521,7 @@ impl TcpLobby {
         }
     }
 
-    /// Carries out [`crate::lobby::Output::CloseConn`]: close once the queue is flushed.
+    /// Carries out [`crate::rtype::Output::CloseConn`]: close once the queue is flushed.
     pub fn close_when_flushed(&mut self, conn: ConnId) {
         let key = conn.0;
         let Some(c) = self.conns.get_mut(key) else {
@@ -536,7 +536,7 @@ impl TcpLobby {
     }
 
     /// Writes every connection with fresh bytes; called after the core's outputs are done.
-    pub fn flush(&mut self, lobby: &mut Lobby, registry: &Registry) {
+    pub fn flush(&mut self, lobby: &mut RtypeCore, registry: &Registry) {
         let dirty = std::mem::take(&mut self.dirty);
         for &key in &dirty {
             self.flush_one(key, lobby, registry);
@@ -545,7 +545,7 @@ impl TcpLobby {
         self.dirty.clear();
     }
 
-    fn flush_one(&mut self, key: usize, lobby: &mut Lobby, registry: &Registry) {
+    fn flush_one(&mut self, key: usize, lobby: &mut RtypeCore, registry: &Registry) {
         let Some(conn) = self.conns.get_mut(key) else {
             return;
         };

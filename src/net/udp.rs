@@ -9,7 +9,7 @@
 //! of the core into the send queue, and `flush` writes the queue with one `sendmmsg` per run
 //! of datagrams leaving from the same socket, in the order they were queued. The front end
 //! flushes before it returns to the loop, so no datagram waits past the readiness event that
-//! produced it. Who decides is the [`crate::lobby::Lobby`] core, driven by the R-Type front end
+//! produced it. Who decides is the [`crate::rtype::RtypeCore`] core, driven by the R-Type front end
 //! (`net::rtype`); nothing here calls back into it. Sends that would block drop the datagram
 //! and count it. Instance sockets closed by the core are removed after the event batch (the
 //! queue flushed first), so a reused slab key never sees a stale event.
@@ -24,8 +24,8 @@ use mio::net::UdpSocket;
 use mio::{Interest, Registry};
 use slab::Slab;
 
-use crate::lobby::{
-    InstanceMessage, InstanceRequest, Lobby, LobbyReply, LobbyRequest, RoomId, RoomInfo,
+use crate::rtype::{
+    InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, RoomId, RoomInfo, RtypeCore,
 };
 use crate::wire::instance::{
     self as instance_wire, ClientMsg, ClientRepr, RejectReason, ServerMsg, ServerRepr,
@@ -34,7 +34,7 @@ use crate::wire::udp_lobby::{
     self, Reply, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState as WireRoomState,
 };
 
-use super::batch::{RecvBatch, SendQueue, SLOT_LEN};
+use super::batch::{DatagramQueue, RecvBatch, SLOT_LEN};
 use super::instance::{Instance, PortPool};
 use super::stats::UdpStats;
 use super::token::Target;
@@ -108,7 +108,7 @@ pub struct UdpLobby {
     /// The datagrams of the last read, whichever socket it was.
     recv: RecvBatch,
     /// Datagrams waiting for `flush`.
-    queue: SendQueue<Socket>,
+    queue: DatagramQueue<Socket>,
     /// The last ROOM_LIST built: its records stay in place between requests and are copied
     /// into each reply.
     list_buf: Box<[u8; SLOT_LEN]>,
@@ -143,7 +143,7 @@ impl UdpLobby {
             ports,
             bind_ip,
             recv: RecvBatch::new(),
-            queue: SendQueue::new(),
+            queue: DatagramQueue::new(),
             list_buf: Box::new([0; SLOT_LEN]),
             list_cache: None,
             closing: Vec::new(),
@@ -321,7 +321,13 @@ impl UdpLobby {
     }
 
     /// Queues the core's reply to a lobby request (`lobby` is read for ROOM_LIST).
-    pub fn send_lobby_reply(&mut self, to: SocketAddr, seq: u16, reply: LobbyReply, lobby: &Lobby) {
+    pub fn send_lobby_reply(
+        &mut self,
+        to: SocketAddr,
+        seq: u16,
+        reply: LobbyReply,
+        lobby: &RtypeCore,
+    ) {
         let reply = match reply {
             LobbyReply::RoomList => {
                 let count = self.room_list_records(lobby);
@@ -356,7 +362,7 @@ impl UdpLobby {
     /// reply copies them and writes its own header, count and checksum (profiled: building
     /// the list was most of lobbyd's user time under a LIST_ROOMS load,
     /// docs/PERFORMANCE.md, "Measured decisions").
-    fn room_list_records(&mut self, lobby: &Lobby) -> usize {
+    fn room_list_records(&mut self, lobby: &RtypeCore) -> usize {
         let generation = lobby.list_generation();
         match self.list_cache {
             Some((built, count)) if built == generation => count,

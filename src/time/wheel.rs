@@ -1,6 +1,6 @@
 //! A fixed-tick timer wheel in two levels over a slab (HOUSE-STYLE section 3, "Timers").
 //!
-//! The lobby core keeps every deadline it cares about (countdowns, seat expiry, idle
+//! The R-Type core keeps every deadline it cares about (countdowns, seat expiry, idle
 //! members, room reaping) in one [`TimerWheel`]; the driver sleeps for the time to
 //! [`TimerWheel::next_deadline`] and then drains [`TimerWheel::poll_expired`].
 //!

@@ -16,7 +16,7 @@ use crate::wire::wz::{GameStruct, GAMESTRUCT_LEN};
 use super::games::AddError;
 use super::policy::version_allowed;
 use super::shared::Shared;
-use super::stats::Refusal;
+use super::stats::WzRefusal;
 
 /// `sizeof(desc)` in the C client: the `dwSize` a listed game gets when the host sent 0.
 pub(crate) const DESC_SIZE: i32 = 72;
@@ -34,7 +34,7 @@ pub(crate) const STATUS_UNREACHABLE: u32 = 408;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Verdict {
     /// The counter it is counted under.
-    pub(crate) reason: Refusal,
+    pub(crate) reason: WzRefusal,
     /// The legacy status code the host gets.
     pub(crate) status: u32,
     /// The text for the host (the legacy status's MOTD, the v4 result).
@@ -43,7 +43,7 @@ pub(crate) struct Verdict {
 
 impl Verdict {
     /// A refusal counted as `reason`, with the legacy `status` and the host's `text`.
-    pub(crate) fn new(reason: Refusal, status: u32, text: impl Into<String>) -> Verdict {
+    pub(crate) fn new(reason: WzRefusal, status: u32, text: impl Into<String>) -> Verdict {
         Verdict {
             reason,
             status,
@@ -65,7 +65,7 @@ pub(crate) fn policy_refusal(sh: &Shared, view: &GameStruct<&[u8]>) -> Option<Ve
             String::from_utf8_lossy(view.version_string())
         );
         return Some(Verdict::new(
-            Refusal::MinVersion,
+            WzRefusal::MinVersion,
             STATUS_FORBIDDEN_VERSION,
             motd,
         ));
@@ -74,7 +74,7 @@ pub(crate) fn policy_refusal(sh: &Shared, view: &GameStruct<&[u8]>) -> Option<Ve
         let motd = "Game name not acceptable. The game is NOT hosted, change the name of \
                     your game.";
         return Some(Verdict::new(
-            Refusal::BannedName,
+            WzRefusal::BannedName,
             STATUS_NOT_ACCEPTABLE,
             motd,
         ));
@@ -97,7 +97,7 @@ pub(crate) fn admit(
              other Warzone 2100 sessions and try again."
         );
         return Some(Verdict::new(
-            Refusal::ConnsPerIp,
+            WzRefusal::ConnsPerIp,
             STATUS_NOT_ACCEPTABLE,
             motd,
         ));
@@ -114,7 +114,7 @@ pub(crate) fn admit(
              NOT hosted. Wait a minute and try again."
         );
         return Some(Verdict::new(
-            Refusal::RateLimited,
+            WzRefusal::RateLimited,
             STATUS_NOT_ACCEPTABLE,
             motd,
         ));
@@ -126,7 +126,7 @@ pub(crate) fn admit(
 pub(crate) fn room_refusal(sh: &Shared, error: AddError, ip: IpAddr) -> Verdict {
     match error {
         AddError::TooManyFromAddress => Verdict::new(
-            Refusal::GamesPerIp,
+            WzRefusal::GamesPerIp,
             STATUS_NOT_ACCEPTABLE,
             format!(
                 "Too many games hosted from your address {ip} (at most {}); the game is \
@@ -135,7 +135,7 @@ pub(crate) fn room_refusal(sh: &Shared, error: AddError, ip: IpAddr) -> Verdict 
             ),
         ),
         AddError::Full | AddError::IdInUse => Verdict::new(
-            Refusal::LobbyFull,
+            WzRefusal::LobbyFull,
             STATUS_NOT_ACCEPTABLE,
             "The lobby is full; the game is NOT hosted. Try again later.",
         ),

@@ -30,7 +30,7 @@ use super::admission::{
 };
 use super::games::{Game, Owner};
 use super::shared::{Held, Shared};
-use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal, WzStats};
+use super::stats::{ProbeOutcome, ProtocolError, Removal, WzRefusal, WzStats};
 use super::types::{ConnId, ProbeId, ProbeResult, DEFAULT_GAME_PORT};
 
 /// Where a legacy connection is in its life.
@@ -166,7 +166,7 @@ impl LegacyConn {
             // A 2.2-era host (GAMESTRUCT_VERSION 2): it reads a status after addg.
             let motd = "This version of Warzone 2100 is too old for this lobby; \
                         the game is NOT hosted. Please upgrade.";
-            let verdict = Verdict::new(Refusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd);
+            let verdict = Verdict::new(WzRefusal::MinVersion, STATUS_FORBIDDEN_VERSION, motd);
             self.refuse(sh, st, verdict);
         } else {
             self.protocol_error(sh, st, ProtocolError::BadVersion);
@@ -406,7 +406,7 @@ impl LegacyConn {
                     "Game unreachable: {target} answered for another game (id {got}, this game \
                      is {game_id}). The game is NOT hosted."
                 );
-                let verdict = Verdict::new(Refusal::WrongGameId, STATUS_UNREACHABLE, motd);
+                let verdict = Verdict::new(WzRefusal::WrongGameId, STATUS_UNREACHABLE, motd);
                 self.refuse(sh, st, verdict);
                 return;
             }
@@ -429,7 +429,7 @@ impl LegacyConn {
         if let State::Probing { target, .. } = self.state {
             if matches!(outcome, ProbeOutcome::Refused | ProbeOutcome::TimedOut) {
                 let motd = unreachable_text(target);
-                let verdict = Verdict::new(Refusal::Unreachable, STATUS_UNREACHABLE, motd);
+                let verdict = Verdict::new(WzRefusal::Unreachable, STATUS_UNREACHABLE, motd);
                 self.refuse(sh, st, verdict);
             }
         }

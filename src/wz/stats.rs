@@ -9,7 +9,7 @@ use crate::wire::wz::Command;
 
 /// Why a host was refused after `addg` (or on an update): the status it got says why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Refusal {
+pub enum WzRefusal {
     /// The game name holds a banned word (406).
     BannedName,
     /// The host's netcode version is below `--wz-min-version` (403), or the struct is a
@@ -29,30 +29,30 @@ pub enum Refusal {
     WrongGameId,
 }
 
-impl Refusal {
+impl WzRefusal {
     /// Every variant, in declaration order.
-    pub const ALL: [Refusal; 8] = [
-        Refusal::BannedName,
-        Refusal::MinVersion,
-        Refusal::RateLimited,
-        Refusal::LobbyFull,
-        Refusal::GamesPerIp,
-        Refusal::ConnsPerIp,
-        Refusal::Unreachable,
-        Refusal::WrongGameId,
+    pub const ALL: [WzRefusal; 8] = [
+        WzRefusal::BannedName,
+        WzRefusal::MinVersion,
+        WzRefusal::RateLimited,
+        WzRefusal::LobbyFull,
+        WzRefusal::GamesPerIp,
+        WzRefusal::ConnsPerIp,
+        WzRefusal::Unreachable,
+        WzRefusal::WrongGameId,
     ];
 
     /// A stable snake_case label, for metrics.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Refusal::BannedName => "banned_name",
-            Refusal::MinVersion => "min_version",
-            Refusal::RateLimited => "rate_limited",
-            Refusal::LobbyFull => "lobby_full",
-            Refusal::GamesPerIp => "games_per_ip",
-            Refusal::ConnsPerIp => "conns_per_ip",
-            Refusal::Unreachable => "unreachable",
-            Refusal::WrongGameId => "wrong_game_id",
+            WzRefusal::BannedName => "banned_name",
+            WzRefusal::MinVersion => "min_version",
+            WzRefusal::RateLimited => "rate_limited",
+            WzRefusal::LobbyFull => "lobby_full",
+            WzRefusal::GamesPerIp => "games_per_ip",
+            WzRefusal::ConnsPerIp => "conns_per_ip",
+            WzRefusal::Unreachable => "unreachable",
+            WzRefusal::WrongGameId => "wrong_game_id",
         }
     }
 }
@@ -293,8 +293,8 @@ pub struct WzStats {
     pub games_listed: u64,
     /// GAMESTRUCT updates applied to listed games.
     pub updates: u64,
-    /// Hosts refused, by reason (index in [`Refusal::ALL`]).
-    pub refused: [u64; Refusal::ALL.len()],
+    /// Hosts refused, by reason (index in [`WzRefusal::ALL`]).
+    pub refused: [u64; WzRefusal::ALL.len()],
     /// Connections closed for protocol errors, by reason (index in [`ProtocolError::ALL`]).
     pub protocol_errors: [u64; ProtocolError::ALL.len()],
     /// Probe requests emitted.
@@ -381,15 +381,15 @@ impl WzStats {
     }
 
     /// Counts a refusal.
-    pub fn refuse(&mut self, reason: Refusal) {
-        if let Some(i) = index_of(&Refusal::ALL, &reason) {
+    pub fn refuse(&mut self, reason: WzRefusal) {
+        if let Some(i) = index_of(&WzRefusal::ALL, &reason) {
             self.refused[i] += 1;
         }
     }
 
     /// How many hosts were refused for `reason`.
-    pub fn refusals(&self, reason: Refusal) -> u64 {
-        index_of(&Refusal::ALL, &reason).map_or(0, |i| self.refused[i])
+    pub fn refusals(&self, reason: WzRefusal) -> u64 {
+        index_of(&WzRefusal::ALL, &reason).map_or(0, |i| self.refused[i])
     }
 
     /// Counts a protocol error.
@@ -441,7 +441,7 @@ impl WzStats {
         }
         f("wz_games_listed_total", "", self.games_listed);
         f("wz_updates_total", "", self.updates);
-        for (reason, value) in Refusal::ALL.iter().zip(self.refused) {
+        for (reason, value) in WzRefusal::ALL.iter().zip(self.refused) {
             f("wz_refused_total", reason.as_str(), value);
         }
         for (reason, value) in ProtocolError::ALL.iter().zip(self.protocol_errors) {

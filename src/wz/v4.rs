@@ -34,7 +34,7 @@ use crate::accounts::{valid_name, LoginPolicy, UserId, VerifyResult};
 use super::admission::{admit, rewrite, room_refusal, unreachable_text, Verdict, DESC_SIZE};
 use super::games::{Game, GameView, Owner};
 use super::shared::{Held, Shared};
-use super::stats::{ProbeOutcome, ProtocolError, Refusal, Removal, V4Method, WzStats};
+use super::stats::{ProbeOutcome, ProtocolError, Removal, V4Method, WzRefusal, WzStats};
 use super::types::{ConnId, JobId, ProbeId, ProbeResult, DEFAULT_GAME_PORT};
 
 /// The answer to a wrong login. The seed answers it with -405, like "log in first"; the
@@ -467,7 +467,7 @@ impl V4Conn {
         } else {
             sh.remove_game(st, game_id, Removal::Refused);
             self.game = None;
-            st.refuse(Refusal::Unreachable);
+            st.refuse(WzRefusal::Unreachable);
             let text = unreachable_text(target);
             self.respond_text(sh, st, encoding, NOT_ACCEPTABLE, &text, id);
         }

@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::{fs, io};
 
-use lobbyd::fuzzing::script::{Choices, Rng};
+use lobbyd::fuzzing::script::{Choices, ScriptRng};
 use lobbyd::fuzzing::{target, TARGETS};
 use lobbyd::wire::general::{self, ErrorCode, ParamWriter};
 use lobbyd::wire::instance::{self, ClientMsg, ServerMsg};
@@ -406,7 +406,7 @@ fn general_params() -> Vec<Vec<u8>> {
 
 /// Eight random scripts of 64 to 2048 bytes: the fuzzer grows its corpus from there.
 fn scripts(seed: u64) -> Vec<Vec<u8>> {
-    let mut rng = Rng(seed);
+    let mut rng = ScriptRng(seed);
     (0..8u32)
         .map(|n| {
             let len = 64usize << (n % 6);

@@ -99,7 +99,7 @@ fn a_burst_at_the_tcp_lobby_is_all_accepted_and_all_closed() {
     assert_eq!(
         snap.lobby
             .tcp
-            .closes(lobbyd::lobby::CloseCause::HandshakeTimeout),
+            .closes(lobbyd::rtype::CloseCause::HandshakeTimeout),
         COUNT as u64
     );
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use lobbyd::config::{Config, InstancePorts};
-use lobbyd::lobby::{CloseCause, TcpError, Violation};
+use lobbyd::rtype::{CloseCause, TcpError, Violation};
 use tcp_client::frame;
 use tcp_client::*;
 
@@ -262,7 +262,7 @@ fn no_game_instance_available_is_0xff_and_nothing_else() {
     clients[1].assert_silent();
     clients[0].assert_silent();
     let snap = snapshot(&server);
-    assert_eq!(snap.rooms[0].state, lobbyd::lobby::RoomState::Waiting);
+    assert_eq!(snap.rooms[0].state, lobbyd::rtype::RoomState::Waiting);
     // Once the port is free, the same START works.
     drop(foreign);
     clients[1].send(&frame(START_REQ, &[]));
@@ -338,7 +338,7 @@ fn leaving_during_countdown_below_minimum_cancels() {
     a.assert_silent();
     let snap = eventually(&server, REPLY_WAIT, |s| s.open_instances == 0);
     assert_eq!(snap.open_instances, 0, "instance released");
-    assert_eq!(snap.rooms[0].state, lobbyd::lobby::RoomState::Waiting);
+    assert_eq!(snap.rooms[0].state, lobbyd::rtype::RoomState::Waiting);
     assert_eq!(snap.lobby.tcp.countdowns_cancelled, 1);
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use lobbyd::config::Config;
-use lobbyd::lobby::{CloseCause, Violation};
+use lobbyd::rtype::{CloseCause, Violation};
 use tcp_client::frame;
 use tcp_client::*;
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use lobbyd::config::InstancePorts;
-use lobbyd::lobby::JoinFailure;
+use lobbyd::rtype::JoinFailure;
 use lobbyd::wire::frame::Error as FrameError;
 
 const LIST: u8 = 0x40;

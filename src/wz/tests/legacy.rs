@@ -12,7 +12,7 @@ use super::{addg, host_struct, motd_config, Sim, HOST_V4};
 use crate::wire::wz::{
     parse_status, read_list_237, read_list_3x, read_list_4x, ClientList, GameStructRepr,
 };
-use crate::wz::stats::{ProbeOutcome, ProtocolError, Refusal, Removal};
+use crate::wz::stats::{ProbeOutcome, ProtocolError, Removal, WzRefusal};
 use crate::wz::{ProbeId, ProbeResult, WzConfig, WzOutput};
 
 const HOST_V6: IpAddr = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1));
@@ -242,7 +242,7 @@ fn unreachable_host_gets_408_then_close() {
     );
     assert_eq!(sim.lobby.games().count(), 0);
     assert_eq!(sim.lobby.reserved_ids(), 0);
-    assert_eq!(sim.lobby.stats.refusals(Refusal::Unreachable), 1);
+    assert_eq!(sim.lobby.stats.refusals(WzRefusal::Unreachable), 1);
 
     // The driver never answers: the core decides within the addg reply budget.
     sim.open(2, HOST_V4);
@@ -274,7 +274,7 @@ fn wzlr_with_wrong_game_id_is_refused() {
         ProbeResult::Wzlr { game_id: id + 1 },
     );
     assert_eq!((code, closed), (408, true));
-    assert_eq!(sim.lobby.stats.refusals(Refusal::WrongGameId), 1);
+    assert_eq!(sim.lobby.stats.refusals(WzRefusal::WrongGameId), 1);
     assert_eq!(sim.lobby.games().count(), 0);
 }
 
@@ -329,7 +329,7 @@ fn banned_words_min_version_and_per_ip_limits() {
         ProbeResult::Connected,
     );
     assert_eq!((code, closed), (403, true));
-    assert_eq!(sim.lobby.stats.refusals(Refusal::MinVersion), 1);
+    assert_eq!(sim.lobby.stats.refusals(WzRefusal::MinVersion), 1);
 
     sim.open(3, HOST_V4);
     assert_eq!(
@@ -344,7 +344,7 @@ fn banned_words_min_version_and_per_ip_limits() {
         ProbeResult::Connected,
     );
     assert_eq!((code, closed), (406, true));
-    assert_eq!(sim.lobby.stats.refusals(Refusal::GamesPerIp), 1);
+    assert_eq!(sim.lobby.stats.refusals(WzRefusal::GamesPerIp), 1);
 
     // An update that renames the game to a banned name: 4.x gets the reason, then close.
     sim.open(5, HOST_V6);
@@ -373,7 +373,7 @@ fn gaid_is_always_answered_even_over_the_connection_limit() {
     assert_ne!(sim.gaid(2), 0);
     let (code, _, closed) = sim.register(2, &host_struct("4.x", "g", 0, 0), ProbeResult::Connected);
     assert_eq!((code, closed), (406, true));
-    assert_eq!(sim.lobby.stats.refusals(Refusal::ConnsPerIp), 1);
+    assert_eq!(sim.lobby.stats.refusals(WzRefusal::ConnsPerIp), 1);
 }
 
 #[test]
@@ -395,7 +395,7 @@ fn registration_rate_is_limited_per_address() {
         sim.close(conn);
         assert_eq!(code, if conn < 2 { 200 } else { 406 });
     }
-    assert_eq!(sim.lobby.stats.refusals(Refusal::RateLimited), 1);
+    assert_eq!(sim.lobby.stats.refusals(WzRefusal::RateLimited), 1);
 }
 
 #[test]

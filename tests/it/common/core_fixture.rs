@@ -1,14 +1,14 @@
-//! A lobby core set up for hot-path measurements, shared by `benches/core.rs` and
+//! An R-Type core set up for hot-path measurements, shared by `benches/core.rs` and
 //! `tests/it/no_alloc.rs`: rate limits out of the way, rooms created
 //! and bound without sockets.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use lobbyd::lobby::{
-    InstanceRequest, Lobby, LobbyConfig, LobbyReply, LobbyRequest, Output, RoomId,
-};
 use lobbyd::ratelimit::PerIpConfig;
+use lobbyd::rtype::{
+    InstanceRequest, LobbyReply, LobbyRequest, Output, RoomId, RtypeConfig, RtypeCore,
+};
 use lobbyd::wire::instance::{self, ClientMsg, ClientRepr};
 use lobbyd::wire::udp_lobby::{emit_room_list, RoomRecord};
 
@@ -18,9 +18,9 @@ pub fn addr(n: u8, port: u16) -> SocketAddr {
 }
 
 /// A lobby with no rate limits in the way (as `bench.sh` runs lobbyd).
-pub fn lobby(now: Instant) -> Lobby {
-    Lobby::new(
-        LobbyConfig {
+pub fn lobby(now: Instant) -> RtypeCore {
+    RtypeCore::new(
+        RtypeConfig {
             max_rooms: 200,
             max_rooms_per_ip: 200,
             rate: PerIpConfig {
@@ -31,14 +31,14 @@ pub fn lobby(now: Instant) -> Lobby {
                 byte_burst: 0,
                 max_entries: 65_536,
             },
-            ..LobbyConfig::default()
+            ..RtypeConfig::default()
         },
         now,
     )
 }
 
 /// Creates `n` rooms, each with its instance bound on port 5000 + i; returns their ids.
-pub fn with_rooms(lobby: &mut Lobby, now: Instant, n: u16) -> Vec<RoomId> {
+pub fn with_rooms(lobby: &mut RtypeCore, now: Instant, n: u16) -> Vec<RoomId> {
     let mut rooms = Vec::new();
     for i in 0..n {
         lobby.handle_lobby_request(now, addr(1, 1000 + i), i, LobbyRequest::CreateRoom);
@@ -54,7 +54,7 @@ pub fn with_rooms(lobby: &mut Lobby, now: Instant, n: u16) -> Vec<RoomId> {
 }
 
 /// One room with members 127.0.0.1-4:2000 admitted on its instance.
-pub fn room_of_four(lobby: &mut Lobby, now: Instant) -> RoomId {
+pub fn room_of_four(lobby: &mut RtypeCore, now: Instant) -> RoomId {
     let room = with_rooms(lobby, now, 1)[0];
     for member in 1..=4 {
         let request = InstanceRequest::Hello { token: None };
@@ -68,7 +68,7 @@ pub fn room_of_four(lobby: &mut Lobby, now: Instant) -> RoomId {
 /// request into the core, outputs drained, the ROOM_LIST emitted into `buf`. Returns its
 /// length (0 if no list was queued, e.g. rate-limited).
 pub fn list_once(
-    lobby: &mut Lobby,
+    lobby: &mut RtypeCore,
     now: Instant,
     client: SocketAddr,
     seq: u16,

@@ -33,7 +33,7 @@ use super::super::stats::Stats;
 use super::super::tcp_engine::{connect_error_kind, connect_registered};
 use super::super::Options;
 use super::dialect::{Front, SignIn};
-use super::{millis, Rng};
+use super::{millis, HostileRng};
 
 /// Short junk connections open at once at most.
 pub const JUNK_SLOTS: usize = 256;
@@ -153,7 +153,7 @@ pub struct Crowd {
     party_phase: PartyPhase,
     free_junk: Vec<usize>,
     junk_pacer: Pacer,
-    rng: Rng,
+    rng: HostileRng,
     next_name: u64,
     connect_budget: u32,
     budget_second: Instant,
@@ -223,7 +223,7 @@ impl Crowd {
             party_phase: PartyPhase::Waiting(now + Duration::from_secs(1)),
             free_junk: (junk..junk + JUNK_SLOTS).rev().collect(),
             junk_pacer: Pacer::new(now, Some(options.rate.unwrap_or(DEFAULT_JUNK_RATE))),
-            rng: Rng::seeded(),
+            rng: HostileRng::seeded(),
             next_name: 0,
             connect_budget: CONNECTS_PER_SECOND,
             budget_second: now,

@@ -17,7 +17,7 @@ use super::super::tcp_engine::Step;
 use super::super::tcp_modes;
 use super::super::wz_modes::host_gamestruct;
 use super::super::Mode;
-use super::{mutate, Rng};
+use super::{mutate, HostileRng};
 
 /// READY_REQs a TCP lobby flooder writes at once: 56 KB, the TCP lobby's party-flood burst.
 pub const TCP_FLOOD_FRAMES: usize = 14_000;
@@ -87,7 +87,7 @@ impl Front {
 
     /// The byte a slowloris connection adds every second (never one that completes an
     /// HTTP head).
-    pub fn trickle(self, rng: &mut Rng) -> u8 {
+    pub fn trickle(self, rng: &mut HostileRng) -> u8 {
         match self {
             Front::Http => b'a',
             _ => rng.next_u64() as u8,
@@ -202,7 +202,7 @@ impl Front {
 
     /// A near-valid stream: one to eight messages of this front end's protocol, each damaged
     /// half of the time, into `out`.
-    pub fn near_valid(self, rng: &mut Rng, out: &mut Vec<u8>) {
+    pub fn near_valid(self, rng: &mut HostileRng, out: &mut Vec<u8>) {
         let mut msg = Vec::with_capacity(256);
         for _ in 0..=rng.below(8) {
             msg.clear();
@@ -274,13 +274,13 @@ fn v4_frame(out: &mut Vec<u8>, body: &[u8]) {
 }
 
 /// A random printable name of up to `most` characters (possibly empty).
-fn random_name(rng: &mut Rng, most: usize) -> String {
+fn random_name(rng: &mut HostileRng, most: usize) -> String {
     (0..rng.below(most + 1))
         .map(|_| char::from(b'!' + rng.below(94) as u8))
         .collect()
 }
 
-fn tcp_message(rng: &mut Rng, out: &mut Vec<u8>) {
+fn tcp_message(rng: &mut HostileRng, out: &mut Vec<u8>) {
     match rng.below(6) {
         0 => {
             let field = name_field(&random_name(rng, 40));
@@ -312,7 +312,7 @@ fn tcp_message(rng: &mut Rng, out: &mut Vec<u8>) {
     }
 }
 
-fn general_message(rng: &mut Rng, out: &mut Vec<u8>) {
+fn general_message(rng: &mut HostileRng, out: &mut Vec<u8>) {
     let name = random_name(rng, 30);
     let text = random_name(rng, 200);
     let msg = match rng.below(8) {
@@ -363,7 +363,7 @@ fn general_message(rng: &mut Rng, out: &mut Vec<u8>) {
     general_modes::push(out, &msg);
 }
 
-fn wz_message(rng: &mut Rng, out: &mut Vec<u8>) {
+fn wz_message(rng: &mut HostileRng, out: &mut Vec<u8>) {
     match rng.below(7) {
         0 => out.extend_from_slice(b"list\0"),
         1 => out.extend_from_slice(b"gaId\0"),
@@ -394,7 +394,7 @@ fn wz_message(rng: &mut Rng, out: &mut Vec<u8>) {
     }
 }
 
-fn http_message(rng: &mut Rng, out: &mut Vec<u8>) {
+fn http_message(rng: &mut HostileRng, out: &mut Vec<u8>) {
     let path = ["/metrics", "/rooms", "/wz/games", "/", "/x"][rng.below(5)];
     let method = ["GET", "POST", "HEAD", "BREW"][rng.below(4)];
     let text = format!(
@@ -412,7 +412,7 @@ mod tests {
 
     #[test]
     fn near_valid_streams_never_sign_in() {
-        let mut rng = Rng::with_seed(3);
+        let mut rng = HostileRng::with_seed(3);
         for front in [Front::TcpLobby, Front::General, Front::Wz, Front::Http] {
             for _ in 0..2000 {
                 let mut out = Vec::new();

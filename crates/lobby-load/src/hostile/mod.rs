@@ -68,20 +68,20 @@ pub fn run(options: &Options, progress: &mut dyn io::Write) -> io::Result<Summar
 /// A small fast generator (splitmix64): attack bytes need variety, not quality, and the
 /// crate has no random-number dependency.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct HostileRng(u64);
 
-impl Rng {
+impl HostileRng {
     /// A generator seeded from the clock and the process id.
-    pub fn seeded() -> Rng {
+    pub fn seeded() -> HostileRng {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
-        Rng(nanos ^ (u64::from(std::process::id()) << 32))
+        HostileRng(nanos ^ (u64::from(std::process::id()) << 32))
     }
 
     /// A generator with a fixed seed (tests).
-    pub fn with_seed(seed: u64) -> Rng {
-        Rng(seed)
+    pub fn with_seed(seed: u64) -> HostileRng {
+        HostileRng(seed)
     }
 
     /// The next 64 random bits.
@@ -126,7 +126,7 @@ impl Rng {
 /// Damages a valid message in one to three ways: a byte flipped, set to 0x00 or 0xff, the
 /// message cut short, random bytes appended, or a random run overwritten. What comes out is
 /// "near-valid": right framing most of the time, wrong somewhere.
-pub fn mutate(rng: &mut Rng, msg: &mut Vec<u8>, most: usize) {
+pub fn mutate(rng: &mut HostileRng, msg: &mut Vec<u8>, most: usize) {
     for _ in 0..=rng.below(3) {
         let len = msg.len();
         match rng.below(6) {
@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn rng_is_deterministic_per_seed_and_bounded() {
-        let (mut a, mut b) = (Rng::with_seed(7), Rng::with_seed(7));
+        let (mut a, mut b) = (HostileRng::with_seed(7), HostileRng::with_seed(7));
         for _ in 0..100 {
             assert_eq!(a.next_u64(), b.next_u64());
             assert!(a.below(10) < 10);
@@ -179,7 +179,7 @@ mod tests {
 
     #[test]
     fn mutations_stay_within_the_bound() {
-        let mut rng = Rng::with_seed(1);
+        let mut rng = HostileRng::with_seed(1);
         let mut changed = 0;
         for _ in 0..1000 {
             let original = vec![0x55u8; 40];

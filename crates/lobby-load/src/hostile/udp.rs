@@ -29,7 +29,7 @@ use super::super::runner::{Pacer, Workload};
 use super::super::setup;
 use super::super::stats::Stats;
 use super::super::Options;
-use super::{mutate, Rng};
+use super::{mutate, HostileRng};
 
 /// Attack sockets at most (one per source address).
 pub const SOCKETS: usize = 256;
@@ -49,7 +49,7 @@ pub struct UdpAttack {
     sockets: Vec<UdpSocket>,
     next_socket: usize,
     pacer: Pacer,
-    rng: Rng,
+    rng: HostileRng,
     next_keepalive: Instant,
     keepalive_seq: u16,
     buf: Vec<u8>,
@@ -84,7 +84,7 @@ impl UdpAttack {
             sockets,
             next_socket: 0,
             pacer: Pacer::new(now, Some(options.rate.unwrap_or(DEFAULT_RATE))),
-            rng: Rng::seeded(),
+            rng: HostileRng::seeded(),
             next_keepalive: now + KEEPALIVE_EVERY,
             keepalive_seq: 2,
             buf: Vec::with_capacity(MAX_UNFRAGMENTED),

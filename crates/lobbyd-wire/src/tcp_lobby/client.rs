@@ -2,7 +2,7 @@
 //! DISCONNECT (RFC R-Type-TCP-001 sections 5.2, 5.5, 5.7 and 5.9), as [`ClientRepr`].
 //!
 //! Parsing borrows the name field from the frame; emitting writes into the caller's buffer.
-//! Neither allocates. What a request means for a party is the lobby core's business.
+//! Neither allocates. What a request means for a party is the R-Type core's business.
 
 use super::{
     check_size, emit_header, field, parse_flag, payload_array, payload_byte, size, Error, Frame,

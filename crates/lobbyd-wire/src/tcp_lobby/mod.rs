@@ -22,7 +22,7 @@
 //! directions parse and emit with.
 //!
 //! This module must not decide what a message means in the lobby's current state, and must not
-//! log or count anything: it reports a typed [`Error`] and the lobby core acts on it.
+//! log or count anything: it reports a typed [`Error`] and the R-Type core acts on it.
 
 use core::fmt;
 

@@ -4,7 +4,7 @@
 //!
 //! [`validate_name`] checks a received field; [`name_field`] and [`error_text`] cut our own
 //! text to what the wire can carry, at a char boundary. Nothing here allocates, and nothing
-//! here decides whether a valid name is free in a party: that is the lobby core's call.
+//! here decides whether a valid name is free in a party: that is the R-Type core's call.
 
 use super::{NameError, MAX_ERROR_TEXT, MAX_NAME_BYTES, NAME_LEN};
 

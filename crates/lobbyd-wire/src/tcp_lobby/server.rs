@@ -6,7 +6,7 @@
 //! The server emits these into a connection's send queue; the parsers serve the test client and
 //! the load generator. A received GAME_START stays a view over the frame: [`GameStart::slots`]
 //! reads the players and spawns from the bytes without collecting them. Nothing here allocates,
-//! and nothing here chooses who is told what: the lobby core does.
+//! and nothing here chooses who is told what: the R-Type core does.
 
 use core::fmt;
 use core::net::Ipv4Addr;

@@ -3,7 +3,7 @@
 //! A room is what the UDP room lobby lists (`rtype-udp-lobby-protocol.md` section 5) and what a
 //! game instance serves (`docs/protocols/instance.md`). This file only keeps the room's own
 //! bookkeeping consistent; the decisions (who may join, when timers fire, what is sent) live in
-//! [`super::Lobby`]. Nothing here reads a clock or touches a socket.
+//! [`super::RtypeCore`]. Nothing here reads a clock or touches a socket.
 //!
 //! Seat invariant: `members + live reservations <= max_players`, kept by [`Room::admit`] and
 //! [`Room::reserve`], so a room never admits more players than it has seats, whatever the

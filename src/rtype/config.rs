@@ -1,5 +1,5 @@
-//! The operator's limits as the lobby core sees them: [`LobbyConfig`]. The server builds it
-//! from its flags (`net::lobby_config`; docs/OPERATING.md, "Running"); [`LobbyConfig::default`] holds the
+//! The operator's limits as the R-Type core sees them: [`RtypeConfig`]. The server builds it
+//! from its flags (`net::lobby_config`; docs/OPERATING.md, "Running"); [`RtypeConfig::default`] holds the
 //! flags' defaults with a 1 ms timer tick, for tests and simulations.
 
 use std::time::Duration;
@@ -10,7 +10,7 @@ use super::party::PartyConfig;
 
 /// What the core needs to know about the operator's limits.
 #[derive(Clone, Debug)]
-pub struct LobbyConfig {
+pub struct RtypeConfig {
     /// Live rooms at most (each holds an instance port until reaped).
     pub max_rooms: usize,
     /// Rooms one IP address may have created and still alive.
@@ -35,9 +35,9 @@ pub struct LobbyConfig {
     pub party: PartyConfig,
 }
 
-impl Default for LobbyConfig {
+impl Default for RtypeConfig {
     fn default() -> Self {
-        LobbyConfig {
+        RtypeConfig {
             max_rooms: 100,
             max_rooms_per_ip: 8,
             max_players: 4,

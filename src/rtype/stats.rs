@@ -1,8 +1,8 @@
-//! Counters the lobby core keeps about its own decisions.
+//! Counters the R-Type core keeps about its own decisions.
 //!
 //! Plain `u64` fields (one thread, no atomics). The driver keeps its own counters for what it
 //! drops before the core sees it (malformed datagrams); both are exported by the metrics
-//! endpoint through [`LobbyStats::visit`], which names each counter once.
+//! endpoint through [`RtypeStats::visit`], which names each counter once.
 
 /// Why a JOIN_ROOM or CREATE_ROOM got JOIN_FAILED.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,7 +92,7 @@ impl InstanceIgnore {
 
 /// The core's counters.
 #[derive(Clone, Debug, Default)]
-pub struct LobbyStats {
+pub struct RtypeStats {
     /// LIST_ROOMS requests answered.
     pub list_requests: u64,
     /// CREATE_ROOM requests accepted for processing.
@@ -129,7 +129,7 @@ pub struct LobbyStats {
     pub tcp: super::party::PartyStats,
 }
 
-impl LobbyStats {
+impl RtypeStats {
     /// Counts a JOIN_FAILED.
     pub fn join_failed(&mut self, reason: JoinFailure) {
         if let Some(i) = JoinFailure::ALL.iter().position(|r| *r == reason) {

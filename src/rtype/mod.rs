@@ -1,11 +1,11 @@
-//! The lobby core: a sans-IO state machine for rooms, seats and game instances.
+//! The R-Type core: a sans-IO state machine for rooms, seats and game instances.
 //!
 //! It implements the behaviour of the UDP room lobby (`rtype-udp-lobby-protocol.md`
 //! sections 4-14) and of lobbyd's game-instance relay (`docs/protocols/instance.md`). It owns
 //! no socket and never reads the clock: the driver hands it decoded requests and the current
-//! time through `handle_*` methods and collects what to do through [`Lobby::poll_output`]
-//! (send a reply, bind or close an instance socket) and [`Lobby::poll_timeout`] (when to call
-//! [`Lobby::handle_timeout`] next). Timers run on one fixed-tick [`TimerWheel`].
+//! time through `handle_*` methods and collects what to do through [`RtypeCore::poll_output`]
+//! (send a reply, bind or close an instance socket) and [`RtypeCore::poll_timeout`] (when to call
+//! [`RtypeCore::handle_timeout`] next). Timers run on one fixed-tick [`TimerWheel`].
 //!
 //! The output queue is bounded by what one `handle_*` call produces (the driver drains it
 //! after each: a TCP request queues at most one message per party member plus a newcomer's
@@ -13,7 +13,7 @@
 //! ([`OUTPUT_KEEP`]).
 //!
 //! Instance sockets are bound by the driver: CREATE_ROOM yields [`Output::OpenInstance`],
-//! the driver answers with [`Lobby::handle_instance_opened`], and only then is ROOM_CREATED
+//! the driver answers with [`RtypeCore::handle_instance_opened`], and only then is ROOM_CREATED
 //! (or JOIN_FAILED) queued. So a listed room always has a live socket, and a room's socket is
 //! closed ([`Output::CloseInstance`]) in the same step that removes it from the list.
 
@@ -32,7 +32,7 @@ use crate::ratelimit::PerIpLimiter;
 use crate::time::wheel::TimerWheel;
 use crate::wire::udp_lobby::room_list_len;
 
-pub use config::LobbyConfig;
+pub use config::RtypeConfig;
 pub use messages::{
     InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason, RoomInfo,
 };
@@ -41,7 +41,7 @@ pub use party::{
     TcpRequest, Violation,
 };
 pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
-pub use stats::{InstanceIgnore, JoinFailure, LobbyStats};
+pub use stats::{InstanceIgnore, JoinFailure, RtypeStats};
 
 use room::{Countdown, SeatRefusal};
 use room_map::RoomTable;
@@ -78,8 +78,8 @@ struct PendingCreate {
 const TIMER_SLOTS: usize = 4096;
 
 /// The lobby: every room, its timers and the queue of outputs.
-pub struct Lobby {
-    config: LobbyConfig,
+pub struct RtypeCore {
+    config: RtypeConfig,
     /// Every room and the order ROOM_LIST offers them in.
     rooms: RoomTable,
     pending_creates: HashMap<RoomId, PendingCreate>,
@@ -90,26 +90,26 @@ pub struct Lobby {
     /// TCP lobby parties and connections (`party.rs`).
     tcp: party::TcpState,
     /// The core's counters.
-    pub stats: LobbyStats,
+    pub stats: RtypeStats,
 }
 
-impl Lobby {
+impl RtypeCore {
     /// A lobby with no rooms; `now` anchors the timer wheel. Player hashes come from the
     /// operating system's CSPRNG.
-    pub fn new(config: LobbyConfig, now: Instant) -> Lobby {
+    pub fn new(config: RtypeConfig, now: Instant) -> RtypeCore {
         let mut random = party::OsRandom::default();
-        Lobby::with_hash_source(config, now, Box::new(move || random.next_u64()))
+        RtypeCore::with_hash_source(config, now, Box::new(move || random.next_u64()))
     }
 
     /// A lobby drawing TCP player hashes from `hash_source` (simulations pass a seeded one).
     pub fn with_hash_source(
-        config: LobbyConfig,
+        config: RtypeConfig,
         now: Instant,
         hash_source: Box<dyn FnMut() -> u64 + Send>,
-    ) -> Lobby {
+    ) -> RtypeCore {
         let timers = TimerWheel::new(now, config.timer_tick, TIMER_SLOTS);
         let limiter = PerIpLimiter::new(config.rate);
-        Lobby {
+        RtypeCore {
             config,
             rooms: RoomTable::default(),
             pending_creates: HashMap::new(),
@@ -118,12 +118,12 @@ impl Lobby {
             limiter,
             outputs: VecDeque::new(),
             tcp: party::TcpState::new(hash_source),
-            stats: LobbyStats::default(),
+            stats: RtypeStats::default(),
         }
     }
 
     /// The configuration in force.
-    pub fn config(&self) -> &LobbyConfig {
+    pub fn config(&self) -> &RtypeConfig {
         &self.config
     }
 
@@ -137,7 +137,7 @@ impl Lobby {
         output
     }
 
-    /// Whether outputs are waiting for [`Lobby::poll_output`].
+    /// Whether outputs are waiting for [`RtypeCore::poll_output`].
     pub fn has_output(&self) -> bool {
         !self.outputs.is_empty()
     }
@@ -149,7 +149,7 @@ impl Lobby {
         self.limiter.tidy(now, budget);
     }
 
-    /// When [`Lobby::handle_timeout`] must be called next, if any timer is armed.
+    /// When [`RtypeCore::handle_timeout`] must be called next, if any timer is armed.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.timers.next_deadline()
     }
@@ -193,7 +193,7 @@ impl Lobby {
             .take(self.config.max_list_rooms)
     }
 
-    /// Changes whenever anything [`Lobby::room_list`] shows may have changed: while it stays
+    /// Changes whenever anything [`RtypeCore::room_list`] shows may have changed: while it stays
     /// the same, a ROOM_LIST built earlier is still exact (the driver re-frames it).
     pub fn list_generation(&self) -> u64 {
         self.rooms.generation()
@@ -690,7 +690,7 @@ impl Lobby {
     }
 
     /// Runs at most `budget` of the timers due at `now` (the driver bounds its work per loop
-    /// pass); the rest stay due, and [`Lobby::poll_timeout`] says so.
+    /// pass); the rest stay due, and [`RtypeCore::poll_timeout`] says so.
     pub fn handle_timeout_within(&mut self, now: Instant, budget: usize) {
         for _ in 0..budget {
             let Some(event) = self.timers.poll_expired(now) else {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::lobby::room::{RoomId, Slot};
+use crate::rtype::room::{RoomId, Slot};
 use crate::wire::tcp_lobby::NAME_LEN;
 
 /// A TCP lobby connection, named by the driver (its slab key). The driver tells the core when
@@ -190,7 +190,7 @@ pub enum TcpMessage {
     PlayerLeft(Slot),
     /// COUNTDOWN: time left (sent as float32 seconds).
     Countdown(Duration),
-    /// GAME_START of this party: the driver encodes [`crate::lobby::Lobby::game_start_players`] with the
+    /// GAME_START of this party: the driver encodes [`crate::rtype::RtypeCore::game_start_players`] with the
     /// party's instance port and the server address of this connection.
     GameStart(RoomId),
     /// ERROR_MSG.
@@ -207,6 +207,6 @@ pub enum ConnClose {
     /// Its send queue passed the cap: a client that does not read is dropped.
     SlowReader,
     /// Closed at `--max-conns` to make room for a newcomer: the oldest connection without
-    /// CONNECT_ACK ([`crate::lobby::Lobby::oldest_pending_conn`]).
+    /// CONNECT_ACK ([`crate::rtype::RtypeCore::oldest_pending_conn`]).
     Evicted,
 }

@@ -1,4 +1,4 @@
-//! Unit tests of the lobby core, driven with a virtual clock and a fake driver.
+//! Unit tests of the R-Type core, driven with a virtual clock and a fake driver.
 
 use super::*;
 use crate::ratelimit::PerIpConfig;
@@ -11,17 +11,17 @@ fn addr(last: u8, port: u16) -> SocketAddr {
 /// A fake driver: answers OpenInstance with ports 4300.. (or refuses when `ports_left` is 0)
 /// and returns the other outputs.
 struct Harness {
-    lobby: Lobby,
+    lobby: RtypeCore,
     now: Instant,
     next_port: u16,
     ports_left: usize,
 }
 
 impl Harness {
-    fn new(config: LobbyConfig) -> Harness {
+    fn new(config: RtypeConfig) -> Harness {
         let now = Instant::now();
         Harness {
-            lobby: Lobby::new(config, now),
+            lobby: RtypeCore::new(config, now),
             now,
             next_port: 4300,
             ports_left: usize::MAX,
@@ -80,10 +80,10 @@ impl Harness {
     }
 }
 
-fn config() -> LobbyConfig {
-    LobbyConfig {
+fn config() -> RtypeConfig {
+    RtypeConfig {
         max_rooms: 3,
-        ..LobbyConfig::default()
+        ..RtypeConfig::default()
     }
 }
 
@@ -127,7 +127,7 @@ fn list_is_empty_then_shows_created_room() {
 
 #[test]
 fn join_failures_by_reason() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         max_players: 1,
         ..config()
     });
@@ -199,11 +199,11 @@ fn max_rooms_and_no_port() {
 
 #[test]
 fn rate_limit_drops_requests() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         rate: PerIpConfig {
             rate: 1,
             burst: 2,
-            ..LobbyConfig::default().rate
+            ..RtypeConfig::default().rate
         },
         ..config()
     });
@@ -218,7 +218,7 @@ fn rate_limit_drops_requests() {
 
 #[test]
 fn reply_bytes_budget_bounds_amplification() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         max_rooms: 100,
         max_rooms_per_ip: 100,
         rate: PerIpConfig {
@@ -226,7 +226,7 @@ fn reply_bytes_budget_bounds_amplification() {
             burst: 1000,
             byte_rate: 2000,
             byte_burst: 2000,
-            ..LobbyConfig::default().rate
+            ..RtypeConfig::default().rate
         },
         ..config()
     });
@@ -426,7 +426,7 @@ fn repeated_hello_is_idempotent_and_leave_finishes() {
 
 #[test]
 fn list_puts_joinable_rooms_first_and_is_capped() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         max_rooms: 10,
         max_players: 2,
         ..config()

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::super::tests::{closed, config, error, name, to, Harness};
-use crate::lobby::{
-    CloseCause, ConnClose, ConnId, LobbyConfig, Output, PartyConfig, TcpError, TcpMessage,
+use crate::rtype::{
+    CloseCause, ConnClose, ConnId, Output, PartyConfig, RtypeConfig, TcpError, TcpMessage,
     TcpRequest, Violation, OUTPUT_KEEP,
 };
 
@@ -37,7 +37,7 @@ fn a_pending_connection_is_closed_at_the_handshake_deadline_whatever_it_sends() 
 
 #[test]
 fn a_short_idle_timeout_closes_a_silent_pending_connection_first() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         idle_timeout: SEC,
         ..config()
     });
@@ -141,7 +141,7 @@ fn a_ready_that_changes_nothing_sends_nothing() {
 #[test]
 fn a_burst_leaves_the_output_queue_bounded_and_gives_its_memory_back() {
     let players = 64u8;
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         max_players: players,
         party: PartyConfig {
             spawns: vec![(0.0, 0.0); usize::from(players)],

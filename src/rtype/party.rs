@@ -24,7 +24,7 @@ use crate::time::wheel::TimerKey;
 use crate::wire::tcp_lobby::{name_field, validate_name, NAME_LEN};
 
 use super::room::{Room, RoomId, RoomKind, RoomState, Slot};
-use super::{Lobby, Output, TimerEvent};
+use super::{Output, RtypeCore, TimerEvent};
 
 mod conns;
 mod messages;
@@ -254,7 +254,7 @@ enum Placement {
     NewParty,
 }
 
-impl Lobby {
+impl RtypeCore {
     /// A party, for inspection.
     pub fn party(&self, id: RoomId) -> Option<&Party> {
         self.tcp.parties.get(&id)
@@ -322,7 +322,7 @@ impl Lobby {
     }
 
     /// Opens a new party (a room of kind party) for a CONNECT_REQ from `creator`; the caller
-    /// checked with [`Lobby::placement`] that a room is left.
+    /// checked with [`RtypeCore::placement`] that a room is left.
     fn open_party(&mut self, creator: IpAddr) -> RoomId {
         let id = RoomId(self.next_room_id);
         self.next_room_id = self.next_room_id.checked_add(1).unwrap_or(0);

@@ -1,4 +1,4 @@
-//! The lobby core's vocabulary: the decoded requests the driver hands it ([`LobbyRequest`]:
+//! The R-Type core's vocabulary: the decoded requests the driver hands it ([`LobbyRequest`]:
 //! `rtype-udp-lobby-protocol.md` sections 4, 6 and 8; [`InstanceRequest`]:
 //! `docs/protocols/instance.md`), what it answers ([`LobbyReply`]: sections 5, 7, 9 and 10;
 //! [`InstanceMessage`], [`RejectReason`]), the [`Output`]s the driver carries out, and one
@@ -25,7 +25,7 @@ pub enum LobbyRequest {
 /// A reply of the UDP room lobby.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LobbyReply {
-    /// LOBBY_ROOM_LIST: the driver encodes [`Lobby::room_list`](super::Lobby::room_list) at send time.
+    /// LOBBY_ROOM_LIST: the driver encodes [`RtypeCore::room_list`](super::RtypeCore::room_list) at send time.
     RoomList,
     /// LOBBY_ROOM_CREATED.
     RoomCreated {
@@ -45,7 +45,7 @@ pub enum LobbyReply {
     JoinFailed(JoinFailure),
 }
 
-/// A control message of the instance protocol (DATA goes through [`Lobby::relay_data`](super::Lobby::relay_data)).
+/// A control message of the instance protocol (DATA goes through [`RtypeCore::relay_data`](super::RtypeCore::relay_data)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InstanceRequest {
     /// HELLO, with the player token of a TCP lobby hand-over if any.
@@ -123,7 +123,7 @@ pub enum Output {
         /// The message.
         msg: InstanceMessage,
     },
-    /// Bind a UDP socket for `room` and answer with [`Lobby::handle_instance_opened`](super::Lobby::handle_instance_opened).
+    /// Bind a UDP socket for `room` and answer with [`RtypeCore::handle_instance_opened`](super::RtypeCore::handle_instance_opened).
     OpenInstance {
         /// The room being created.
         room: RoomId,

@@ -2,8 +2,8 @@
 //! fake driver that binds instance ports on request.
 
 use super::*;
-use crate::lobby::{InstanceMessage, InstanceRequest, LobbyConfig, LobbyReply, LobbyRequest};
-use crate::lobby::{RejectReason, RoomKind};
+use crate::rtype::{InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, RtypeConfig};
+use crate::rtype::{RejectReason, RoomKind};
 use std::net::Ipv4Addr;
 
 const MS: Duration = Duration::from_millis(1);
@@ -17,7 +17,7 @@ pub(super) fn name(text: &str) -> [u8; NAME_LEN] {
 }
 
 pub(super) struct Harness {
-    pub(super) lobby: Lobby,
+    pub(super) lobby: RtypeCore,
     pub(super) now: Instant,
     ports_left: usize,
     next_port: u16,
@@ -25,7 +25,7 @@ pub(super) struct Harness {
 }
 
 impl Harness {
-    pub(super) fn new(config: LobbyConfig) -> Harness {
+    pub(super) fn new(config: RtypeConfig) -> Harness {
         let now = Instant::now();
         let mut counter = 0u64;
         let source = Box::new(move || {
@@ -33,7 +33,7 @@ impl Harness {
             counter.wrapping_mul(0x9E37_79B9_7F4A_7C15)
         });
         Harness {
-            lobby: Lobby::with_hash_source(config, now, source),
+            lobby: RtypeCore::with_hash_source(config, now, source),
             now,
             ports_left: usize::MAX,
             next_port: 4300,
@@ -121,10 +121,10 @@ pub(super) fn closed(outputs: &[Output]) -> Vec<usize> {
         .collect()
 }
 
-pub(super) fn config() -> LobbyConfig {
-    LobbyConfig {
+pub(super) fn config() -> RtypeConfig {
+    RtypeConfig {
         max_rooms: 4,
-        ..LobbyConfig::default()
+        ..RtypeConfig::default()
     }
 }
 
@@ -518,10 +518,10 @@ fn no_instance_port_changes_nothing() {
 
 #[test]
 fn lobby_full_counts_udp_rooms_and_parties_together() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         max_rooms: 2,
         max_players: 2,
-        ..LobbyConfig::default()
+        ..RtypeConfig::default()
     });
     h.lobby
         .handle_lobby_request(h.now, peer(50), 1, LobbyRequest::CreateRoom);
@@ -540,7 +540,7 @@ fn lobby_full_counts_udp_rooms_and_parties_together() {
     assert!(h.drain().iter().any(|o| matches!(
         o,
         Output::Lobby {
-            reply: LobbyReply::JoinFailed(crate::lobby::JoinFailure::MaxRooms),
+            reply: LobbyReply::JoinFailed(crate::rtype::JoinFailure::MaxRooms),
             ..
         }
     )));
@@ -551,7 +551,7 @@ fn lobby_full_counts_udp_rooms_and_parties_together() {
     assert!(h.drain().iter().any(|o| matches!(
         o,
         Output::Lobby {
-            reply: LobbyReply::JoinFailed(crate::lobby::JoinFailure::NoSuchRoom),
+            reply: LobbyReply::JoinFailed(crate::rtype::JoinFailure::NoSuchRoom),
             ..
         }
     )));
@@ -559,10 +559,10 @@ fn lobby_full_counts_udp_rooms_and_parties_together() {
 
 #[test]
 fn full_parties_open_new_ones_and_oldest_waiting_is_filled_first() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         max_rooms: 5,
         max_players: 2,
-        ..LobbyConfig::default()
+        ..RtypeConfig::default()
     });
     for conn in 1..=5 {
         h.join(conn, &format!("P{conn}"));
@@ -581,10 +581,10 @@ fn full_parties_open_new_ones_and_oldest_waiting_is_filled_first() {
 
 #[test]
 fn a_connection_without_connect_ack_holds_no_seat_and_joins_where_there_is_room() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         max_rooms: 4,
         max_players: 3,
-        ..LobbyConfig::default()
+        ..RtypeConfig::default()
     });
     h.join(1, "A");
     h.join(2, "B");
@@ -633,7 +633,7 @@ fn disconnect_and_close_send_player_left_and_free_the_slot() {
 
 #[test]
 fn idle_connections_are_closed_with_player_left() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         idle_timeout: Duration::from_secs(2),
         ..config()
     });
@@ -656,7 +656,7 @@ fn idle_connections_are_closed_with_player_left() {
 
 #[test]
 fn idle_close_tells_the_others() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         idle_timeout: Duration::from_secs(2),
         ..config()
     });
@@ -696,7 +696,7 @@ fn violations_close_at_the_limit() {
 
 #[test]
 fn auto_start_when_everyone_is_ready() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         party: PartyConfig {
             auto_start: true,
             ..PartyConfig::default()
@@ -731,7 +731,7 @@ fn hashes_are_non_zero_and_unique_even_from_a_bad_source() {
     let mut values = vec![0, 7, 7, 0, 7, 9].into_iter();
     let source = Box::new(move || values.next().unwrap_or(7));
     let mut h = Harness::new(config());
-    h.lobby = Lobby::with_hash_source(config(), h.now, source);
+    h.lobby = RtypeCore::with_hash_source(config(), h.now, source);
     let (a, _) = h.join(1, "A");
     let (b, _) = h.join(2, "B");
     assert_eq!((a, b), (7, 9));
@@ -778,13 +778,13 @@ fn started_room_is_reaped_when_nobody_says_hello() {
 /// room that is gone must be given back, or its port never returns to the pool.
 #[test]
 fn a_party_that_dissolves_while_its_socket_is_bound_gives_the_socket_back() {
-    let mut h = Harness::new(LobbyConfig {
+    let mut h = Harness::new(RtypeConfig {
         party: PartyConfig {
             min_players: 1,
             auto_start: true,
             ..PartyConfig::default()
         },
-        ..LobbyConfig::default()
+        ..RtypeConfig::default()
     });
     h.join(1, "A");
     h.join(2, "B");

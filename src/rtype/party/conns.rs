@@ -19,7 +19,7 @@ use crate::ratelimit::TokenBucket;
 use crate::time::wheel::TimerKey;
 
 use super::super::room::{RoomId, Slot};
-use super::super::{Lobby, LobbyConfig, Output, TimerEvent};
+use super::super::{Output, RtypeConfig, RtypeCore, TimerEvent};
 use super::messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
 use super::stats::{index_of, CloseCause};
 
@@ -58,7 +58,7 @@ impl Stage {
 
 /// The core's record of one TCP connection.
 #[derive(Debug)]
-pub(in crate::lobby) struct TcpConn {
+pub(in crate::rtype) struct TcpConn {
     pub(super) stage: Stage,
     /// The peer's address: a party it opens is created by it.
     pub(super) peer: IpAddr,
@@ -77,7 +77,7 @@ impl TcpConn {
     /// When this connection must next be looked at, and why it is closed if nothing happens
     /// by then: before CONNECT_ACK the earlier of the handshake and idle deadlines, after it
     /// the idle deadline.
-    fn deadline(&self, config: &LobbyConfig) -> (Instant, CloseCause) {
+    fn deadline(&self, config: &RtypeConfig) -> (Instant, CloseCause) {
         let idle = (self.last_seen + config.idle_timeout, CloseCause::Idle);
         match self.stage {
             Stage::Pending { .. } => {
@@ -93,7 +93,7 @@ impl TcpConn {
     }
 }
 
-impl Lobby {
+impl RtypeCore {
     /// TCP lobby connections the core knows (pending, connected or transferred).
     pub fn tcp_conn_count(&self) -> usize {
         self.tcp.conns.len()
@@ -296,7 +296,7 @@ impl Lobby {
 
     /// A connection's deadline fired: close it if the deadline it has now is due, else
     /// re-arm for it (activity never touches the wheel).
-    pub(in crate::lobby) fn conn_deadline(&mut self, now: Instant, conn: ConnId) {
+    pub(in crate::rtype) fn conn_deadline(&mut self, now: Instant, conn: ConnId) {
         let Some(record) = self.tcp.conns.get_mut(&conn) else {
             return;
         };
