@@ -151,9 +151,11 @@ pub(super) fn flags(d: &GeneralSettings) -> Vec<(&'static str, &'static str, Str
         (
             "lobby-chat-ip-rate",
             "N",
-            "Chat lines per second from one IP address, bursts of twice that; 0 is off \
-             (default four times --lobby-chat-rate)."
-                .into(),
+            format!(
+                "Chat lines per second from one IP address, bursts of twice that; 0 is off \
+                 (default {}: {CHAT_IP_RATE_MEMBERS} members at the member rate).",
+                c.chat_ip_rate
+            ),
         ),
         (
             "lobby-chat-budget",

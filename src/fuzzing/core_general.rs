@@ -17,7 +17,9 @@
 //! - member ids handed to new members only grow, and a WELCOME to a member that is not new
 //!   answers a SIGN_IN that carried the token last issued to that member (a resume token is
 //!   a bearer credential: with the simulation's tiny token space a client may hold a stale
-//!   token that was issued again to someone else, and resuming with it is right);
+//!   token that was issued again to someone else, and resuming with it is right), or a
+//!   SIGN_IN whose password the worker found right (the account's owner takes its member
+//!   over);
 //! - the outputs of one call are bounded by the members present;
 //! - a run marked `Delivery::FanOut` goes to two connections or more, record after record.
 //!
@@ -44,6 +46,9 @@ struct Client {
     token: Option<[u8; TOKEN_LEN]>,
     /// The resume token the client's last SIGN_IN carried, if any.
     sent_resume: Option<[u8; TOKEN_LEN]>,
+    /// The password of the client's last SIGN_IN was checked and found right: the core may
+    /// hand it the member that holds the account (a takeover, like a resume).
+    password_valid: bool,
     /// Ask ids this client was sent as an owner.
     asks: Vec<i32>,
 }
@@ -57,8 +62,8 @@ pub struct GeneralSim {
     /// Driver connections open, and which client each belongs to.
     open: BTreeMap<usize, usize>,
     next_conn: usize,
-    /// Password checks waiting for a verdict.
-    jobs: Vec<JobId>,
+    /// Password checks waiting for a verdict, with the client that asked.
+    jobs: Vec<(JobId, usize)>,
     /// The highest member id a WELCOME has given a new member.
     last_new_member: i32,
     /// The token each member was last issued in a WELCOME.
@@ -223,7 +228,10 @@ impl GeneralSim {
                     self.clients[client].conn = None;
                     self.lobby.handle_closed(self.now, conn);
                 }
-                GeneralOutput::Verify { job, .. } => self.jobs.push(job),
+                GeneralOutput::Verify { job, conn, .. } => {
+                    let client = self.client_of(conn);
+                    self.jobs.push((job, client));
+                }
             }
         }
         check_fan_out_run(run);
@@ -247,10 +255,11 @@ impl GeneralSim {
                         self.last_new_member = member;
                     } else {
                         let last = self.issued.get(&member);
+                        let resumed = me.sent_resume.is_some() && me.sent_resume.as_ref() == last;
                         assert!(
-                            me.sent_resume.is_some() && me.sent_resume.as_ref() == last,
-                            "member {member} welcomed again without its last token \
-                             (sent {:?}, last issued {last:?})",
+                            resumed || me.password_valid,
+                            "member {member} welcomed again without its last token or the \
+                             account's password (sent {:?}, last issued {last:?})",
                             me.sent_resume
                         );
                     }
@@ -318,6 +327,7 @@ impl GeneralSim {
         let token = self.clients[client].token;
         let resume = token.as_ref().filter(|_| choices.below(3) > 0);
         self.clients[client].sent_resume = resume.copied();
+        self.clients[client].password_valid = false;
         let password = if choices.below(3) > 0 { "pw" } else { "" };
         self.send(
             client,
@@ -480,12 +490,15 @@ impl GeneralSim {
 
     /// The password worker's verdict on the latest check.
     fn verdict(&mut self, choices: &mut impl Choices) {
-        if let Some(job) = self.jobs.pop() {
+        if let Some((job, client)) = self.jobs.pop() {
             let result = match choices.below(3) {
                 0 => VerifyResult::Valid(UserId(1)),
                 1 => VerifyResult::Invalid,
                 _ => VerifyResult::Busy,
             };
+            if let VerifyResult::Valid(_) = result {
+                self.clients[client].password_valid = true;
+            }
             self.lobby.handle_verify_result(self.now, job, result);
             self.drain();
         }
@@ -596,7 +609,7 @@ impl GeneralSim {
             self.lobby.handle_closed(self.now, ConnId(conn));
             self.drain();
         }
-        for job in std::mem::take(&mut self.jobs) {
+        for (job, _) in std::mem::take(&mut self.jobs) {
             self.lobby
                 .handle_verify_result(self.now, job, VerifyResult::Invalid);
             self.drain();
