@@ -17,7 +17,7 @@
 //! past it could never be used), or fail the start (a table left small still works).
 //!
 //! At the limit itself every listener must still answer (a newcomer left in the kernel's
-//! backlog hangs until it gives up): each keeps a [`SpareDescriptor`] open, which it closes
+//! backlog hangs until it gives up): each keeps a `pass::SpareDescriptor` open, which it closes
 //! to accept one connection when `accept` fails for want of a descriptor, then reopens
 //! (`net::pass`). And the rooms, which hold their instance socket for a whole game, may not
 //! be promised more descriptors than the limit leaves beside the connections
@@ -128,42 +128,6 @@ pub fn check_descriptor_limit(config: &Config, limit: Option<u64>) -> Result<(),
     })
 }
 
-/// A descriptor held open so that a listener out of descriptors can still accept one
-/// connection: close the spare, accept, answer or refuse, reopen the spare.
-#[derive(Debug)]
-pub struct SpareDescriptor {
-    file: Option<File>,
-}
-
-impl SpareDescriptor {
-    /// Opens the spare (on `/dev/null`); a failure leaves it missing, retried by
-    /// [`SpareDescriptor::restore`].
-    pub fn open() -> SpareDescriptor {
-        SpareDescriptor {
-            file: File::open("/dev/null").ok(),
-        }
-    }
-
-    /// Closes the spare so that the next descriptor the process asks for is free; false
-    /// when there was none to close.
-    pub fn lend(&mut self) -> bool {
-        self.file.take().is_some()
-    }
-
-    /// Reopens the spare if it was lent; true when it is held afterwards.
-    pub fn restore(&mut self) -> bool {
-        if self.file.is_none() {
-            self.file = File::open("/dev/null").ok();
-        }
-        self.file.is_some()
-    }
-
-    /// The spare is held.
-    pub fn is_held(&self) -> bool {
-        self.file.is_some()
-    }
-}
-
 /// Opens one descriptor numbered `min` or above, and closes it.
 fn place_at_or_above(min: RawFd) -> io::Result<()> {
     let file = File::open("/dev/null")?;
@@ -218,17 +182,6 @@ mod tests {
         assert!(check_descriptor_limit(&config, Some(1024)).is_ok());
         // A limit below the fixed needs leaves no room at all.
         assert_eq!(rooms_allowed(&config, 10), 0);
-    }
-
-    #[test]
-    fn the_spare_is_lent_and_restored() {
-        let mut spare = SpareDescriptor::open();
-        assert!(spare.is_held());
-        assert!(spare.lend());
-        assert!(!spare.lend(), "lent once");
-        assert!(!spare.is_held());
-        assert!(spare.restore());
-        assert!(spare.is_held());
     }
 
     #[test]

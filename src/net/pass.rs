@@ -19,6 +19,7 @@
 //! descriptor and refuses (or, for the metrics endpoint, serves), within the same budget.
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +31,6 @@ use rustix::io::Errno;
 use slab::Slab;
 
 use super::closer::CloseBatch;
-use super::fd_table::SpareDescriptor;
 use super::stream::{Phase, Stream};
 
 /// Connections accepted from one listener per readiness event or pass.
@@ -268,6 +268,42 @@ impl Closing {
     }
 }
 
+/// A descriptor held open so that a listener out of descriptors can still accept one
+/// connection: close the spare, accept, answer or refuse, reopen the spare.
+#[derive(Debug)]
+pub struct SpareDescriptor {
+    file: Option<File>,
+}
+
+impl SpareDescriptor {
+    /// Opens the spare (on `/dev/null`); a failure leaves it missing, retried by
+    /// [`SpareDescriptor::restore`].
+    pub fn open() -> SpareDescriptor {
+        SpareDescriptor {
+            file: File::open("/dev/null").ok(),
+        }
+    }
+
+    /// Closes the spare so that the next descriptor the process asks for is free; false
+    /// when there was none to close.
+    pub fn lend(&mut self) -> bool {
+        self.file.take().is_some()
+    }
+
+    /// Reopens the spare if it was lent; true when it is held afterwards.
+    pub fn restore(&mut self) -> bool {
+        if self.file.is_none() {
+            self.file = File::open("/dev/null").ok();
+        }
+        self.file.is_some()
+    }
+
+    /// The spare is held.
+    pub fn is_held(&self) -> bool {
+        self.file.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,5 +414,16 @@ mod tests {
             999,
             "the open connection on the reused key stays"
         );
+    }
+
+    #[test]
+    fn the_spare_is_lent_and_restored() {
+        let mut spare = SpareDescriptor::open();
+        assert!(spare.is_held());
+        assert!(spare.lend());
+        assert!(!spare.lend(), "lent once");
+        assert!(!spare.is_held());
+        assert!(spare.restore());
+        assert!(spare.is_held());
     }
 }
