@@ -15,7 +15,7 @@ build:
 	$(CARGO) build --release
 
 # Every crate of the workspace: unit tests, one integration-test binary per crate (tests/it/,
-# crates/lobby-load/tests/it/), doctests, the examples built. The criterion benches are
+# lobby-load/tests/it/), doctests, the examples built. The criterion benches are
 # compiled by `make lint` and run by `cargo bench`, not here.
 test:
 	$(CARGO) test --workspace

@@ -1,4 +1,4 @@
-//! criterion benches of every protocol's parsers and emitters (`crates/lobbyd-wire/src/`): the per-message
+//! criterion benches of every protocol's parsers and emitters (`lobbyd-wire/src/`): the per-message
 //! cost the server pays before its core sees a request and after it decides a reply.
 //!
 //! Groups: `udp_lobby`, `instance`, `tcp_lobby`, `wz_legacy`, `wz_v4`. Inputs are built

@@ -11,7 +11,7 @@
 #      `list`, 20/s), lobby-join (SIGN_IN to SYNC_DONE, 10 cycles/s), each open loop, from
 #      127.0.0.2-127.0.0.250, addresses no attacker uses;
 #   2. during: the same client again while every `lobby-load hostile-*` attacker runs
-#      (crates/lobby-load/src/hostile): random and near-valid datagrams at the UDP lobby and a game
+#      (lobby-load/src/hostile): random and near-valid datagrams at the UDP lobby and a game
 #      instance (hostile-udp, 2000/s); at the TCP lobby, the Warzone master server, the
 #      general lobby and the metrics endpoint (hostile-tcp, -wz, -lobby, -http) a slowloris
 #      crowd, connections that never read, a connection flood past each cap, random and

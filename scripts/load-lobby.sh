@@ -3,7 +3,7 @@
 # Usage: scripts/load-lobby.sh [lobby-join|lobby-idle|lobby-chat] [lobby-load flags...]
 #   e.g. scripts/load-lobby.sh lobby-chat --members 500 --concurrency 8 --duration 10
 # lobbyd needs --lobby-resume-grace 0 and raised per-address limits (see lobby-load --help and
-# crates/lobby-load/src/general_modes.rs). Loopback only, stops by itself. TARGET=ADDR overrides the
+# lobby-load/src/general_modes.rs). Loopback only, stops by itself. TARGET=ADDR overrides the
 # default target.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh

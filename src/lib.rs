@@ -6,7 +6,7 @@
 //! stands only on those below it). Where a packet is parsed: `wire`; decided: the protocol's
 //! core (`rtype`, `wz`, `general`); sent: its front end in `net`.
 //!
-//! - [`wire`]: the `lobbyd-wire` crate (`crates/lobbyd-wire/`), re-exported so a Rust client
+//! - [`wire`]: the `lobbyd-wire` crate (`lobbyd-wire/`), re-exported so a Rust client
 //!   can depend on the wire formats alone. One module per protocol, no I/O, every parser
 //!   total. Two families: the fixed-layout messages (`frame`, `udp_lobby`, `instance`,
 //!   `tcp_lobby/`, `wz::gamestruct`, `general/`) are zero-copy views with checked constructors plus
@@ -56,7 +56,7 @@
 //!   (`tests/it/fuzz_corpora.rs`, `tests/it/simulation*.rs`). May import everything above;
 //!   nothing imports it.
 //!
-//! The load generator behind `lobby-load` is a crate of its own (`crates/lobby-load/`), a
+//! The load generator behind `lobby-load` is a crate of its own (`lobby-load/`), a
 //! client of this library: it imports `wire`, `config` and `wz` for the default limits, and
 //! `net::wake`, `net::batch` and `net::rx_time`; nothing here imports it.
 
@@ -79,6 +79,6 @@ pub mod rtype;
 pub mod time;
 pub mod wz;
 
-/// The wire formats, the `lobbyd-wire` crate (`crates/lobbyd-wire/`): a Rust client can depend on
+/// The wire formats, the `lobbyd-wire` crate (`lobbyd-wire/`): a Rust client can depend on
 /// it alone; re-exported here so every `lobbyd::wire` path stays.
 pub use lobbyd_wire as wire;

@@ -4,7 +4,7 @@
 //! The server's test helpers (an in-process server on loopback, the raw-socket clients) are
 //! the server's own, `tests/it/common/` at the workspace root, included rather than copied.
 
-#[path = "../../../../tests/it/common/mod.rs"]
+#[path = "../../../tests/it/common/mod.rs"]
 mod common;
 
 mod hostile;
