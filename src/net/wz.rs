@@ -41,7 +41,8 @@ use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
 use super::stream::{
-    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, Phase, Stream,
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, Phase, QueueFull,
+    Stream,
 };
 use super::token::Target;
 use super::warn::WarnBudget;
@@ -74,6 +75,9 @@ pub struct WzDriverStats {
     pub evicted: u64,
     /// Connections dropped because their send queue passed [`OUT_CAP`].
     pub send_overflow: u64,
+    /// Connections dropped because `--wz-memory-budget` was full: each the one holding the
+    /// most queued bytes.
+    pub memory_budget_drops: u64,
     /// Connections that ended with a read or write error (reset by the peer, ...).
     pub io_errors: u64,
     /// Bytes read from master-server connections.
@@ -93,6 +97,7 @@ impl WzDriverStats {
         f("wz_accept_pauses_total", "", self.accept_pauses);
         f("wz_evicted_total", "", self.evicted);
         f("wz_send_overflow_total", "", self.send_overflow);
+        f("wz_memory_budget_drops_total", "", self.memory_budget_drops);
         f("wz_io_errors_total", "", self.io_errors);
         f("wz_bytes_in_total", "", self.bytes_in);
         f("wz_bytes_out_total", "", self.bytes_out);
@@ -149,8 +154,9 @@ pub struct WzDriver {
     /// Accepts left in this pass, and whether the listener was left with a backlog.
     backlog: AcceptBacklog,
     stats: WzDriverStats,
-    /// Counts the send queues' bytes; unbounded (each queue's [`OUT_CAP`] and
-    /// `--wz-max-conns` bound the total).
+    /// `--wz-memory-budget`: every connection's send queue together. When it is full, the
+    /// connection holding the most is dropped ([`Self::shed`]): at `--wz-max-conns` the
+    /// queues' caps alone would allow 4 GiB.
     budget: MemoryBudget,
     warnings: WarnBudget,
 }
@@ -266,7 +272,7 @@ impl WzDriver {
             gate: AcceptGate::new(settings.max_conns),
             backlog: AcceptBacklog::default(),
             stats: WzDriverStats::default(),
-            budget: MemoryBudget::unlimited(),
+            budget: MemoryBudget::new(settings.memory_budget),
             warnings: WarnBudget::new(now, 60, 20),
         })
     }
@@ -303,6 +309,7 @@ impl WzDriver {
             games,
             connections: self.conns.len(),
             probes: self.probes.len(),
+            buffered_bytes: self.budget.held(),
         }
     }
 
@@ -521,19 +528,65 @@ impl WzDriver {
 
     /// Appends to a connection's send queue and writes what the socket takes.
     fn queue(&mut self, registry: &Registry, now: Instant, key: usize, bytes: &[u8]) {
-        let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
-            return;
-        };
-        if conn.stream.queue(bytes, OUT_CAP, &mut self.budget).is_err() {
-            self.stats.send_overflow += 1;
-            self.warnings.warn(
-                now,
-                format_args!("wz: dropping a connection that does not read its replies"),
-            );
-            self.close(now, key);
-            return;
+        match self.queue_within_budget(now, key, bytes) {
+            Ok(()) => self.flush(registry, now, key),
+            Err(QueueFull::Cap) => {
+                self.stats.send_overflow += 1;
+                self.warnings.warn(
+                    now,
+                    format_args!("wz: dropping a connection that does not read its replies"),
+                );
+                self.close(now, key);
+            }
+            Err(QueueFull::Budget | QueueFull::Closed) => {}
         }
-        self.flush(registry, now, key);
+    }
+
+    /// Queues `bytes` on `key`'s connection. While `--wz-memory-budget` has no room for
+    /// them, the connection holding the most is dropped (`key` itself when nobody holds
+    /// more: then the bytes are not queued).
+    fn queue_within_budget(
+        &mut self,
+        now: Instant,
+        key: usize,
+        bytes: &[u8],
+    ) -> Result<(), QueueFull> {
+        loop {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
+                return Err(QueueFull::Closed);
+            };
+            match conn.stream.queue(bytes, OUT_CAP, &mut self.budget) {
+                Err(QueueFull::Budget) => {
+                    if self.shed(now, key) == key {
+                        return Err(QueueFull::Budget);
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// `--wz-memory-budget` is full and `asking` needs room: closes the connection whose
+    /// send queue holds the most (`asking` itself when nobody holds more), counts and logs
+    /// it. Returns its key.
+    fn shed(&mut self, now: Instant, asking: usize) -> usize {
+        let victim = (self.conns.iter())
+            .filter(|(_, c)| c.is_live())
+            .max_by_key(|&(key, c)| (c.stream.held(), key == asking))
+            .map_or(asking, |(key, _)| key);
+        let held = self.conns.get(victim).map_or(0, |c| c.stream.held());
+        self.stats.memory_budget_drops += 1;
+        self.warnings.warn(
+            now,
+            format_args!(
+                "wz: --wz-memory-budget full ({} of {} bytes held): dropping the connection \
+                 that holds the most ({held} bytes)",
+                self.budget.held(),
+                self.budget.limit()
+            ),
+        );
+        self.close(now, victim);
+        victim
     }
 
     /// Writes the queue until it is empty or the socket is full; keeps WRITABLE interest
