@@ -27,7 +27,8 @@ const MAX_PROBE_TIMEOUT_SECS: f64 = 2.2;
 
 /// `--wz-memory-budget`'s default, in MiB: a `list` reply or a status line is a few
 /// kilobytes, so a peer that reads holds almost nothing queued; 16 MiB is 16 full 1 MiB send
-/// queues at once, where `--wz-max-conns` (4,096) full queues would be 4 GiB.
+/// queues at once, where `--wz-max-conns` (4,096) full queues would be 4 GiB (and their
+/// 64 KiB read buffers 256 MiB).
 const DEFAULT_MEMORY_BUDGET_MIB: usize = 16;
 
 /// The Warzone 2100 master server's settings. `Default` gives the documented defaults.
@@ -61,8 +62,9 @@ pub struct WzSettings {
     /// Connections from one address beyond this are refused at `addg`
     /// (`--wz-max-conns-per-ip`, default 16).
     pub max_conns_per_ip: usize,
-    /// Bytes all master-server send queues may hold together (`--wz-memory-budget`, in MiB,
-    /// default 16); when full, the connection holding the most is dropped.
+    /// Bytes all master-server send queues and read buffers may hold together
+    /// (`--wz-memory-budget`, in MiB, default 16); when full, the connection holding the most
+    /// is dropped.
     pub memory_budget: usize,
     /// Game registrations per minute from one address (`--wz-register-rate`, default 30;
     /// bursts of two thirds of it).
@@ -189,8 +191,8 @@ pub(super) fn flags(d: &WzSettings) -> Vec<(&'static str, &'static str, String)>
             "wz-memory-budget",
             "MIB",
             format!(
-                "Memory all Warzone send queues may hold; when full, the connection holding \
-                 the most is dropped (default {}).",
+                "Memory all Warzone send queues and read buffers may hold; when full, the \
+                 connection holding the most is dropped (default {}).",
                 d.memory_budget >> 20
             ),
         ),

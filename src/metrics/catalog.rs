@@ -171,7 +171,7 @@ pub const METRICS: &[MetricInfo] = &[
     gauge("lobbyd_wz_games", "state", "Warzone games now, by state (listed, probing)."),
     gauge("lobbyd_wz_connections", "", "Warzone connections open now."),
     gauge("lobbyd_wz_probes", "", "Warzone reachability probes in flight now."),
-    gauge("lobbyd_wz_buffered_bytes", "", "Bytes Warzone send queues hold now, against --wz-memory-budget."),
+    gauge("lobbyd_wz_buffered_bytes", "", "Bytes Warzone send queues and read buffers hold now, against --wz-memory-budget."),
     // General lobby.
     counter("lobbyd_general_connections_opened_total", "", "General lobby connections opened."),
     counter("lobbyd_general_closed_total", "reason", "General lobby connections the lobby closed, by reason."),

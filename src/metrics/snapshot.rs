@@ -81,7 +81,8 @@ pub struct WzSnapshot {
     pub connections: usize,
     /// Probes in flight.
     pub probes: usize,
-    /// Bytes the connections' send queues hold (`--wz-memory-budget` bounds it).
+    /// Bytes the connections' send queues and read buffers hold (`--wz-memory-budget`
+    /// bounds it).
     pub buffered_bytes: usize,
 }
 

@@ -8,7 +8,8 @@
 //! `WzOutput`s are carried out. Each connection has a read buffer of at most [`IN_CAP`] bytes
 //! (the core never leaves more than one frame's worth; while a v4 request waits for a verdict
 //! the connection simply stops being read) and a send queue of at most [`OUT_CAP`] bytes
-//! (past the cap the peer is dropped). `Close` closes once the queue is flushed, within
+//! (past the cap the peer is dropped); both exist only while they hold bytes and count
+//! against `--wz-memory-budget`, which, when full, drops the connection holding the most. `Close` closes once the queue is flushed, within
 //! [`LINGER`]. At `--wz-max-conns` the oldest connection that has not settled (no game
 //! registered, no v4 request answered with success: `WzLobby::oldest_unsettled`) is closed
 //! to make room; when every connection has settled, accepting pauses rather than refusing:
@@ -41,8 +42,8 @@ use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
 use super::stream::{
-    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, Phase, QueueFull,
-    Stream,
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, PartialFrame, Phase,
+    QueueFull, Stream,
 };
 use super::token::Target;
 use super::warn::WarnBudget;
@@ -118,7 +119,8 @@ struct Conn {
     stream: Stream,
     /// Its source address (password checks are limited per address).
     ip: IpAddr,
-    inbuf: Vec<u8>,
+    /// What was read and not yet consumed by the core (freed once empty).
+    inbuf: PartialFrame,
     /// The read buffer is full behind a waiting request; read again on `Resume`.
     paused: bool,
 }
@@ -127,6 +129,11 @@ impl Conn {
     /// Not closed: still read (while open) and written.
     fn is_live(&self) -> bool {
         self.stream.phase() != Phase::Closed
+    }
+
+    /// Heap bytes its send queue and read buffer hold (what the budget counts for it).
+    fn held(&self) -> usize {
+        self.stream.held() + self.inbuf.capacity()
     }
 }
 
@@ -154,9 +161,9 @@ pub struct WzDriver {
     /// Accepts left in this pass, and whether the listener was left with a backlog.
     backlog: AcceptBacklog,
     stats: WzDriverStats,
-    /// `--wz-memory-budget`: every connection's send queue together. When it is full, the
-    /// connection holding the most is dropped ([`Self::shed`]): at `--wz-max-conns` the
-    /// queues' caps alone would allow 4 GiB.
+    /// `--wz-memory-budget`: every connection's send queue and read buffer together. When it
+    /// is full, the connection holding the most is dropped ([`Self::shed`]): at
+    /// `--wz-max-conns` the queues' caps alone would allow 4 GiB, the read buffers 256 MiB.
     budget: MemoryBudget,
     warnings: WarnBudget,
 }
@@ -354,7 +361,7 @@ impl WzDriver {
             entry.insert(Conn {
                 stream: Stream::new(stream, self.next_serial),
                 ip: canonical_ip(peer.ip()),
-                inbuf: Vec::new(),
+                inbuf: PartialFrame::default(),
                 paused: false,
             });
             self.stats.accepted += 1;
@@ -395,7 +402,9 @@ impl WzDriver {
             let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return;
             };
-            let room = IN_CAP.saturating_sub(conn.inbuf.len()).min(READ_CHUNK);
+            let room = IN_CAP
+                .saturating_sub(conn.inbuf.bytes().len())
+                .min(READ_CHUNK);
             if room == 0 {
                 // Full behind a waiting request: `Resume` reads again.
                 conn.paused = true;
@@ -408,7 +417,9 @@ impl WzDriver {
                 }
                 Ok(n) => {
                     self.stats.bytes_in += n as u64;
-                    conn.inbuf.extend_from_slice(&self.chunk[..n]);
+                    if !self.keep_input(now, key, n) {
+                        return;
+                    }
                     self.feed(registry, now, key);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -435,8 +446,8 @@ impl WzDriver {
             let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return;
             };
-            let used = self.core.handle_bytes(now, ConnId(key), &conn.inbuf);
-            conn.inbuf.drain(..used.min(conn.inbuf.len()));
+            let used = self.core.handle_bytes(now, ConnId(key), conn.inbuf.bytes());
+            conn.inbuf.consume(used, &mut self.budget);
             self.carry_out(registry, now);
             if used == 0 {
                 return;
@@ -448,10 +459,24 @@ impl WzDriver {
     /// list at once); what is queued is still flushed, then the socket closes.
     fn peer_closed(&mut self, registry: &Registry, now: Instant, key: usize) {
         self.core.handle_closed(now, ConnId(key));
-        if let Some(conn) = self.conns.get_mut(key) {
-            conn.inbuf.clear();
-        }
         self.close_after_flush(registry, now, key);
+    }
+
+    /// Appends `chunk[..n]` to `key`'s read buffer, dropping the connections that hold the
+    /// most while `--wz-memory-budget` has no room for it; false when `key` itself was
+    /// dropped (nobody held more).
+    fn keep_input(&mut self, now: Instant, key: usize, n: usize) -> bool {
+        loop {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
+                return false;
+            };
+            if conn.inbuf.extend(&self.chunk[..n], &mut self.budget) {
+                return true;
+            }
+            if self.shed(now, key) == key {
+                return false;
+            }
+        }
     }
 
     /// Close once the queue is flushed, within [`LINGER`].
@@ -462,6 +487,8 @@ impl WzDriver {
         if conn.stream.start_draining() {
             self.lingering.start(now, key, conn.stream.serial());
         }
+        // It is not read again.
+        conn.inbuf.clear(&mut self.budget);
         self.flush(registry, now, key);
     }
 
@@ -567,14 +594,14 @@ impl WzDriver {
     }
 
     /// `--wz-memory-budget` is full and `asking` needs room: closes the connection whose
-    /// send queue holds the most (`asking` itself when nobody holds more), counts and logs
-    /// it. Returns its key.
+    /// send queue and read buffer hold the most (`asking` itself when nobody holds more),
+    /// counts and logs it. Returns its key.
     fn shed(&mut self, now: Instant, asking: usize) -> usize {
         let victim = (self.conns.iter())
             .filter(|(_, c)| c.is_live())
-            .max_by_key(|&(key, c)| (c.stream.held(), key == asking))
+            .max_by_key(|&(key, c)| (c.held(), key == asking))
             .map_or(asking, |(key, _)| key);
-        let held = self.conns.get(victim).map_or(0, |c| c.stream.held());
+        let held = self.conns.get(victim).map_or(0, Conn::held);
         self.stats.memory_budget_drops += 1;
         self.warnings.warn(
             now,
@@ -619,6 +646,7 @@ impl WzDriver {
         if !conn.stream.mark_closed(&mut self.budget) {
             return;
         }
+        conn.inbuf.clear(&mut self.budget);
         self.closing.push(key);
         self.core.handle_closed(now, ConnId(key));
     }

@@ -299,7 +299,10 @@ fn a_locked_account_database_never_stalls_the_loop() {
 
 /// `--wz-memory-budget` of the budget test: far under one queue's 1 MiB cap, so a peer that
 /// does not read meets the budget first.
-const WZ_BUDGET: usize = 48 * 1024;
+const WZ_BUDGET: usize = 64 * 1024;
+/// What Dave's queue holds at least before Carol starts: more than half the budget (with
+/// room for a growth step), so whatever Carol holds when the budget is full is less.
+const DAVE_HOLDS: usize = WZ_BUDGET / 2 + 4096;
 /// A v4 `list` request (no games are listed, so each reply is a few dozen bytes).
 const LIST: &[u8] = br#"{"method": "list", "id": 1}"#;
 
@@ -364,12 +367,19 @@ fn a_full_memory_budget_drops_the_largest_holder_first_and_readers_stay() {
     let mut dave = Peer::open(addr, V4_HANDSHAKE);
     let mut carol = Peer::open(addr, V4_HANDSHAKE);
 
-    // Dave's queue grows (once the kernel buffers are full) to over half the budget.
+    // Dave's queue grows (once the kernel buffers are full) to over half the budget. Each
+    // step is read and answered before the next (so his read buffer is empty when the gauge
+    // is read).
     let deadline = Instant::now() + Duration::from_secs(30);
-    while buffered(&server) < WZ_BUDGET / 2 {
+    let bytes_in = || counter(&server, "wz_bytes_in_total", "");
+    while buffered(&server) < DAVE_HOLDS {
         assert!(Instant::now() < deadline, "dave's queue never grew");
+        let until = bytes_in() + 50 * v4_frame(LIST).len() as u64;
         flood_lists(&mut dave.stream, 50).expect("dave's requests");
-        std::thread::sleep(Duration::from_millis(5));
+        while bytes_in() < until {
+            assert!(Instant::now() < deadline, "dave's requests were not read");
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
     assert_eq!(budget_drops(&server), 0);
     let dave_holds = buffered(&server);
@@ -411,4 +421,41 @@ fn a_full_memory_budget_drops_the_largest_holder_first_and_readers_stay() {
     assert_eq!(alice.closed, None);
     assert_eq!(budget_drops(&server), 2);
     assert_eq!(counter(&server, "wz_send_overflow_total", ""), 0);
+}
+
+/// The read buffers count against `--wz-memory-budget` too: a peer that sends most of a large
+/// v4 frame and stops holds its bytes until the budget is full for another peer's, and then
+/// it, holding the most, is dropped; the other keeps its connection, and a reader is served.
+#[test]
+fn half_sent_frames_count_against_the_memory_budget() {
+    let (server, addr) = start_wz(|w| w.memory_budget = WZ_BUDGET);
+    let mut alice = Peer::open(addr, V4_HANDSHAKE);
+    assert!(is_ok_list(&alice.call(LIST)));
+    // A frame that declares 60,000 bytes, of which 48,000 come (three quarters of the budget).
+    let mut big = Peer::open(addr, V4_HANDSHAKE);
+    let mut head = 60_000u32.to_be_bytes().to_vec();
+    head.extend_from_slice(&[b' '; 48_000]);
+    big.stream.set_nonblocking(false).unwrap();
+    big.stream.write_all(&head).unwrap();
+    let deadline = Instant::now() + REPLY_WAIT;
+    while buffered(&server) < 48_000 {
+        assert!(Instant::now() < deadline, "the frame was not buffered");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(budget_drops(&server), 0);
+    // Another sends 24,000 bytes of its own: they do not fit beside the first.
+    let mut small = Peer::open(addr, V4_HANDSHAKE);
+    let mut head = 60_000u32.to_be_bytes().to_vec();
+    head.extend_from_slice(&[b' '; 24_000]);
+    small.stream.set_nonblocking(false).unwrap();
+    small.stream.write_all(&head).unwrap();
+    eventually(&server, REPLY_WAIT, |s| {
+        s.counter("wz_memory_budget_drops_total", "") == Some(1)
+    });
+    assert!(bytes_until_closed(&mut big.stream, REPLY_WAIT).is_some());
+    small.stream.set_nonblocking(true).unwrap();
+    small.poke(&[]);
+    assert_eq!(small.closed, None, "the smaller holder was dropped");
+    assert!(is_ok_list(&alice.call(LIST)));
+    assert_eq!(budget_drops(&server), 1);
 }
