@@ -39,8 +39,8 @@ use super::heap::FORGET_PER_TIDY;
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing};
 use super::rx_time;
 use super::stream::{
-    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, PerIpCounts, Phase,
-    QueueFull, Stream,
+    canonical_ip, largest_holder, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget,
+    PerIpCounts, Phase, QueueFull, Stream,
 };
 use super::tcp_frames::{FrameReader, Piece};
 use super::token::Target;
@@ -573,10 +573,8 @@ impl TcpLobby {
     /// it, and tells the core (as a slow reader: it is one, by far the slowest). Returns
     /// its key.
     fn shed(&mut self, asking: usize, lobby: &mut Lobby) -> usize {
-        let victim = (self.conns.iter())
-            .filter(|(_, c)| c.stream.phase() != Phase::Closed)
-            .max_by_key(|&(key, c)| (c.stream.held(), key == asking))
-            .map_or(asking, |(key, _)| key);
+        let live = (self.conns.iter()).filter(|(_, c)| c.stream.phase() != Phase::Closed);
+        let victim = largest_holder(live.map(|(key, c)| (key, c.stream.held())), asking);
         let held = self.conns.get(victim).map_or(0, |c| c.stream.held());
         self.stats.memory_budget_drops += 1;
         self.warnings.warn(

@@ -42,8 +42,8 @@ use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
 use super::stream::{
-    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, PartialFrame, Phase,
-    QueueFull, Stream,
+    canonical_ip, largest_holder, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget,
+    PartialFrame, Phase, QueueFull, Stream,
 };
 use super::token::Target;
 use super::warn::WarnBudget;
@@ -597,10 +597,8 @@ impl WzDriver {
     /// send queue and read buffer hold the most (`asking` itself when nobody holds more),
     /// counts and logs it. Returns its key.
     fn shed(&mut self, now: Instant, asking: usize) -> usize {
-        let victim = (self.conns.iter())
-            .filter(|(_, c)| c.is_live())
-            .max_by_key(|&(key, c)| (c.held(), key == asking))
-            .map_or(asking, |(key, _)| key);
+        let live = (self.conns.iter()).filter(|(_, c)| c.is_live());
+        let victim = largest_holder(live.map(|(key, c)| (key, c.held())), asking);
         let held = self.conns.get(victim).map_or(0, Conn::held);
         self.stats.memory_budget_drops += 1;
         self.warnings.warn(
