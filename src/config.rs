@@ -50,6 +50,11 @@ pub const EPHEMERAL_DEFAULT_MAX_ROOMS: usize = 64;
 /// The longest `--countdown`: the UDP instance announces it in a one-byte field.
 const MAX_COUNTDOWN_SECS: f64 = 255.0;
 
+/// `--tcp-memory-budget`'s default, in MiB: a TCP lobby party's broadcasts are a few small
+/// frames, so a client that reads holds almost nothing queued; 16 MiB is 256 full 64 KiB
+/// send queues at once, where `--max-conns` (10,000) full queues would be 640 MiB.
+const DEFAULT_TCP_MEMORY_BUDGET_MIB: usize = 16;
+
 /// The log levels `--log` accepts, in the spelling `env_logger` filters understand.
 const LOG_LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
 
@@ -167,6 +172,9 @@ pub struct Config {
     pub max_conns: usize,
     /// Most TCP connections open at once from one IP (`--max-conns-per-ip`, default 64).
     pub max_conns_per_ip: usize,
+    /// Bytes all TCP lobby send queues may hold together (`--tcp-memory-budget`, in MiB,
+    /// default 16); when full, the connection holding the most is dropped.
+    pub tcp_memory_budget: usize,
     /// How long a connection may take to sign in (`--handshake-timeout`, default 5 s, more
     /// than 0): a TCP lobby connection's CONNECT_ACK, a Warzone connection's registration or
     /// first answered v4 request, a general lobby connection's WELCOME. Until then it is
@@ -225,6 +233,7 @@ impl Default for Config {
             conn_rate: 5,
             max_conns: 10_000,
             max_conns_per_ip: 64,
+            tcp_memory_budget: DEFAULT_TCP_MEMORY_BUDGET_MIB << 20,
             handshake_timeout: Duration::from_secs(5),
             metrics: None,
             metrics_max_conns_per_ip: 8,
@@ -443,9 +452,8 @@ impl HelpGroup {
             | "countdown" | "seat-timeout" | "reap-grace" | "udp-rate" | "udp-reply-bytes"
             | "rate-table-size" | "max-list-rooms" => HelpGroup::UdpLobby,
             "tcp-port" | "min-players" | "countdown-tick" | "auto-start" | "public-host"
-            | "spawns" | "max-violations" | "conn-rate" | "max-conns" | "max-conns-per-ip" => {
-                HelpGroup::TcpLobby
-            }
+            | "spawns" | "max-violations" | "conn-rate" | "max-conns" | "max-conns-per-ip"
+            | "tcp-memory-budget" => HelpGroup::TcpLobby,
             _ => HelpGroup::General,
         }
     }
@@ -454,7 +462,7 @@ impl HelpGroup {
 /// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
 fn options(d: &Config) -> Options {
     // (long name, value hint or "" for a plain switch, description), in help order.
-    let flags: [(&str, &str, String); 33] = [
+    let flags: [(&str, &str, String); 34] = [
         ("help", "", "Print this help and exit.".into()),
         ("version", "", "Print the version and exit.".into()),
         (
@@ -647,6 +655,15 @@ fn options(d: &Config) -> Options {
             ),
         ),
         (
+            "tcp-memory-budget",
+            "MIB",
+            format!(
+                "Memory all TCP lobby send queues may hold; when full, the connection holding \
+                 the most is dropped (default {}).",
+                d.tcp_memory_budget >> 20
+            ),
+        ),
+        (
             "handshake-timeout",
             "SECS",
             format!(
@@ -834,6 +851,13 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
             1..=usize::MAX,
             d.max_conns_per_ip,
         )?,
+        tcp_memory_budget: number(
+            m,
+            "tcp-memory-budget",
+            WHOLE,
+            1..=1024 * 1024,
+            d.tcp_memory_budget >> 20,
+        )? << 20,
         handshake_timeout,
         metrics,
         metrics_max_conns_per_ip: number(

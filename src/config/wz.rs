@@ -25,6 +25,12 @@ pub const DEFAULT_WZ_PORT: u16 = 9990;
 /// and the core answers at most 2.3 s after the GAMESTRUCT (see `wz::ADDG_REPLY_BUDGET`).
 const MAX_PROBE_TIMEOUT_SECS: f64 = 2.2;
 
+/// `--wz-memory-budget`'s default, in MiB: a `list` reply or a status line is a few
+/// kilobytes, so a peer that reads holds almost nothing queued; 16 MiB is 16 full 1 MiB send
+/// queues at once, where `--wz-max-conns` (4,096) full queues would be 4 GiB (and their
+/// 64 KiB read buffers 256 MiB).
+const DEFAULT_MEMORY_BUDGET_MIB: usize = 16;
+
 /// The Warzone 2100 master server's settings. `Default` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WzSettings {
@@ -56,6 +62,10 @@ pub struct WzSettings {
     /// Connections from one address beyond this are refused at `addg`
     /// (`--wz-max-conns-per-ip`, default 16).
     pub max_conns_per_ip: usize,
+    /// Bytes all master-server send queues and read buffers may hold together
+    /// (`--wz-memory-budget`, in MiB, default 16); when full, the connection holding the most
+    /// is dropped.
+    pub memory_budget: usize,
     /// Game registrations per minute from one address (`--wz-register-rate`, default 30;
     /// bursts of two thirds of it).
     pub registrations_per_minute: u32,
@@ -83,6 +93,7 @@ impl Default for WzSettings {
             max_games: 1000,
             max_conns: 4096,
             max_conns_per_ip: 16,
+            memory_budget: DEFAULT_MEMORY_BUDGET_MIB << 20,
             registrations_per_minute: 30,
             login: LoginPolicy::Optional,
             db: PathBuf::from(DEFAULT_DB),
@@ -174,6 +185,15 @@ pub(super) fn flags(d: &WzSettings) -> Vec<(&'static str, &'static str, String)>
             format!(
                 "Warzone connections from one IP address that may host (default {}).",
                 d.max_conns_per_ip
+            ),
+        ),
+        (
+            "wz-memory-budget",
+            "MIB",
+            format!(
+                "Memory all Warzone send queues and read buffers may hold; when full, the \
+                 connection holding the most is dropped (default {}).",
+                d.memory_budget >> 20
             ),
         ),
         (
@@ -295,6 +315,13 @@ pub(super) fn settings_from(
             1..=1_000_000,
             d.max_conns_per_ip,
         )?,
+        memory_budget: number(
+            m,
+            "wz-memory-budget",
+            WHOLE,
+            1..=1024 * 1024,
+            d.memory_budget >> 20,
+        )? << 20,
         registrations_per_minute: number(
             m,
             "wz-register-rate",
@@ -341,6 +368,7 @@ mod tests {
         assert_eq!(w.silence_timeout, Duration::from_secs(90));
         assert_eq!((w.max_games_per_ip, w.max_games), (4, 1000));
         assert_eq!((w.max_conns, w.max_conns_per_ip), (4096, 16));
+        assert_eq!(w.memory_budget, 16 << 20);
         assert_eq!(w.registrations_per_minute, 30);
         assert_eq!((w.motd.as_deref(), w.min_version), (None, None));
     }

@@ -138,6 +138,7 @@ pub const METRICS: &[MetricInfo] = &[
     counter("lobbyd_tcp_lobby_closed_total", "reason", "TCP lobby connections closed, by reason."),
     counter("lobbyd_tcp_lobby_unknown_tokens_total", "", "Game instance HELLOs refused because their token named no expected player."),
     gauge("lobbyd_tcp_lobby_connections", "", "TCP lobby connections open now, joined or not."),
+    gauge("lobbyd_tcp_lobby_buffered_bytes", "", "Bytes TCP lobby send queues hold now, against --tcp-memory-budget."),
     // Warzone 2100 master server.
     counter("lobbyd_wz_connections_opened_total", "", "Warzone connections opened."),
     counter("lobbyd_wz_connections_over_limit_total", "", "Warzone connections beyond --wz-max-conns-per-ip (refused at addg)."),
@@ -159,6 +160,7 @@ pub const METRICS: &[MetricInfo] = &[
     counter("lobbyd_wz_accept_pauses_total", "", "Times the Warzone listener stopped accepting at --wz-max-conns (or after an accept error)."),
     counter("lobbyd_wz_evicted_total", "", "Unsettled Warzone connections closed at --wz-max-conns to make room for a newcomer."),
     counter("lobbyd_wz_send_overflow_total", "", "Warzone connections dropped because their send queue passed its cap."),
+    counter("lobbyd_wz_memory_budget_drops_total", "", "Warzone connections dropped, the one holding the most, because --wz-memory-budget was full."),
     counter("lobbyd_wz_io_errors_total", "", "Warzone connections that ended with a read or write error."),
     counter("lobbyd_wz_bytes_in_total", "", "Bytes read from Warzone connections."),
     counter("lobbyd_wz_bytes_out_total", "", "Bytes written to Warzone connections."),
@@ -169,6 +171,7 @@ pub const METRICS: &[MetricInfo] = &[
     gauge("lobbyd_wz_games", "state", "Warzone games now, by state (listed, probing)."),
     gauge("lobbyd_wz_connections", "", "Warzone connections open now."),
     gauge("lobbyd_wz_probes", "", "Warzone reachability probes in flight now."),
+    gauge("lobbyd_wz_buffered_bytes", "", "Bytes Warzone send queues and read buffers hold now, against --wz-memory-budget."),
     // General lobby.
     counter("lobbyd_general_connections_opened_total", "", "General lobby connections opened."),
     counter("lobbyd_general_closed_total", "reason", "General lobby connections the lobby closed, by reason."),

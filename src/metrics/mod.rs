@@ -82,6 +82,7 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
     }
     if let Some(conns) = snap.tcp_connections {
         page.sample("tcp_lobby_connections", "", conns);
+        page.sample("tcp_lobby_buffered_bytes", "", snap.tcp_buffered_bytes);
     }
     if let Some(wz) = &snap.wz {
         let listed = wz.games.iter().filter(|g| g.listed).count();
@@ -89,6 +90,7 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
         page.sample("wz_games", "probing", wz.games.len() - listed);
         page.sample("wz_connections", "", wz.connections);
         page.sample("wz_probes", "", wz.probes);
+        page.sample("wz_buffered_bytes", "", wz.buffered_bytes);
     }
     if let Some(general) = &snap.general {
         let away = general.members_away;
@@ -384,6 +386,7 @@ mod tests {
             }],
             connections: 3,
             probes: 0,
+            buffered_bytes: 0,
         });
         let mut json = String::new();
         render_wz_games_json(&snap, &mut json);

@@ -81,6 +81,9 @@ pub struct WzSnapshot {
     pub connections: usize,
     /// Probes in flight.
     pub probes: usize,
+    /// Bytes the connections' send queues and read buffers hold (`--wz-memory-budget`
+    /// bounds it).
+    pub buffered_bytes: usize,
 }
 
 /// One general lobby game as operators see it (`/rooms`, kind `"general"`).
@@ -160,6 +163,8 @@ pub struct Snapshot {
     pub rate_table_len: usize,
     /// Open TCP lobby connections (joined or not), when the TCP lobby runs.
     pub tcp_connections: Option<usize>,
+    /// Bytes the TCP lobby's send queues hold (`--tcp-memory-budget` bounds it).
+    pub tcp_buffered_bytes: usize,
     /// Time since the server started.
     pub uptime: Duration,
     /// The process's memory, descriptors and CPU time, where `/proc` tells them.

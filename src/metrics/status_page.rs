@@ -407,6 +407,7 @@ mod tests {
                 }],
                 connections: 1,
                 probes: 0,
+                buffered_bytes: 0,
             }),
             general: Some(GeneralSnapshot {
                 members: 1,

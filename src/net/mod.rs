@@ -330,6 +330,7 @@ fn tcp_limits(config: &Config) -> TcpLimits {
         conn_rate: config.conn_rate,
         rate_table_size: config.rate_table_size,
         public_host: config.public_host,
+        memory_budget: config.tcp_memory_budget,
     }
 }
 

@@ -343,6 +343,7 @@ impl FrontEnd for RtypeFrontEnd {
         if let Some(tcp) = self.tcp.as_ref() {
             snap.add_counters(|f| tcp.stats.visit(f));
             snap.tcp_connections = Some(tcp.conn_count());
+            snap.tcp_buffered_bytes = tcp.buffered_bytes();
         }
         snap.rooms = self
             .lobby

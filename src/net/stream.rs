@@ -129,6 +129,15 @@ impl MemoryBudget {
     }
 }
 
+/// Which connection goes when a front end's [`MemoryBudget`] is full and `asking` needs
+/// room: of the `(key, bytes held)` of its live connections, the one that holds the most;
+/// `asking` itself on a tie with it (a connection is never dropped for one that holds no more
+/// than it does) or when there are none.
+pub fn largest_holder(held: impl Iterator<Item = (usize, usize)>, asking: usize) -> usize {
+    held.max_by_key(|&(key, bytes)| (bytes, key == asking))
+        .map_or(asking, |(key, _)| key)
+}
+
 /// Smallest capacity a counted buffer grows to: a frame or two, so small traffic does not
 /// reallocate at every push.
 const MIN_GROWTH: usize = 1024;
@@ -738,6 +747,21 @@ mod tests {
         assert!(pushed <= cap && pushed + chunk.len() > cap);
         assert!(queue.capacity() <= cap, "never grows past its cap");
         assert_eq!(budget.held(), queue.capacity());
+    }
+
+    #[test]
+    fn the_largest_holder_goes_and_the_asker_on_a_tie() {
+        assert_eq!(
+            largest_holder([(1, 10), (2, 30), (3, 20)].into_iter(), 3),
+            2
+        );
+        assert_eq!(
+            largest_holder([(1, 30), (2, 30), (3, 20)].into_iter(), 1),
+            1
+        );
+        assert_eq!(largest_holder([(1, 30), (5, 30)].into_iter(), 1), 1);
+        assert_eq!(largest_holder([(1, 0), (4, 0)].into_iter(), 4), 4);
+        assert_eq!(largest_holder(std::iter::empty(), 7), 7);
     }
 
     #[test]

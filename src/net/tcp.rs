@@ -39,11 +39,12 @@ use super::heap::FORGET_PER_TIDY;
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing};
 use super::rx_time;
 use super::stream::{
-    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, PerIpCounts, Phase,
-    Stream,
+    canonical_ip, largest_holder, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget,
+    PerIpCounts, Phase, QueueFull, Stream,
 };
 use super::tcp_frames::{FrameReader, Piece};
 use super::token::Target;
+use super::warn::WarnBudget;
 
 /// Most bytes queued for one connection; past it the client is not reading and is dropped.
 pub const SEND_QUEUE_CAP: usize = 64 * 1024;
@@ -69,6 +70,9 @@ pub struct TcpLimits {
     pub rate_table_size: usize,
     /// `--public-host`, the address GAME_START names instead of the connection's own.
     pub public_host: Option<Ipv4Addr>,
+    /// `--tcp-memory-budget`, in bytes: what every connection's send queue may hold
+    /// together.
+    pub memory_budget: usize,
 }
 
 /// Counters of the TCP transport.
@@ -84,6 +88,9 @@ pub struct TcpStats {
     pub accept_paused: u64,
     /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`].
     pub slow_readers: u64,
+    /// Connections dropped because `--tcp-memory-budget` was full: each the one holding the
+    /// most queued bytes (the core counts them as slow readers too).
+    pub memory_budget_drops: u64,
     /// Connections without CONNECT_ACK closed at `--max-conns` to make room for a newcomer.
     pub evicted: u64,
     /// Connections whose queued bytes could not be flushed within the close wait.
@@ -112,6 +119,11 @@ impl TcpStats {
         );
         f("tcp_lobby_accept_paused_total", "", self.accept_paused);
         f("tcp_lobby_dropped_total", "slow_reader", self.slow_readers);
+        f(
+            "tcp_lobby_dropped_total",
+            "memory_budget",
+            self.memory_budget_drops,
+        );
         f("tcp_lobby_dropped_total", "evicted", self.evicted);
         f(
             "tcp_lobby_dropped_total",
@@ -179,9 +191,12 @@ pub struct TcpLobby {
     control: Vec<u8>,
     frame_buf: Vec<u8>,
     slots: Vec<wire::Slot>,
-    /// Counts the send queues' bytes; unbounded (each queue's [`SEND_QUEUE_CAP`] and the
-    /// connection limit bound the total).
+    /// `--tcp-memory-budget`: every connection's send queue together. When it is full, the
+    /// connection holding the most is dropped ([`Self::shed`]): at `--max-conns` the
+    /// queues' caps alone would allow 640 MiB.
     budget: MemoryBudget,
+    /// Rate-limits the warnings of a full budget.
+    warnings: WarnBudget,
     /// The transport's counters.
     pub stats: TcpStats,
 }
@@ -228,7 +243,8 @@ impl TcpLobby {
             control: rx_time::control_buffer(),
             frame_buf: vec![0; wire::HEADER_LEN + MAX_SERVER_PAYLOAD],
             slots: Vec::new(),
-            budget: MemoryBudget::unlimited(),
+            budget: MemoryBudget::new(limits.memory_budget),
+            warnings: WarnBudget::new(Instant::now(), 60, 20),
             stats: TcpStats::default(),
         })
     }
@@ -241,6 +257,11 @@ impl TcpLobby {
     /// Connections in the slab (open, draining or about to be removed).
     pub fn conn_count(&self) -> usize {
         self.conns.len()
+    }
+
+    /// Bytes the send queues hold now (`--tcp-memory-budget` bounds it).
+    pub fn buffered_bytes(&self) -> usize {
+        self.budget.held()
     }
 
     /// Accepts until `WouldBlock`, `--max-conns` or this pass's budget
@@ -504,21 +525,69 @@ impl TcpLobby {
                 None => return,
             },
         };
-        let Some(c) = self.conns.get_mut(key) else {
+        let Some(was_empty) = self.conns.get(key).map(|c| c.stream.pending() == 0) else {
             return;
         };
-        let was_empty = c.stream.pending() == 0;
-        let queued = (c.stream).queue(&self.frame_buf[..len], SEND_QUEUE_CAP, &mut self.budget);
-        if queued.is_err() {
-            self.stats.slow_readers += 1;
-            log::debug!("tcp lobby: conn {key} does not read, dropped");
-            self.close(key, lobby, ConnClose::SlowReader);
-            return;
+        match self.queue_within_budget(key, len, lobby) {
+            Ok(()) => {}
+            Err(QueueFull::Cap) => {
+                self.stats.slow_readers += 1;
+                log::debug!("tcp lobby: conn {key} does not read, dropped");
+                self.close(key, lobby, ConnClose::SlowReader);
+                return;
+            }
+            Err(QueueFull::Budget | QueueFull::Closed) => return,
         }
         self.stats.frames_out += 1;
         if was_empty {
             self.dirty.push(key);
         }
+    }
+
+    /// Queues the frame in `frame_buf[..len]` on `key`'s connection. While
+    /// `--tcp-memory-budget` has no room for it, the connection holding the most is dropped
+    /// (`key` itself when nobody holds more: then the frame is not queued).
+    fn queue_within_budget(
+        &mut self,
+        key: usize,
+        len: usize,
+        lobby: &mut RtypeCore,
+    ) -> Result<(), QueueFull> {
+        loop {
+            let Some(c) = self.conns.get_mut(key) else {
+                return Err(QueueFull::Closed);
+            };
+            match (c.stream).queue(&self.frame_buf[..len], SEND_QUEUE_CAP, &mut self.budget) {
+                Err(QueueFull::Budget) => {
+                    if self.shed(key, lobby) == key {
+                        return Err(QueueFull::Budget);
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// `--tcp-memory-budget` is full and `asking` needs room: closes the connection whose
+    /// send queue holds the most (`asking` itself when nobody holds more), counts and logs
+    /// it, and tells the core (as a slow reader: it is one, by far the slowest). Returns
+    /// its key.
+    fn shed(&mut self, asking: usize, lobby: &mut RtypeCore) -> usize {
+        let live = (self.conns.iter()).filter(|(_, c)| c.stream.phase() != Phase::Closed);
+        let victim = largest_holder(live.map(|(key, c)| (key, c.stream.held())), asking);
+        let held = self.conns.get(victim).map_or(0, |c| c.stream.held());
+        self.stats.memory_budget_drops += 1;
+        self.warnings.warn(
+            Instant::now(),
+            format_args!(
+                "tcp lobby: --tcp-memory-budget full ({} of {} bytes held): dropping the \
+                 connection that holds the most ({held} bytes)",
+                self.budget.held(),
+                self.budget.limit()
+            ),
+        );
+        self.close(victim, lobby, ConnClose::SlowReader);
+        victim
     }
 
     /// Carries out [`crate::rtype::Output::CloseConn`]: close once the queue is flushed.

@@ -8,7 +8,8 @@
 //! `WzOutput`s are carried out. Each connection has a read buffer of at most [`IN_CAP`] bytes
 //! (the core never leaves more than one frame's worth; while a v4 request waits for a verdict
 //! the connection simply stops being read) and a send queue of at most [`OUT_CAP`] bytes
-//! (past the cap the peer is dropped). `Close` closes once the queue is flushed, within
+//! (past the cap the peer is dropped); both exist only while they hold bytes and count
+//! against `--wz-memory-budget`, which, when full, drops the connection holding the most. `Close` closes once the queue is flushed, within
 //! [`LINGER`]. At `--wz-max-conns` the oldest connection that has not settled (no game
 //! registered, no v4 request answered with success: `WzLobby::oldest_unsettled`) is closed
 //! to make room; when every connection has settled, accepting pauses rather than refusing:
@@ -41,7 +42,8 @@ use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
 use super::stream::{
-    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget, Phase, Stream,
+    canonical_ip, largest_holder, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget,
+    PartialFrame, Phase, QueueFull, Stream,
 };
 use super::token::Target;
 use super::warn::WarnBudget;
@@ -74,6 +76,9 @@ pub struct WzDriverStats {
     pub evicted: u64,
     /// Connections dropped because their send queue passed [`OUT_CAP`].
     pub send_overflow: u64,
+    /// Connections dropped because `--wz-memory-budget` was full: each the one holding the
+    /// most queued bytes.
+    pub memory_budget_drops: u64,
     /// Connections that ended with a read or write error (reset by the peer, ...).
     pub io_errors: u64,
     /// Bytes read from master-server connections.
@@ -93,6 +98,7 @@ impl WzDriverStats {
         f("wz_accept_pauses_total", "", self.accept_pauses);
         f("wz_evicted_total", "", self.evicted);
         f("wz_send_overflow_total", "", self.send_overflow);
+        f("wz_memory_budget_drops_total", "", self.memory_budget_drops);
         f("wz_io_errors_total", "", self.io_errors);
         f("wz_bytes_in_total", "", self.bytes_in);
         f("wz_bytes_out_total", "", self.bytes_out);
@@ -113,7 +119,8 @@ struct Conn {
     stream: Stream,
     /// Its source address (password checks are limited per address).
     ip: IpAddr,
-    inbuf: Vec<u8>,
+    /// What was read and not yet consumed by the core (freed once empty).
+    inbuf: PartialFrame,
     /// The read buffer is full behind a waiting request; read again on `Resume`.
     paused: bool,
 }
@@ -122,6 +129,11 @@ impl Conn {
     /// Not closed: still read (while open) and written.
     fn is_live(&self) -> bool {
         self.stream.phase() != Phase::Closed
+    }
+
+    /// Heap bytes its send queue and read buffer hold (what the budget counts for it).
+    fn held(&self) -> usize {
+        self.stream.held() + self.inbuf.capacity()
     }
 }
 
@@ -149,8 +161,9 @@ pub struct WzDriver {
     /// Accepts left in this pass, and whether the listener was left with a backlog.
     backlog: AcceptBacklog,
     stats: WzDriverStats,
-    /// Counts the send queues' bytes; unbounded (each queue's [`OUT_CAP`] and
-    /// `--wz-max-conns` bound the total).
+    /// `--wz-memory-budget`: every connection's send queue and read buffer together. When it
+    /// is full, the connection holding the most is dropped ([`Self::shed`]): at
+    /// `--wz-max-conns` the queues' caps alone would allow 4 GiB, the read buffers 256 MiB.
     budget: MemoryBudget,
     warnings: WarnBudget,
 }
@@ -266,7 +279,7 @@ impl WzDriver {
             gate: AcceptGate::new(settings.max_conns),
             backlog: AcceptBacklog::default(),
             stats: WzDriverStats::default(),
-            budget: MemoryBudget::unlimited(),
+            budget: MemoryBudget::new(settings.memory_budget),
             warnings: WarnBudget::new(now, 60, 20),
         })
     }
@@ -303,6 +316,7 @@ impl WzDriver {
             games,
             connections: self.conns.len(),
             probes: self.probes.len(),
+            buffered_bytes: self.budget.held(),
         }
     }
 
@@ -347,7 +361,7 @@ impl WzDriver {
             entry.insert(Conn {
                 stream: Stream::new(stream, self.next_serial),
                 ip: canonical_ip(peer.ip()),
-                inbuf: Vec::new(),
+                inbuf: PartialFrame::default(),
                 paused: false,
             });
             self.stats.accepted += 1;
@@ -388,7 +402,9 @@ impl WzDriver {
             let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return;
             };
-            let room = IN_CAP.saturating_sub(conn.inbuf.len()).min(READ_CHUNK);
+            let room = IN_CAP
+                .saturating_sub(conn.inbuf.bytes().len())
+                .min(READ_CHUNK);
             if room == 0 {
                 // Full behind a waiting request: `Resume` reads again.
                 conn.paused = true;
@@ -401,7 +417,9 @@ impl WzDriver {
                 }
                 Ok(n) => {
                     self.stats.bytes_in += n as u64;
-                    conn.inbuf.extend_from_slice(&self.chunk[..n]);
+                    if !self.keep_input(now, key, n) {
+                        return;
+                    }
                     self.feed(registry, now, key);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -428,8 +446,8 @@ impl WzDriver {
             let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return;
             };
-            let used = self.core.handle_bytes(now, ConnId(key), &conn.inbuf);
-            conn.inbuf.drain(..used.min(conn.inbuf.len()));
+            let used = self.core.handle_bytes(now, ConnId(key), conn.inbuf.bytes());
+            conn.inbuf.consume(used, &mut self.budget);
             self.carry_out(registry, now);
             if used == 0 {
                 return;
@@ -441,10 +459,24 @@ impl WzDriver {
     /// list at once); what is queued is still flushed, then the socket closes.
     fn peer_closed(&mut self, registry: &Registry, now: Instant, key: usize) {
         self.core.handle_closed(now, ConnId(key));
-        if let Some(conn) = self.conns.get_mut(key) {
-            conn.inbuf.clear();
-        }
         self.close_after_flush(registry, now, key);
+    }
+
+    /// Appends `chunk[..n]` to `key`'s read buffer, dropping the connections that hold the
+    /// most while `--wz-memory-budget` has no room for it; false when `key` itself was
+    /// dropped (nobody held more).
+    fn keep_input(&mut self, now: Instant, key: usize, n: usize) -> bool {
+        loop {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
+                return false;
+            };
+            if conn.inbuf.extend(&self.chunk[..n], &mut self.budget) {
+                return true;
+            }
+            if self.shed(now, key) == key {
+                return false;
+            }
+        }
     }
 
     /// Close once the queue is flushed, within [`LINGER`].
@@ -455,6 +487,8 @@ impl WzDriver {
         if conn.stream.start_draining() {
             self.lingering.start(now, key, conn.stream.serial());
         }
+        // It is not read again.
+        conn.inbuf.clear(&mut self.budget);
         self.flush(registry, now, key);
     }
 
@@ -521,19 +555,63 @@ impl WzDriver {
 
     /// Appends to a connection's send queue and writes what the socket takes.
     fn queue(&mut self, registry: &Registry, now: Instant, key: usize, bytes: &[u8]) {
-        let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
-            return;
-        };
-        if conn.stream.queue(bytes, OUT_CAP, &mut self.budget).is_err() {
-            self.stats.send_overflow += 1;
-            self.warnings.warn(
-                now,
-                format_args!("wz: dropping a connection that does not read its replies"),
-            );
-            self.close(now, key);
-            return;
+        match self.queue_within_budget(now, key, bytes) {
+            Ok(()) => self.flush(registry, now, key),
+            Err(QueueFull::Cap) => {
+                self.stats.send_overflow += 1;
+                self.warnings.warn(
+                    now,
+                    format_args!("wz: dropping a connection that does not read its replies"),
+                );
+                self.close(now, key);
+            }
+            Err(QueueFull::Budget | QueueFull::Closed) => {}
         }
-        self.flush(registry, now, key);
+    }
+
+    /// Queues `bytes` on `key`'s connection. While `--wz-memory-budget` has no room for
+    /// them, the connection holding the most is dropped (`key` itself when nobody holds
+    /// more: then the bytes are not queued).
+    fn queue_within_budget(
+        &mut self,
+        now: Instant,
+        key: usize,
+        bytes: &[u8],
+    ) -> Result<(), QueueFull> {
+        loop {
+            let Some(conn) = self.conns.get_mut(key).filter(|c| c.is_live()) else {
+                return Err(QueueFull::Closed);
+            };
+            match conn.stream.queue(bytes, OUT_CAP, &mut self.budget) {
+                Err(QueueFull::Budget) => {
+                    if self.shed(now, key) == key {
+                        return Err(QueueFull::Budget);
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// `--wz-memory-budget` is full and `asking` needs room: closes the connection whose
+    /// send queue and read buffer hold the most (`asking` itself when nobody holds more),
+    /// counts and logs it. Returns its key.
+    fn shed(&mut self, now: Instant, asking: usize) -> usize {
+        let live = (self.conns.iter()).filter(|(_, c)| c.is_live());
+        let victim = largest_holder(live.map(|(key, c)| (key, c.held())), asking);
+        let held = self.conns.get(victim).map_or(0, Conn::held);
+        self.stats.memory_budget_drops += 1;
+        self.warnings.warn(
+            now,
+            format_args!(
+                "wz: --wz-memory-budget full ({} of {} bytes held): dropping the connection \
+                 that holds the most ({held} bytes)",
+                self.budget.held(),
+                self.budget.limit()
+            ),
+        );
+        self.close(now, victim);
+        victim
     }
 
     /// Writes the queue until it is empty or the socket is full; keeps WRITABLE interest
@@ -566,6 +644,7 @@ impl WzDriver {
         if !conn.stream.mark_closed(&mut self.budget) {
             return;
         }
+        conn.inbuf.clear(&mut self.budget);
         self.closing.push(key);
         self.core.handle_closed(now, ConnId(key));
     }

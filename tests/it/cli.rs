@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 68] = [
+const FLAGS: [&str; 70] = [
     "-h, --help",
     "-V, --version",
     "--config FILE",
@@ -70,6 +70,7 @@ const FLAGS: [&str; 68] = [
     "--conn-rate N",
     "--max-conns N",
     "--max-conns-per-ip N",
+    "--tcp-memory-budget MIB",
     "--handshake-timeout SECS",
     "--metrics ADDR",
     "--metrics-max-conns-per-ip N",
@@ -87,6 +88,7 @@ const FLAGS: [&str; 68] = [
     "--wz-max-games N",
     "--wz-max-conns N",
     "--wz-max-conns-per-ip N",
+    "--wz-memory-budget MIB",
     "--wz-register-rate N",
     "--wz-login required|optional|off",
     "--db PATH",
@@ -163,6 +165,11 @@ fn bad_values_exit_2_with_one_line_reason() {
     assert_usage_error(&["--tcp-port", "70000"], "--tcp-port: \"70000\"");
     assert_usage_error(&["--instance-ports", "10-5"], "--instance-ports: \"10-5\"");
     assert_usage_error(&["--max-players", "0"], "--max-players: \"0\"");
+    assert_usage_error(&["--tcp-memory-budget", "0"], "--tcp-memory-budget: \"0\"");
+    assert_usage_error(
+        &["--wz-memory-budget", "1048577"],
+        "--wz-memory-budget: \"1048577\"",
+    );
     assert_usage_error(&["--idle-timeout", "soon"], "--idle-timeout: \"soon\"");
     assert_usage_error(&["--frobnicate"], "unknown flag --frobnicate");
     assert_usage_error(&["stray"], "unexpected argument \"stray\"");

@@ -1,13 +1,17 @@
 //! Hostile clients against the R-Type TCP lobby over loopback:
 //! connections that never finish their CONNECT_REQ must not hold the lobby full, and a member
-//! flooding its party must be the only one to pay for it (`docs/protocols/tcp-lobby.md`,
-//! "Server behaviour").
+//! flooding its party must be the only one to pay for it, and when `--tcp-memory-budget` is
+//! full the member holding the most queued bytes goes, never one that reads
+//! (`docs/protocols/tcp-lobby.md`, "Server behaviour").
 
 use crate::common;
 use crate::common::tcp_client;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -199,4 +203,150 @@ fn a_flooding_member_is_dropped_and_its_readers_stay() {
             .counters
             .contains(&("tcp_lobby_dropped_total", "slow_reader", 0)));
     }
+}
+
+/// `--tcp-memory-budget` of the budget test (in bytes): far under one queue's 64 KiB cap, so a
+/// member that does not read meets the budget first.
+const TCP_BUDGET: usize = 24 * 1024;
+/// Bytes Dave reads before he stops: more than the budget, so Carol always holds more.
+const DAVE_READS: usize = 40 * 1024;
+/// Threads joining and leaving the party.
+const CHURNERS: usize = 4;
+
+/// A member whose socket has a small receive buffer, so the kernel takes little of what it
+/// does not read and its queue on the server grows sooner.
+fn tight_client(addr: SocketAddr) -> Client {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+    socket.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+    socket.connect(&addr.into()).expect("connect");
+    let stream: TcpStream = socket.into();
+    stream.set_nodelay(true).unwrap();
+    Client {
+        stream,
+        buf: Vec::new(),
+    }
+}
+
+/// Joins the party and leaves it again until `stop`: each round sends every member a
+/// PLAYER_JOIN and a PLAYER_LEFT (49 bytes), the only traffic a silent member is sent.
+fn churn(addr: SocketAddr, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut stream) = TcpStream::connect(addr) else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_read_timeout(Some(REPLY_WAIT));
+        if stream.write_all(&connect_req("Churn")).is_err() {
+            continue;
+        }
+        // CONNECT_ACK's header (or an ERROR's, when the party is full).
+        let mut head = [0u8; 3];
+        if stream.read_exact(&mut head).is_ok() {
+            let _ = stream.write_all(&frame(DISCONNECT, &[]));
+        }
+    }
+}
+
+/// Reads every frame until `stop` and returns the client with the names of the players whose
+/// PLAYER_LEFT it saw, in order (a slot is reused, so names are kept from PLAYER_JOIN).
+fn read_lefts(mut client: Client, stop: &AtomicBool) -> (Client, Vec<String>) {
+    let mut names = std::collections::HashMap::new();
+    let mut lefts = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        while let Some(bytes) = client.take_frame() {
+            match bytes[0] {
+                PLAYER_JOIN => {
+                    let name = &bytes[12..44];
+                    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                    names.insert(bytes[3], String::from_utf8_lossy(&name[..end]).into_owned());
+                }
+                PLAYER_LEFT => lefts.push(names.remove(&bytes[3]).unwrap_or_default()),
+                _ => {}
+            }
+        }
+        if let Fill::Closed = client.fill(Instant::now() + Duration::from_millis(50)) {
+            panic!("the reading member was dropped");
+        }
+    }
+    (client, lefts)
+}
+
+/// Carol never reads, Dave stops reading after 40 KiB, Alice reads everything, while
+/// newcomers join and leave their party. Once the kernel holds what it can for them, their
+/// queues grow against `--tcp-memory-budget`: Carol, holding the most, is dropped first, then
+/// Dave; Alice sees them leave in that order, is never dropped, and is still served.
+#[test]
+fn a_full_memory_budget_drops_the_largest_holder_first_and_readers_stay() {
+    let (server, addr) = start_with(Config {
+        max_rooms: 1,
+        max_players: 8,
+        spawns: vec![(0.0, 0.0); 8],
+        conn_rate: 1_000_000,
+        tcp_memory_budget: TCP_BUDGET,
+        ..tcp_config()
+    });
+    let mut alice = Client::connect(addr);
+    assert_eq!(alice.join("Alice").1, 1);
+    let mut carol = tight_client(addr);
+    assert_eq!(carol.join("Carol").1, 2);
+    let mut dave = tight_client(addr);
+    assert_eq!(dave.join("Dave").1, 3);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let alice_reads = {
+        let stop = Arc::clone(&stop);
+        thread::spawn(move || read_lefts(alice, &stop))
+    };
+    let dave_reads = thread::spawn(move || {
+        let mut read = 0;
+        while read < DAVE_READS {
+            let before = dave.buf.len();
+            if let Fill::Closed = dave.fill(Instant::now() + Duration::from_secs(30)) {
+                panic!("dave dropped while reading");
+            }
+            read += dave.buf.len() - before;
+        }
+        dave
+    });
+    let churners: Vec<_> = (0..CHURNERS)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            thread::spawn(move || churn(addr, &stop))
+        })
+        .collect();
+
+    let drops =
+        |s: &lobbyd::metrics::Snapshot| s.counter("tcp_lobby_dropped_total", "memory_budget");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while drops(&snapshot(&server)) != Some(2) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for churner in churners {
+        churner.join().unwrap();
+    }
+    let (mut alice, lefts) = alice_reads.join().unwrap();
+    let mut dave = dave_reads.join().unwrap();
+
+    let snap = snapshot(&server);
+    assert_eq!(drops(&snap), Some(2), "{:?}", snap.counters);
+    assert_eq!(
+        snap.counter("tcp_lobby_dropped_total", "slow_reader"),
+        Some(0)
+    );
+    assert_eq!(snap.lobby.tcp.closes(CloseCause::SlowReader), 2);
+    // The largest holder went first.
+    let watched: Vec<&str> = (lefts.iter().map(String::as_str))
+        .filter(|&name| name != "Churn")
+        .collect();
+    assert_eq!(watched, ["Carol", "Dave"]);
+    // Both were closed after what the kernel held for them; neither got everything.
+    let carol_got = carol.closed_within(REPLY_WAIT).expect("carol closed");
+    let dave_got = dave.closed_within(REPLY_WAIT).expect("dave closed");
+    assert!(!carol_got.is_empty() && !dave_got.is_empty());
+    // Alice is still in her party and served.
+    alice.send(&frame(READY_REQ, &[1]));
+    let ready = frame(PLAYER_READY, &[1, 1]);
+    while alice.recv() != ready {}
 }

@@ -296,3 +296,166 @@ fn a_locked_account_database_never_stalls_the_loop() {
         "{response}"
     );
 }
+
+/// `--wz-memory-budget` of the budget test: far under one queue's 1 MiB cap, so a peer that
+/// does not read meets the budget first.
+const WZ_BUDGET: usize = 64 * 1024;
+/// What Dave's queue holds at least before Carol starts: more than half the budget (with
+/// room for a growth step), so whatever Carol holds when the budget is full is less.
+const DAVE_HOLDS: usize = WZ_BUDGET / 2 + 4096;
+/// A v4 `list` request (no games are listed, so each reply is a few dozen bytes).
+const LIST: &[u8] = br#"{"method": "list", "id": 1}"#;
+
+/// Writes `n` `list` requests in one go (a peer that does not read its replies).
+fn flood_lists(stream: &mut TcpStream, n: usize) -> std::io::Result<()> {
+    let one = v4_frame(LIST);
+    stream.set_nonblocking(false)?;
+    stream.write_all(&one.repeat(n))
+}
+
+/// Reads what `stream` was sent until the server closes it (EOF or reset) within `wait`;
+/// returns the bytes read, or `None` when it is still open.
+fn bytes_until_closed(stream: &mut TcpStream, wait: Duration) -> Option<usize> {
+    stream.set_nonblocking(false).unwrap();
+    let deadline = Instant::now() + wait;
+    let mut total = 0;
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        stream.set_read_timeout(Some(left)).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(total),
+            Ok(n) => total += n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return None
+            }
+            Err(_) => return Some(total),
+        }
+    }
+}
+
+/// Reads the responses to `n` requests within `wait`, each one a successful `list`.
+fn read_lists(stream: &mut TcpStream, n: usize, wait: Duration) {
+    for i in 0..n {
+        let body = read_v4_response(stream, wait);
+        assert!(is_ok_list(&body), "response {i}: {body:02x?}");
+    }
+}
+
+fn budget_drops(server: &ServerHandle) -> u64 {
+    counter(server, "wz_memory_budget_drops_total", "")
+}
+
+fn buffered(server: &ServerHandle) -> usize {
+    snapshot(server).wz.expect("wz runs").buffered_bytes
+}
+
+/// `--wz-memory-budget` holds every send queue together. Dave sends `list` after `list`
+/// without reading until his queue holds over half the budget, then stops; Carol does the
+/// same without stopping. When the budget is full for Carol's next reply it is Dave, holding
+/// the most, who is dropped, not Carol (who then reads every reply she is owed and stays);
+/// when Carol alone fills the budget she goes too. Alice, who reads her replies, is served
+/// throughout, and each drop is counted.
+#[test]
+fn a_full_memory_budget_drops_the_largest_holder_first_and_readers_stay() {
+    let (server, addr) = start_wz(|w| w.memory_budget = WZ_BUDGET);
+    let mut alice = Peer::open(addr, V4_HANDSHAKE);
+    assert!(is_ok_list(&alice.call(LIST)));
+    let mut dave = Peer::open(addr, V4_HANDSHAKE);
+    let mut carol = Peer::open(addr, V4_HANDSHAKE);
+
+    // Dave's queue grows (once the kernel buffers are full) to over half the budget. Each
+    // step is read and answered before the next (so his read buffer is empty when the gauge
+    // is read).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let bytes_in = || counter(&server, "wz_bytes_in_total", "");
+    while buffered(&server) < DAVE_HOLDS {
+        assert!(Instant::now() < deadline, "dave's queue never grew");
+        let until = bytes_in() + 50 * v4_frame(LIST).len() as u64;
+        flood_lists(&mut dave.stream, 50).expect("dave's requests");
+        while bytes_in() < until {
+            assert!(Instant::now() < deadline, "dave's requests were not read");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    assert_eq!(budget_drops(&server), 0);
+    let dave_holds = buffered(&server);
+    assert!(dave_holds < WZ_BUDGET, "{dave_holds}");
+
+    // Carol floods in steps until the budget is full for her: Dave goes first.
+    let mut carol_sent = 0;
+    while budget_drops(&server) == 0 {
+        assert!(Instant::now() < deadline, "the budget never filled");
+        flood_lists(&mut carol.stream, 50).expect("carol's requests");
+        carol_sent += 50;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(budget_drops(&server), 1);
+    let dave_got = bytes_until_closed(&mut dave.stream, REPLY_WAIT).expect("dave dropped");
+    assert!(dave_got > 0);
+    // Carol was not dropped: every reply she is owed comes, then she is still served.
+    read_lists(&mut carol.stream, carol_sent, REPLY_WAIT);
+    assert!(is_ok_list(&carol.call(LIST)));
+    assert!(is_ok_list(&alice.call(LIST)));
+
+    // Carol alone fills the budget now, and goes.
+    while budget_drops(&server) == 1 {
+        assert!(Instant::now() < deadline, "the budget never filled again");
+        if flood_lists(&mut carol.stream, 50).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    eventually(&server, REPLY_WAIT, |s| {
+        s.counter("wz_memory_budget_drops_total", "") == Some(2)
+    });
+    assert!(bytes_until_closed(&mut carol.stream, REPLY_WAIT).is_some());
+    // Alice reads, so she was never the one to go.
+    for _ in 0..3 {
+        assert!(is_ok_list(&alice.call(LIST)));
+    }
+    alice.poke(&[]);
+    assert_eq!(alice.closed, None);
+    assert_eq!(budget_drops(&server), 2);
+    assert_eq!(counter(&server, "wz_send_overflow_total", ""), 0);
+}
+
+/// The read buffers count against `--wz-memory-budget` too: a peer that sends most of a large
+/// v4 frame and stops holds its bytes until the budget is full for another peer's, and then
+/// it, holding the most, is dropped; the other keeps its connection, and a reader is served.
+#[test]
+fn half_sent_frames_count_against_the_memory_budget() {
+    let (server, addr) = start_wz(|w| w.memory_budget = WZ_BUDGET);
+    let mut alice = Peer::open(addr, V4_HANDSHAKE);
+    assert!(is_ok_list(&alice.call(LIST)));
+    // A frame that declares 60,000 bytes, of which 48,000 come (three quarters of the budget).
+    let mut big = Peer::open(addr, V4_HANDSHAKE);
+    let mut head = 60_000u32.to_be_bytes().to_vec();
+    head.extend_from_slice(&[b' '; 48_000]);
+    big.stream.set_nonblocking(false).unwrap();
+    big.stream.write_all(&head).unwrap();
+    let deadline = Instant::now() + REPLY_WAIT;
+    while buffered(&server) < 48_000 {
+        assert!(Instant::now() < deadline, "the frame was not buffered");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(budget_drops(&server), 0);
+    // Another sends 24,000 bytes of its own: they do not fit beside the first.
+    let mut small = Peer::open(addr, V4_HANDSHAKE);
+    let mut head = 60_000u32.to_be_bytes().to_vec();
+    head.extend_from_slice(&[b' '; 24_000]);
+    small.stream.set_nonblocking(false).unwrap();
+    small.stream.write_all(&head).unwrap();
+    eventually(&server, REPLY_WAIT, |s| {
+        s.counter("wz_memory_budget_drops_total", "") == Some(1)
+    });
+    assert!(bytes_until_closed(&mut big.stream, REPLY_WAIT).is_some());
+    small.stream.set_nonblocking(true).unwrap();
+    small.poke(&[]);
+    assert_eq!(small.closed, None, "the smaller holder was dropped");
+    assert!(is_ok_list(&alice.call(LIST)));
+    assert_eq!(budget_drops(&server), 1);
+}
