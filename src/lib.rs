@@ -43,8 +43,9 @@
 //!   core with its UDP sockets in `udp.rs`, read and written in `recvmmsg`/`sendmmsg`
 //!   batches by `batch.rs`, and its TCP lobby in `tcp.rs`), `wz.rs`,
 //!   `general.rs` (its send queues and fan-out in `general/outbound.rs`); `stream.rs` is the
-//!   one TCP stream transport under the three TCP front ends and `pass.rs` bounds their
-//!   work per loop pass (accepts, closes, deadlines),
+//!   one TCP stream transport under the three TCP front ends (its counted send queues and
+//!   partial frames, under one memory budget per front end, in `buffers.rs`) and `pass.rs`
+//!   bounds their work per loop pass (accepts, closes, deadlines),
 //!   `login.rs` the password-check bridge any core can use, `token.rs` the tokens,
 //!   `fd_table.rs` the descriptor table sized at start, `closer.rs` the thread that
 //!   closes released sockets off the loop. Every listener is bound in

@@ -45,15 +45,13 @@ use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSa
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 
+use super::buffers::{MemoryBudget, PartialFrame};
 use super::general_stats::GeneralDriverStats;
 use super::heap::FORGET_PER_TIDY;
 use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
-use super::stream::{
-    canonical_ip, tune_listener, AcceptGate, Linger, MemoryBudget, PartialFrame, PerIpCounts,
-    Phase, Stream,
-};
+use super::stream::{canonical_ip, tune_listener, AcceptGate, Linger, PerIpCounts, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
 

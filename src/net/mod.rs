@@ -9,6 +9,7 @@
 //! `mio::Waker`, so the loop never blocks on them.
 
 pub mod batch;
+pub mod buffers;
 pub mod closer;
 pub mod fd_table;
 pub mod general;

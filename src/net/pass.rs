@@ -307,7 +307,7 @@ impl SpareDescriptor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::stream::MemoryBudget;
+    use crate::net::buffers::MemoryBudget;
     use std::time::Duration;
 
     fn listener() -> (TcpListener, SocketAddr) {

@@ -35,12 +35,12 @@ use crate::wire::tcp_lobby::{
     self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
 };
 
+use super::buffers::{largest_holder, MemoryBudget, QueueFull};
 use super::heap::FORGET_PER_TIDY;
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing};
 use super::rx_time;
 use super::stream::{
-    canonical_ip, largest_holder, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget,
-    PerIpCounts, Phase, QueueFull, Stream,
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
 };
 use super::tcp_frames::{FrameReader, Piece};
 use super::token::Target;
@@ -813,6 +813,6 @@ mod tests {
         // send queue's own tests are in `stream.rs`).
         let entry = std::mem::size_of::<Conn>();
         assert!(entry <= 112, "Conn is {entry} bytes");
-        assert_eq!(super::super::stream::SendQueue::default().capacity(), 0);
+        assert_eq!(super::super::buffers::SendQueue::default().capacity(), 0);
     }
 }

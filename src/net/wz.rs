@@ -37,14 +37,12 @@ use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 
 use crate::metrics::{LoadSample, Snapshot, WzGameInfo, WzSnapshot};
 
+use super::buffers::{largest_holder, MemoryBudget, PartialFrame, QueueFull};
 use super::heap::FORGET_PER_TIDY;
 use super::login::{LoginMetrics, LoginShared, Logins};
 use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use super::server::FrontEnd;
-use super::stream::{
-    canonical_ip, largest_holder, tune_listener, AcceptGate, Flushed, Linger, MemoryBudget,
-    PartialFrame, Phase, QueueFull, Stream,
-};
+use super::stream::{canonical_ip, tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
 use super::token::Target;
 use super::warn::WarnBudget;
 use super::wz_probe::Probes;

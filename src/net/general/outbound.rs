@@ -14,7 +14,8 @@ use mio::Registry;
 
 use crate::accounts::VerifyResult;
 use crate::general::{Delivery, FrameRef, GeneralOutput};
-use crate::net::stream::{Flushed, Phase, QueueFull};
+use crate::net::buffers::QueueFull;
+use crate::net::stream::{Flushed, Phase};
 use crate::net::token::Target;
 
 use super::{key_of, GeneralDriver};
