@@ -45,7 +45,7 @@ use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSa
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 
-use super::buffers::{MemoryBudget, PartialFrame};
+use super::buffers::{largest_holder, MemoryBudget, PartialFrame};
 use super::general_stats::GeneralDriverStats;
 use super::heap::FORGET_PER_TIDY;
 use super::login::{LoginMetrics, LoginShared, Logins};
@@ -564,12 +564,10 @@ impl GeneralDriver {
     /// send queue and partial frame hold the most (`asking` itself when nobody else holds
     /// more, or when nobody holds anything), counts and logs it. Returns its key.
     fn shed(&mut self, now: Instant, asking: usize) -> usize {
-        let largest = (self.conns.iter())
-            .filter(|(_, c)| c.stream.phase() != Phase::Closed)
-            .map(|(key, c)| (c.stream.held() + c.partial.capacity(), key))
-            .max()
-            .filter(|&(held, _)| held > 0);
-        let (held, victim) = largest.unwrap_or((0, asking));
+        let holds = |c: &Conn| c.stream.held() + c.partial.capacity();
+        let live = (self.conns.iter()).filter(|(_, c)| c.stream.phase() != Phase::Closed);
+        let victim = largest_holder(live.map(|(key, c)| (key, holds(c))), asking);
+        let held = self.conns.get(victim).map_or(0, holds);
         self.stats.memory_budget_drops += 1;
         self.warnings.warn(
             now,
