@@ -231,7 +231,7 @@ if lobbyd_has_flag --lobby-port; then
     rss_held="$(status_kb "$LOBBYD_PID" VmRSS)"
     held="$(general_members)"
     # The members are idle from here; the loop gives the sign-in storm's freed heap pages
-    # back within its trim period (net::heap::TRIM_EVERY, 5 s): read RSS again after it.
+    # back within its trim period (net::io::heap::TRIM_EVERY, 5 s): read RSS again after it.
     sleep 6
     rss_idle="$(status_kb "$LOBBYD_PID" VmRSS)"
     per_member() {

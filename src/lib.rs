@@ -38,18 +38,21 @@
 //!   `config/general.rs`) over the parsing leaf `config/parse.rs`: flags into a validated
 //!   `Config`, or help, version, or a one-line usage error. May import `wire` limits,
 //!   `accounts` and the cores' config types.
-//! - [`net`]: the driver, the only module that imports `mio`. `server.rs` is the loop and
-//!   documents the one seam (`FrontEnd`) every front end plugs into: `rtype.rs` (the R-Type
-//!   core with its UDP sockets in `udp.rs`, read and written in `recvmmsg`/`sendmmsg`
-//!   batches by `batch.rs`, and its TCP lobby in `tcp.rs`), `wz.rs`,
-//!   `general.rs` (its send queues and fan-out in `general/outbound.rs`); `stream.rs` is the
-//!   one TCP stream transport under the three TCP front ends (its counted send queues and
-//!   partial frames, under one memory budget per front end, in `buffers.rs`) and `pass.rs`
-//!   bounds their work per loop pass (accepts, closes, deadlines),
-//!   `login.rs` the password-check bridge any core can use, `token.rs` the tokens,
-//!   `fd_table.rs` the descriptor table sized at start, `closer.rs` the thread that
-//!   closes released sockets off the loop. Every listener is bound in
-//!   `net::build`. May import everything above.
+//! - [`net`]: the driver, the only module that imports `mio`, grouped by front end.
+//!   `server.rs` is the loop and documents the one seam (`FrontEnd`) every front end plugs
+//!   into. One folder per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`,
+//!   its TCP lobby in `tcp.rs` and `tcp_frames.rs`, the game instances' ports in
+//!   `instance.rs`, the driver's counters in `stats.rs`), `wz/` (with the reachability
+//!   probe in `probe.rs`), `general/` (its send queues and fan-out in `outbound.rs`, its
+//!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`,
+//!   the one TCP stream transport under the three TCP front ends (its counted send queues
+//!   and partial frames, under one memory budget per front end, in `buffers.rs`),
+//!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded),
+//!   `wake.rs` (the timerfd), `closer.rs` (the thread that closes released sockets off the
+//!   loop), `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its
+//!   fair queue, for any core), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs`
+//!   (the tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is
+//!   bound in `net::build`. May import everything above.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
 //! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the
@@ -59,10 +62,10 @@
 //!
 //! The load generator behind `lobby-load` is a crate of its own (`lobby-load/`), a
 //! client of this library: it imports `wire`, `config` and `wz` for the default limits, and
-//! `net::wake`, `net::batch` and `net::rx_time`; nothing here imports it.
+//! `net::io::wake`, `net::io::batch` and `net::io::rx_time`; nothing here imports it.
 
 // One `unsafe` call in the whole crate, allowed where it stands with its proof:
-// `malloc_trim` in `net::heap`.
+// `malloc_trim` in `net::io::heap`.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -3,8 +3,8 @@
 //!
 //! It is a client, a crate apart from the server: the server never imports it, and it uses
 //! of the server only what a client needs (the wire formats, the default limits of
-//! `lobbyd::config` and `lobbyd::wz`, and the driver's `net::wake` timerfd alarm,
-//! `net::batch` `recvmmsg` reads and `net::rx_time` kernel receive timestamps). Every message
+//! `lobbyd::config` and `lobbyd::wz`, and the driver's `net::io::wake` timerfd alarm,
+//! `net::io::batch` `recvmmsg` reads and `net::io::rx_time` kernel receive timestamps). Every message
 //! it sends is built, and every reply checked, with lobbyd's own [`lobbyd::wire`] modules, so
 //! a load run also checks that the server keeps the wire contract under load.
 //!

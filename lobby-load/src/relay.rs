@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use mio::net::UdpSocket;
 use mio::{Interest, Poll, Registry, Token};
 
-use lobbyd::net::batch::{ReadSize, RecvBatch};
+use lobbyd::net::io::batch::{ReadSize, RecvBatch};
 use lobbyd::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr, BROADCAST, MAX_DATA};
 
 use super::runner::{drive, Pacer, Workload};

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use mio::{Events, Poll, Registry, Token};
 
-use lobbyd::net::wake::PreciseWake;
+use lobbyd::net::io::wake::PreciseWake;
 
 use super::stats::{Percentiles, Stats, Summary};
 use super::Options;

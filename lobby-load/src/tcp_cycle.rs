@@ -16,7 +16,7 @@
 //! party's START_REQ was written (the starter is one of this tool's clients, found by its
 //! hash) and `first` the first value sent (`--countdown`). Each COUNTDOWN every member
 //! receives is one sample: arrival minus due time, where arrival is when the frame reached
-//! the member's socket (the kernel's receive timestamp, [`lobbyd::net::rx_time`]: over loopback,
+//! the member's socket (the kernel's receive timestamp, [`lobbyd::net::io::rx_time`]: over loopback,
 //! lobbyd's write), so the tool's own busy passes do not count as lobbyd's lateness.
 //! `seen_p50_us` / `seen_p99_us` / `seen_max_us` give the same samples taken when the tool's
 //! poll returned with them, as this tool measured before.

@@ -30,7 +30,7 @@ use super::fit::source_pool;
 use super::runner::{Pacer, Workload};
 use super::stats::Stats;
 use super::Options;
-use lobbyd::net::rx_time::{self, Stamp};
+use lobbyd::net::io::rx_time::{self, Stamp};
 
 /// The shared read buffer.
 const READ_CHUNK: usize = 64 * 1024;
@@ -88,7 +88,7 @@ pub trait Script {
     type Client: Default;
     /// Longest unconsumed tail [`Script::received`] may leave (one frame of the protocol).
     const MAX_PENDING: usize;
-    /// Read with the kernel's receive timestamps ([`lobbyd::net::rx_time`]), given to
+    /// Read with the kernel's receive timestamps ([`lobbyd::net::io::rx_time`]), given to
     /// [`Script::received`] as [`Ctx::arrived`].
     const RX_TIMESTAMPS: bool = false;
     /// Client `i`'s connection is established: write its first message into `ctx.out`.

@@ -11,7 +11,7 @@
 //! It reports, per burst, the time the write loop took (`latency_us`: the kernel's time to
 //! write those frames), and per frame the time from the burst's start to the frame being
 //! read (`countdown_lateness_us`, measured as `tcp-cycle` measures a COUNTDOWN against its
-//! due time: from the kernel's receive timestamp, [`lobbyd::net::rx_time`]). Counts: `frames`
+//! due time: from the kernel's receive timestamp, [`lobbyd::net::io::rx_time`]). Counts: `frames`
 //! read, `bursts`, `connections`.
 
 use std::io::{self, Write};
@@ -28,7 +28,7 @@ use lobbyd::wire::tcp_lobby::ServerRepr;
 use super::stats::{Stats, Summary};
 use super::tcp_engine::connect_blocking;
 use super::Options;
-use lobbyd::net::rx_time::{self, Stamp};
+use lobbyd::net::io::rx_time::{self, Stamp};
 
 /// Time between bursts: lobbyd's default `--countdown-tick`.
 pub const BURST_EVERY: Duration = Duration::from_millis(100);

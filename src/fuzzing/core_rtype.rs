@@ -6,7 +6,7 @@
 //!
 //! The fake driver binds instance ports from a pool smaller than `max_rooms` (so "no port"
 //! happens too) and feeds TCP bytes through the real driver's decoding
-//! ([`crate::net::tcp_frames::FrameReader`] and `net::tcp::input_of`). After every step:
+//! ([`crate::net::rtype::tcp_frames::FrameReader`] and `net::rtype::tcp::input_of`). After every step:
 //! - no room has more members, or members plus reservations, than seats; at most
 //!   `max_rooms` rooms exist; room ids only grow and are never reused;
 //! - the listed rooms are exactly the UDP rooms whose instance socket is open (no ghost
@@ -28,8 +28,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use crate::net::tcp::{input_of, server_repr, TcpInput};
-use crate::net::tcp_frames::FrameReader;
+use crate::net::rtype::tcp::{input_of, server_repr, TcpInput};
+use crate::net::rtype::tcp_frames::FrameReader;
 use crate::rtype::{
     ConnClose, ConnId, InstanceRequest, LobbyReply, LobbyRequest, Output, PartyConfig, RoomId,
     RoomKind, RoomState, RtypeConfig, RtypeCore, RtypeStats, TcpMessage, TcpRequest,

@@ -10,7 +10,7 @@
 //! this the fuzzer would not get past the framing). Nothing here may panic but these
 //! assertions.
 
-use crate::net::tcp_frames::{FrameReader, Piece};
+use crate::net::rtype::tcp_frames::{FrameReader, Piece};
 use crate::wire::frame::{Frame, PacketType, MIN_LEN};
 use crate::wire::instance::{self, rewrite_data_for_delivery, ClientMsg, ServerMsg};
 use crate::wire::tcp_lobby::{

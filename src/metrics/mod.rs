@@ -247,7 +247,7 @@ mod tests {
         lobby.join_failed(JoinFailure::Full);
         Snapshot {
             lobby,
-            // As the UDP front end reports them (net::stats::UdpStats::visit).
+            // As the UDP front end reports them (net::rtype::stats::UdpStats::visit).
             counters: vec![
                 ("udp_lobby_dropped_total", "truncated", 0),
                 ("udp_lobby_dropped_total", "bad_checksum", 2),

@@ -19,7 +19,7 @@
 //! At the limit itself every listener must still answer (a newcomer left in the kernel's
 //! backlog hangs until it gives up): each keeps a `pass::SpareDescriptor` open, which it closes
 //! to accept one connection when `accept` fails for want of a descriptor, then reopens
-//! (`net::pass`). And the rooms, which hold their instance socket for a whole game, may not
+//! (`net::io::pass`). And the rooms, which hold their instance socket for a whole game, may not
 //! be promised more descriptors than the limit leaves beside the connections
 //! ([`check_descriptor_limit`], refused at start).
 
@@ -33,7 +33,7 @@ use crate::config::{Config, UsageError};
 
 /// Descriptors the loop may hold besides its connections and instance sockets: listeners,
 /// the poll, its timerfd and waker, signals, the account database, closed connections
-/// waiting for their slice (`net::pass`) and newcomers accepted at a cap before an eviction.
+/// waiting for their slice (`net::io::pass`) and newcomers accepted at a cap before an eviction.
 const SLACK: usize = 1024;
 
 /// Tables smaller than this are what the kernel gives a process anyway: nothing to do.
@@ -47,7 +47,7 @@ pub fn descriptors_needed(config: &Config) -> usize {
         (config.tcp_port.is_some(), config.max_conns),
         (config.wz.port.is_some(), config.wz.max_conns),
         (config.general.port.is_some(), config.general.max_conns),
-        (config.metrics.is_some(), super::http::MAX_CONNS),
+        (config.metrics.is_some(), crate::net::http::MAX_CONNS),
         (config.udp_port.is_some(), config.max_rooms),
     ];
     caps.iter()
@@ -98,7 +98,7 @@ pub fn rooms_allowed(config: &Config, limit: u64) -> usize {
         (config.tcp_port.is_some(), config.max_conns),
         (config.wz.port.is_some(), config.wz.max_conns),
         (config.general.port.is_some(), config.general.max_conns),
-        (config.metrics.is_some(), super::http::MAX_CONNS),
+        (config.metrics.is_some(), crate::net::http::MAX_CONNS),
     ]
     .iter()
     .filter(|(serving, _)| *serving)

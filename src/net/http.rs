@@ -17,10 +17,10 @@
 //! ones per minute from its address is closed at once, without a word (counted,
 //! `metrics_http_refused_total`); the connection evicted at the cap is the oldest one
 //! still sending its request from the address holding the most, so a crowd evicts its own
-//! before a lone scraper's; and at most [`ACCEPTS_PER_PASS`](super::pass::ACCEPTS_PER_PASS)
+//! before a lone scraper's; and at most [`ACCEPTS_PER_PASS`](crate::net::io::pass::ACCEPTS_PER_PASS)
 //! newcomers are taken per pass, the rest after the next poll, so a flood of connections
 //! delays the lobbies by one slice, not by all of it. Out of descriptors, the endpoint serves
-//! one connection at a time with its spare descriptor (`net::pass`).
+//! one connection at a time with its spare descriptor (`net::io::pass`).
 
 use std::cmp::Reverse;
 use std::io::{self, Read, Write};
@@ -34,10 +34,10 @@ use slab::Slab;
 use crate::metrics::{self, HttpError, Route, Snapshot};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 
-use super::heap::FORGET_PER_TIDY;
-use super::pass::{work_left, AcceptBacklog, Accepted};
-use super::stream::{canonical_ip, PerIpCounts, ACCEPT_BACKOFF};
-use super::token::Target;
+use crate::net::io::heap::FORGET_PER_TIDY;
+use crate::net::io::pass::{work_left, AcceptBacklog, Accepted};
+use crate::net::io::stream::{canonical_ip, PerIpCounts, ACCEPT_BACKOFF};
+use crate::net::token::Target;
 
 /// Most metrics connections open at once.
 pub const MAX_CONNS: usize = 64;

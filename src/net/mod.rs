@@ -8,34 +8,18 @@
 //! the real addresses from it). Control messages reach the loop through a channel plus a
 //! `mio::Waker`, so the loop never blocks on them.
 
-pub mod batch;
-pub mod buffers;
-pub mod closer;
 pub mod fd_table;
 pub mod general;
-pub mod general_stats;
-pub mod heap;
 pub mod http;
-pub mod instance;
+pub mod io;
 pub mod login;
-pub mod login_queue;
 pub mod loop_stats;
-pub mod pass;
 pub mod rtype;
-pub mod rx_time;
 pub mod server;
-pub mod stats;
-pub mod stream;
-pub mod tcp;
-pub mod tcp_frames;
 pub mod token;
-pub mod udp;
-pub mod wake;
 pub mod warn;
 pub mod wz;
-pub mod wz_probe;
 
-use std::io;
 use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
@@ -53,13 +37,13 @@ use crate::ratelimit::PerIpConfig;
 use crate::rtype::{PartyConfig, RtypeConfig, RtypeCore};
 
 use general::GeneralDriver;
-use instance::{PortPool, PortRange};
 use login::{LoginBudget, LoginShared};
+use rtype::instance::{PortPool, PortRange};
+use rtype::tcp::{TcpLimits, TcpLobby};
+use rtype::udp::UdpLobby;
 use rtype::RtypeFrontEnd;
 use server::{Control, Server};
-use tcp::{TcpLimits, TcpLobby};
 use token::FrontEndKind;
-use udp::UdpLobby;
 use wz::WzDriver;
 
 /// The core's settings derived from the command line.
@@ -161,20 +145,20 @@ impl Bound {
 
 /// Names the listener and address in a bind error, so the operator sees which flag to change
 /// (`tcp lobby 127.0.0.1:4242: Address already in use`).
-fn bind_error(what: &str, addr: SocketAddr) -> impl FnOnce(io::Error) -> io::Error + '_ {
-    move |e| io::Error::new(e.kind(), format!("{what} {addr}: {e}"))
+fn bind_error(what: &str, addr: SocketAddr) -> impl FnOnce(std::io::Error) -> std::io::Error + '_ {
+    move |e| std::io::Error::new(e.kind(), format!("{what} {addr}: {e}"))
 }
 
 /// Connections the kernel may hold for a listener until they are accepted (the `listen`
 /// backlog; Linux caps it at `net.core.somaxconn`). mio and std ask for 128, which a
-/// connection flood fills between two accept batches (`net::pass`); the kernel then drops
+/// connection flood fills between two accept batches (`net::io::pass`); the kernel then drops
 /// SYNs, a well-behaved client's too, and that client retries only a second later.
 pub const LISTEN_BACKLOG: i32 = 1024;
 
 /// Binds a TCP listener at `addr` (non-blocking, close-on-exec, `SO_REUSEADDR` as mio sets
 /// it, a [`LISTEN_BACKLOG`] backlog) and returns it with its bound address.
-fn listen(what: &str, addr: SocketAddr) -> io::Result<(TcpListener, SocketAddr)> {
-    let bind = || -> io::Result<std::net::TcpListener> {
+fn listen(what: &str, addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
+    let bind = || -> std::io::Result<std::net::TcpListener> {
         let domain = socket2::Domain::for_address(addr);
         let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
         socket.set_reuse_address(true)?;
@@ -191,7 +175,7 @@ fn listen(what: &str, addr: SocketAddr) -> io::Result<(TcpListener, SocketAddr)>
 
 /// Binds every listener and socket of `config`, here and nowhere else, and plugs each front
 /// end into the loop.
-fn build(config: &Config) -> io::Result<Built> {
+fn build(config: &Config) -> std::io::Result<Built> {
     // Read the Warzone files first: a wrong path stops the start before anything binds.
     let wz_config = wz::core_config(&config.wz)?;
     let logins = [
@@ -202,14 +186,14 @@ fn build(config: &Config) -> io::Result<Built> {
         .iter()
         .any(|&(serving, login)| serving && login != LoginPolicy::Off)
     {
-        check_database(&config.wz.db).map_err(io::Error::other)?;
+        check_database(&config.wz.db).map_err(std::io::Error::other)?;
     }
     // Before the password worker starts: growing the table later, with two threads, waits
     // for an RCU grace period inside the loop's `accept` (`net::fd_table`).
     if let Some(size) = fd_table::reserve(fd_table::descriptors_needed(config)) {
         log::debug!("descriptor table reserved for {size} descriptors");
     }
-    closer::start();
+    io::closer::start();
     let poll = Poll::new()?;
     let waker = Arc::new(server::waker(&poll)?);
     let (control, receiver) = mpsc::channel();
@@ -345,7 +329,7 @@ fn metrics_limits(config: &Config) -> http::MetricsLimits {
 }
 
 /// Binds every socket of `config` and serves in the calling thread until shut down.
-pub fn run(config: &Config) -> io::Result<()> {
+pub fn run(config: &Config) -> std::io::Result<()> {
     let signals = server::signals()?;
     let Built {
         mut server,
@@ -365,11 +349,11 @@ pub struct ServerHandle {
     addrs: Bound,
     waker: Arc<Waker>,
     control: Sender<Control>,
-    thread: Option<JoinHandle<io::Result<()>>>,
+    thread: Option<JoinHandle<std::io::Result<()>>>,
 }
 
 /// Binds every socket of `config` in this thread, then serves in a new one.
-pub fn spawn(config: &Config) -> io::Result<ServerHandle> {
+pub fn spawn(config: &Config) -> std::io::Result<ServerHandle> {
     let Built {
         mut server,
         waker,
@@ -416,27 +400,27 @@ impl ServerHandle {
     /// The counters and rooms, as the loop sees them between two events, with the names of
     /// as many parties and members as the status page shows
     /// ([`crate::metrics::STATUS_ROWS`]).
-    pub fn snapshot(&self) -> io::Result<Snapshot> {
+    pub fn snapshot(&self) -> std::io::Result<Snapshot> {
         let (reply, receiver) = mpsc::channel();
         self.send(Control::Snapshot(reply))?;
         receiver
             .recv_timeout(Duration::from_secs(10))
-            .map_err(|e| io::Error::new(io::ErrorKind::TimedOut, e))
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::TimedOut, e))
     }
 
     /// Stops the loop and waits for its thread.
-    pub fn shutdown(mut self) -> io::Result<()> {
+    pub fn shutdown(mut self) -> std::io::Result<()> {
         self.stop()
     }
 
-    fn send(&self, control: Control) -> io::Result<()> {
-        self.control
-            .send(control)
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "server loop has stopped"))?;
+    fn send(&self, control: Control) -> std::io::Result<()> {
+        self.control.send(control).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::BrokenPipe, "server loop has stopped")
+        })?;
         self.waker.wake()
     }
 
-    fn stop(&mut self) -> io::Result<()> {
+    fn stop(&mut self) -> std::io::Result<()> {
         let Some(thread) = self.thread.take() else {
             return Ok(());
         };
@@ -444,7 +428,7 @@ impl ServerHandle {
         let _ = self.send(Control::Shutdown);
         thread
             .join()
-            .map_err(|_| io::Error::other("server thread panicked"))?
+            .map_err(|_| std::io::Error::other("server thread panicked"))?
     }
 }
 

@@ -34,7 +34,7 @@
 //! Readiness is drained until `WouldBlock` under per-socket budgets inside each front end;
 //! nothing a peer does ends the loop: only a shutdown request does.
 //!
-//! **Work left over.** A pass of the loop does bounded work (`net::pass`: accepts per
+//! **Work left over.** A pass of the loop does bounded work (`net::io::pass`: accepts per
 //! listener event, sockets released and deadlines run per pass), so a request that arrives
 //! during a flood or a wave of expiring connections waits for one slice, not for all of it.
 //! A front end with work left returns a `next_deadline` that has passed (`pass::work_left`):
@@ -51,13 +51,13 @@ use mio::{Events, Interest, Poll, Registry, Waker};
 
 use crate::metrics::{ListenerView, LoadHistory, LoadSample, Snapshot, SAMPLE_EVERY, STATUS_ROWS};
 
-use super::heap::HeapTrim;
-use super::http::{MetricsEndpoint, MetricsEndpointStats, MetricsLimits};
-use super::loop_stats::PassDurations;
-use super::pass::refused_at_descriptor_limit;
-use super::token::{FrontEndKind, Target};
-use super::wake::PreciseWake;
-use super::warn::WarnBudget;
+use crate::net::http::{MetricsEndpoint, MetricsEndpointStats, MetricsLimits};
+use crate::net::io::heap::HeapTrim;
+use crate::net::io::pass::refused_at_descriptor_limit;
+use crate::net::io::wake::PreciseWake;
+use crate::net::loop_stats::PassDurations;
+use crate::net::token::{FrontEndKind, Target};
+use crate::net::warn::WarnBudget;
 
 /// Readiness events handled per poll.
 const EVENTS_CAPACITY: usize = 1024;
@@ -86,9 +86,9 @@ pub trait FrontEnd: Send {
     /// Once per event batch, after the events: timers due, deferred work, and removal of the
     /// sockets closed in the batch.
     fn after_events(&mut self, registry: &Registry);
-    /// Every [`TRIM_EVERY`](super::heap::TRIM_EVERY), just before the loop gives the heap's
+    /// Every [`TRIM_EVERY`](crate::net::io::heap::TRIM_EVERY), just before the loop gives the heap's
     /// free pages back: forget what no longer decides anything (rate-limit entries whose
-    /// buckets are full again, at most [`FORGET_PER_TIDY`](super::heap::FORGET_PER_TIDY) of
+    /// buckets are full again, at most [`FORGET_PER_TIDY`](crate::net::io::heap::FORGET_PER_TIDY) of
     /// them) and give back tables' spare capacity, so the trim returns those pages too and a
     /// crowd that has gone leaves no memory behind.
     fn tidy(&mut self, _now: Instant) {}
@@ -124,7 +124,7 @@ pub struct Server {
     warnings: WarnBudget,
     /// Wakes the loop at its next deadline to the microsecond (mio's timeout is in ms).
     wake: PreciseWake,
-    /// Gives the heap's free pages back after a spike (`net::heap`).
+    /// Gives the heap's free pages back after a spike (`net::io::heap`).
     trim: HeapTrim,
     /// How long each pass of the loop took (`/metrics`).
     passes: PassDurations,

@@ -35,7 +35,7 @@ pub enum Target {
     GeneralListener,
     /// A general lobby connection, by its key in the driver's slab.
     GeneralConn(usize),
-    /// The timerfd that wakes the loop at its next deadline (`net::wake`).
+    /// The timerfd that wakes the loop at its next deadline (`net::io::wake`).
     Timer,
 }
 

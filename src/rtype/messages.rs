@@ -2,7 +2,7 @@
 //! `rtype-udp-lobby-protocol.md` sections 4, 6 and 8; [`InstanceRequest`]:
 //! `docs/protocols/instance.md`), what it answers ([`LobbyReply`]: sections 5, 7, 9 and 10;
 //! [`InstanceMessage`], [`RejectReason`]), the [`Output`]s the driver carries out, and one
-//! ROOM_LIST entry ([`RoomInfo`], section 5). Encoding them is the driver's (`net::udp`);
+//! ROOM_LIST entry ([`RoomInfo`], section 5). Encoding them is the driver's (`net::rtype::udp`);
 //! here they are plain values.
 
 use std::net::SocketAddr;

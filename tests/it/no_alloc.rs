@@ -17,12 +17,12 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
 use fixture::{addr, broadcast_data, list_once, lobby, room_of_four, with_rooms};
-use lobbyd::net::instance::{PortPool, PortRange};
+use lobbyd::net::io::rx_time;
+use lobbyd::net::rtype::instance::{PortPool, PortRange};
+use lobbyd::net::rtype::udp::UdpLobby;
 use lobbyd::net::rtype::RtypeFrontEnd;
-use lobbyd::net::rx_time;
 use lobbyd::net::server::FrontEnd;
 use lobbyd::net::token::Target;
-use lobbyd::net::udp::UdpLobby;
 use lobbyd::wire::instance::{self, ClientMsg, ClientRepr, ServerMsg, ServerRepr};
 use lobbyd::wire::tcp_lobby::{self, Next};
 use lobbyd::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};

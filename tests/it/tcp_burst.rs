@@ -1,7 +1,7 @@
 //! A burst of connections at each TCP front end (the TCP lobby, the Warzone master server,
 //! the general lobby), opened at once and then abandoned past the handshake deadline: every
 //! one is accepted and every one is closed, gauges back to 0 (the loop accepts a
-//! bounded batch per pass and releases closed sockets a slice per pass, `src/net/pass.rs`;
+//! bounded batch per pass and releases closed sockets a slice per pass, `src/net/io/pass.rs`;
 //! this proves nothing is lost by the slicing: the listener is edge-triggered, so a backlog
 //! left after a batch must be served without a new event).
 

@@ -14,8 +14,8 @@ use mio::Registry;
 
 use crate::accounts::VerifyResult;
 use crate::general::{Delivery, FrameRef, GeneralOutput};
-use crate::net::buffers::QueueFull;
-use crate::net::stream::{Flushed, Phase};
+use crate::net::io::buffers::QueueFull;
+use crate::net::io::stream::{Flushed, Phase};
 use crate::net::token::Target;
 
 use super::{key_of, GeneralDriver};

@@ -1,4 +1,4 @@
-//! The bounds on password checks (`src/net/login.rs`), through the general lobby's SIGN_IN
+//! The bounds on password checks (`src/net/login/mod.rs`), through the general lobby's SIGN_IN
 //! with login required: failed checks are limited per source address, and one address has
 //! at most `CHECKS_PER_ADDRESS` checks waiting or running; a check refused by either is
 //! answered at once with CHALLENGE "try again", which spends no try, and counted.

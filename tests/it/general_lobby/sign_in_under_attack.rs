@@ -1,7 +1,7 @@
 //! Sign-in under attack, with accounts (`--lobby-login required`): a crowd of addresses
 //! guessing passwords, each within its failure budget, does not keep the account's owner out
 //! (password checks are served round robin per source address, addresses that have only failed
-//! last: `src/net/login_queue.rs`); and the owner who signs in again with the right password,
+//! last: `src/net/login/queue.rs`); and the owner who signs in again with the right password,
 //! on a new connection and without the resume token, takes its member over (games and
 //! ownership kept) instead of being told "name taken" for the resume grace.
 

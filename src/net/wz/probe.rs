@@ -20,7 +20,7 @@ use slab::Slab;
 use crate::wire::wz::{parse_probe_reply, ProbeReply, PROBE_REPLY_LEN, PROBE_REQUEST};
 use crate::wz::{ProbeId, ProbeResult};
 
-use super::token::Target;
+use crate::net::token::Target;
 
 /// Most probes in flight; beyond it a probe fails at once as timed out.
 pub const MAX_PROBES: usize = 4096;

@@ -4,7 +4,7 @@
 //! under the `--conn-rate` / `--max-conns` / `--max-conns-per-ip` limits (over a per-IP limit a
 //! newcomer is refused at accept; at `--max-conns` the oldest connection without CONNECT_ACK
 //! is evicted before accepting pauses), TCP keep-alive, a shared read buffer with zero-copy
-//! framing ([`super::tcp_frames`]), and the shared stream transport ([`super::stream`]: capped
+//! framing ([`crate::net::rtype::tcp_frames`]), and the shared stream transport ([`crate::net::io::stream`]: capped
 //! send queues that survive partial writes and exist only while bytes are in flight, close
 //! after flush). What the bytes mean is decided by the [`RtypeCore`] core, which the R-Type front
 //! end (`net::rtype`) owns: [`TcpLobby::ready`] hands back decoded [`TcpInput`]s, the front
@@ -35,16 +35,16 @@ use crate::wire::tcp_lobby::{
     self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
 };
 
-use super::buffers::{largest_holder, MemoryBudget, QueueFull};
-use super::heap::FORGET_PER_TIDY;
-use super::pass::{work_left, AcceptBacklog, Accepted, Closing};
-use super::rx_time;
-use super::stream::{
+use crate::net::io::buffers::{largest_holder, MemoryBudget, QueueFull};
+use crate::net::io::heap::FORGET_PER_TIDY;
+use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, Closing};
+use crate::net::io::rx_time;
+use crate::net::io::stream::{
     canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
 };
-use super::tcp_frames::{FrameReader, Piece};
-use super::token::Target;
-use super::warn::WarnBudget;
+use crate::net::rtype::tcp_frames::{FrameReader, Piece};
+use crate::net::token::Target;
+use crate::net::warn::WarnBudget;
 
 /// Most bytes queued for one connection; past it the client is not reading and is dropped.
 pub const SEND_QUEUE_CAP: usize = 64 * 1024;
@@ -265,7 +265,7 @@ impl TcpLobby {
     }
 
     /// Accepts until `WouldBlock`, `--max-conns` or this pass's budget
-    /// ([`super::pass::ACCEPTS_PER_PASS`]; the rest after the next poll). At the cap it goes
+    /// ([`crate::net::io::pass::ACCEPTS_PER_PASS`]; the rest after the next poll). At the cap it goes
     /// on accepting while a connection without CONNECT_ACK could make room (one is evicted
     /// per newcomer admitted); once every connection has its CONNECT_ACK, accepting pauses.
     pub fn accept(&mut self, lobby: &mut RtypeCore, registry: &Registry) {
@@ -657,7 +657,7 @@ impl TcpLobby {
             .min()
     }
 
-    /// Removes a slice of the connections closed ([`super::pass::CLOSES_PER_PASS`]), gives
+    /// Removes a slice of the connections closed ([`crate::net::io::pass::CLOSES_PER_PASS`]), gives
     /// up on draining ones past their wait, and resumes accepting below 90% of
     /// `--max-conns`. True when the front end must accept now: accepting resumed, or the
     /// last accept batch left a backlog.
@@ -813,6 +813,6 @@ mod tests {
         // send queue's own tests are in `stream.rs`).
         let entry = std::mem::size_of::<Conn>();
         assert!(entry <= 112, "Conn is {entry} bytes");
-        assert_eq!(super::super::buffers::SendQueue::default().capacity(), 0);
+        assert_eq!(crate::net::io::buffers::SendQueue::default().capacity(), 0);
     }
 }

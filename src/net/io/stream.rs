@@ -1,7 +1,7 @@
 //! The one TCP stream transport every TCP front end runs on: a bounded send queue that
 //! survives partial writes, flushing to `WouldBlock` with WRITABLE interest only while bytes
 //! wait, close-after-flush with a linger deadline, the accept pause/resume mark, per-IP
-//! connection counts. The send queue is a counted buffer of `net::buffers`, whose
+//! connection counts. The send queue is a counted buffer of `net::io::buffers`, whose
 //! [`MemoryBudget`] holds a front end's send queues and partial input frames together.
 //!
 //! What stays with each front end is policy, passed in as parameters: the send-queue cap (past
@@ -18,7 +18,7 @@
 //! costs a connection's whole life): socket options are set once on the listener and
 //! inherited by every accepted socket, and a socket closed on the loop is not deregistered
 //! first (closing it takes it out of the epoll set). The sockets of each pass's slice of
-//! closed connections are deregistered and closed by `net::closer`'s thread instead: the
+//! closed connections are deregistered and closed by `net::io::closer`'s thread instead: the
 //! close costs the loop far more than the `epoll_ctl`.
 
 use std::collections::{HashMap, VecDeque};
@@ -31,8 +31,8 @@ use mio::{Interest, Registry, Token};
 
 use crate::capacity::shrink_spare;
 
-use super::buffers::{MemoryBudget, QueueFull, SendQueue};
-use super::closer::CloseBatch;
+use crate::net::io::buffers::{MemoryBudget, QueueFull, SendQueue};
+use crate::net::io::closer::CloseBatch;
 
 /// The kernel send buffer asked for on every accepted connection (`SO_SNDBUF`; Linux
 /// doubles it). The default grows to megabytes per socket: 200 clients that never read held
@@ -251,7 +251,7 @@ impl Stream {
         }
     }
 
-    /// Like [`Self::release`], but the close itself is left to `batch` (`net::closer`: the
+    /// Like [`Self::release`], but the close itself is left to `batch` (`net::io::closer`: the
     /// kernel's work for a close is done off the loop). The socket is deregistered first:
     /// its descriptor outlives its slab key, and a later connection on that key must not
     /// receive its events.

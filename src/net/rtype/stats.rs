@@ -1,4 +1,4 @@
-//! Counters of the R-Type UDP sockets (`net::udp`): what was dropped before the core saw it,
+//! Counters of the R-Type UDP sockets (`net::rtype::udp`): what was dropped before the core saw it,
 //! and I/O totals.
 
 use crate::wire::frame::Error as FrameError;

@@ -3,7 +3,7 @@
 //! instance relay).
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`). Readiness on a UDP
-//! socket or a TCP lobby connection gives decoded inputs ([`super::udp`], [`super::tcp`])
+//! socket or a TCP lobby connection gives decoded inputs ([`crate::net::rtype::udp`], [`crate::net::rtype::tcp`])
 //! that go to the core one at a time; after each, every output the core queued is carried
 //! out by [`RtypeFrontEnd::dispatch`]: replies, instance messages and relays queued in `udp`,
 //! frames and closes queued on `tcp`'s connections, instance sockets bound or closed. So the
@@ -19,6 +19,12 @@
 //! frames are written, before the batch's other events ([`FrontEnd::run_due_timers`]): a
 //! countdown is not held up behind a batch of joins. No protocol logic here.
 
+pub mod instance;
+pub mod stats;
+pub mod tcp;
+pub mod tcp_frames;
+pub mod udp;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -29,12 +35,12 @@ use crate::metrics::{LoadSample, RoomView, Snapshot};
 use crate::rtype::{ConnId, Output, RoomId, RtypeCore};
 use crate::wire::tcp_lobby::validate_name;
 
-use super::heap::FORGET_PER_TIDY;
-use super::pass::TIMERS_PER_PASS;
-use super::server::FrontEnd;
-use super::tcp::{Readiness, TcpInput, TcpLobby};
-use super::token::Target;
-use super::udp::{Batch, ReadSize, Received, UdpLobby};
+use crate::net::io::heap::FORGET_PER_TIDY;
+use crate::net::io::pass::TIMERS_PER_PASS;
+use crate::net::rtype::tcp::{Readiness, TcpInput, TcpLobby};
+use crate::net::rtype::udp::{Batch, ReadSize, Received, UdpLobby};
+use crate::net::server::FrontEnd;
+use crate::net::token::Target;
 
 /// Full batches read from one socket before serving the others (fairness under flood):
 /// `RECV_BATCHES * BATCH` datagrams (a game instance reads a short batch first, see

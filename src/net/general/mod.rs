@@ -2,8 +2,8 @@
 //! the sans-IO [`GeneralLobby`] core (docs/protocols/general-lobby.md, "Transport").
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`), runs on the shared
-//! stream transport ([`super::stream`]) and checks passwords through the login bridge
-//! ([`super::login`]). No protocol logic here: bytes read are cut into frames
+//! stream transport ([`crate::net::io::stream`]) and checks passwords through the login bridge
+//! ([`crate::net::login`]). No protocol logic here: bytes read are cut into frames
 //! (`wire::general::next_frame`, zero-copy when a read holds whole frames; only a frame split
 //! across reads is kept, in a buffer of at most one frame), each frame goes to the core, and
 //! the core's outputs are carried out (`general/outbound.rs`): its frames are copied from the
@@ -25,6 +25,7 @@
 //! connection is a member accepting pauses and resumes below 90 %.
 
 mod outbound;
+pub mod stats;
 
 use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
@@ -45,15 +46,17 @@ use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSa
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
 
-use super::buffers::{largest_holder, MemoryBudget, PartialFrame};
-use super::general_stats::GeneralDriverStats;
-use super::heap::FORGET_PER_TIDY;
-use super::login::{LoginMetrics, LoginShared, Logins};
-use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
-use super::server::FrontEnd;
-use super::stream::{canonical_ip, tune_listener, AcceptGate, Linger, PerIpCounts, Phase, Stream};
-use super::token::Target;
-use super::warn::WarnBudget;
+use crate::net::general::stats::GeneralDriverStats;
+use crate::net::io::buffers::{largest_holder, MemoryBudget, PartialFrame};
+use crate::net::io::heap::FORGET_PER_TIDY;
+use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
+use crate::net::io::stream::{
+    canonical_ip, tune_listener, AcceptGate, Linger, PerIpCounts, Phase, Stream,
+};
+use crate::net::login::{LoginMetrics, LoginShared, Logins};
+use crate::net::server::FrontEnd;
+use crate::net::token::Target;
+use crate::net::warn::WarnBudget;
 
 pub use outbound::SEND_QUEUE_CAP;
 

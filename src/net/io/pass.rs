@@ -5,7 +5,7 @@
 //! deadlines fell due together).
 //!
 //! The contract with the loop (`net::server`, the seam): a front end with work left over
-//! from a bounded pass says so through [`FrontEnd::next_deadline`](super::server::FrontEnd)
+//! from a bounded pass says so through [`FrontEnd::next_deadline`](crate::net::server::FrontEnd)
 //! by returning [`work_left`]'s instant, which has passed, so the loop polls without
 //! sleeping, serves whatever became ready meanwhile, and calls `after_events` again, where
 //! the front end does its next slice.
@@ -30,8 +30,8 @@ use mio::Registry;
 use rustix::io::Errno;
 use slab::Slab;
 
-use super::closer::CloseBatch;
-use super::stream::{Phase, Stream};
+use crate::net::io::closer::CloseBatch;
+use crate::net::io::stream::{Phase, Stream};
 
 /// Connections accepted from one listener per readiness event or pass.
 pub const ACCEPTS_PER_PASS: usize = 64;
@@ -39,7 +39,7 @@ pub const ACCEPTS_PER_PASS: usize = 64;
 /// pass: each costs system calls, and closing a loopback socket runs the peer's side too.
 pub const CLOSES_PER_PASS: usize = 64;
 /// A pass releasing at least this many sockets hands them to the closer thread
-/// (`net::closer`); fewer are closed on the loop. A handful of closes costs the loop less than
+/// (`net::io::closer`); fewer are closed on the loop. A handful of closes costs the loop less than
 /// the hand-over does in all (a deregistration each, a channel message, and a wake-up of a
 /// thread that competes for the same cores): with every socket handed over, the TCP join
 /// pair of `side-by-side.sh tcp`, one close per join, fell from 1.06-1.08 to 0.89-0.93 of the
@@ -236,7 +236,7 @@ impl Closing {
 
     /// Takes at most [`CLOSES_PER_PASS`] closed connections out of `slab` and releases each
     /// one's socket (from [`HAND_OVER_FROM`] on, [`Stream::release_to`]: closed by the closer
-    /// thread, `net::closer`; fewer, [`Stream::release`]); `take` turns a connection into its
+    /// thread, `net::io::closer`; fewer, [`Stream::release`]); `take` turns a connection into its
     /// stream, after whatever bookkeeping its front end keeps (per-IP counts). A key is taken
     /// only while its entry is closed: a key pushed twice must not, a slice later, take the
     /// new connection that reuses it.
@@ -307,7 +307,7 @@ impl SpareDescriptor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::buffers::MemoryBudget;
+    use crate::net::io::buffers::MemoryBudget;
     use std::time::Duration;
 
     fn listener() -> (TcpListener, SocketAddr) {

@@ -1,7 +1,7 @@
 //! The R-Type UDP sockets: the room lobby socket and the game-instance sockets.
 //!
 //! Implements the datagram half of `docs/protocols/udp-lobby.md` and
-//! `docs/protocols/instance.md`. Datagrams come and go in batches (`net::batch`):
+//! `docs/protocols/instance.md`. Datagrams come and go in batches (`net::io::batch`):
 //! `recv_lobby` / `recv_instance` read up to [`BATCH`] datagrams with one
 //! `recvmmsg` (first sending what is queued, since a relay's bytes are still in the receive
 //! slots), `lobby_datagram` / `instance_datagram` parse one of them where it landed and
@@ -34,13 +34,13 @@ use crate::wire::udp_lobby::{
     self, Reply, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState as WireRoomState,
 };
 
-use super::batch::{DatagramQueue, RecvBatch, SLOT_LEN};
-use super::instance::{Instance, PortPool};
-use super::stats::UdpStats;
-use super::token::Target;
-use super::warn::WarnBudget;
+use crate::net::io::batch::{DatagramQueue, RecvBatch, SLOT_LEN};
+use crate::net::rtype::instance::{Instance, PortPool};
+use crate::net::rtype::stats::UdpStats;
+use crate::net::token::Target;
+use crate::net::warn::WarnBudget;
 
-pub use super::batch::{ReadSize, BATCH};
+pub use crate::net::io::batch::{ReadSize, BATCH};
 
 /// What one read (`recvmmsg`) of a UDP socket gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

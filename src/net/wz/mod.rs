@@ -1,9 +1,9 @@
 //! The Warzone 2100 master server's sockets: the `--wz-port` listener and its TCP
-//! connections, reachability probes ([`super::wz_probe`]) and v4 password checks
-//! ([`super::login`]), all around the sans-IO [`WzLobby`] core.
+//! connections, reachability probes ([`crate::net::wz::probe`]) and v4 password checks
+//! ([`crate::net::login`]), all around the sans-IO [`WzLobby`] core.
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`) and runs on the
-//! shared stream transport ([`super::stream`]). No protocol logic here: bytes read go to
+//! shared stream transport ([`crate::net::io::stream`]). No protocol logic here: bytes read go to
 //! `WzLobby::handle_bytes` (the consumed prefix is dropped, the rest kept for the next read),
 //! `WzOutput`s are carried out. Each connection has a read buffer of at most [`IN_CAP`] bytes
 //! (the core never leaves more than one frame's worth; while a v4 request waits for a verdict
@@ -17,6 +17,8 @@
 //! Closed
 //! connections and finished probes are removed after the event batch, so a reused slab key
 //! never sees a stale event.
+
+pub mod probe;
 
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
@@ -37,15 +39,17 @@ use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
 
 use crate::metrics::{LoadSample, Snapshot, WzGameInfo, WzSnapshot};
 
-use super::buffers::{largest_holder, MemoryBudget, PartialFrame, QueueFull};
-use super::heap::FORGET_PER_TIDY;
-use super::login::{LoginMetrics, LoginShared, Logins};
-use super::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
-use super::server::FrontEnd;
-use super::stream::{canonical_ip, tune_listener, AcceptGate, Flushed, Linger, Phase, Stream};
-use super::token::Target;
-use super::warn::WarnBudget;
-use super::wz_probe::Probes;
+use crate::net::io::buffers::{largest_holder, MemoryBudget, PartialFrame, QueueFull};
+use crate::net::io::heap::FORGET_PER_TIDY;
+use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
+use crate::net::io::stream::{
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, Phase, Stream,
+};
+use crate::net::login::{LoginMetrics, LoginShared, Logins};
+use crate::net::server::FrontEnd;
+use crate::net::token::Target;
+use crate::net::warn::WarnBudget;
+use crate::net::wz::probe::Probes;
 
 /// Most bytes buffered from one connection: one whole v4 frame (the legacy core never
 /// leaves more than one GAMESTRUCT).
@@ -319,7 +323,7 @@ impl WzDriver {
     }
 
     /// Accepts until `WouldBlock`, `--wz-max-conns` or this pass's budget
-    /// ([`super::pass::ACCEPTS_PER_PASS`]; the rest after the next poll). At the cap it goes
+    /// ([`crate::net::io::pass::ACCEPTS_PER_PASS`]; the rest after the next poll). At the cap it goes
     /// on accepting while an unsettled connection could make room (one is evicted per
     /// newcomer); once every connection has settled, accepting pauses.
     fn accept(&mut self, registry: &Registry, now: Instant) {

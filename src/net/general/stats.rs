@@ -14,11 +14,11 @@ pub struct GeneralDriverStats {
     pub guests_evicted: u64,
     /// Times accepting paused at `--lobby-max-conns` (or after an accept error).
     pub accept_pauses: u64,
-    /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`](super::general::SEND_QUEUE_CAP).
+    /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`](crate::net::general::SEND_QUEUE_CAP).
     pub slow_readers: u64,
     /// Connections dropped because `--lobby-memory-budget` was full and they held the most.
     pub memory_budget_drops: u64,
-    /// Connections closed with bytes still queued after [`LINGER`](super::general::LINGER).
+    /// Connections closed with bytes still queued after [`LINGER`](crate::net::general::LINGER).
     pub linger_timeouts: u64,
     /// Connections that ended with a read or write error.
     pub io_errors: u64,

@@ -1,6 +1,6 @@
 //! The order in which password checks wait for the login worker: fair per source address,
 //! with the addresses that signed in lately first. Sans-IO (time is passed in); the driver's
-//! login bridge (`super::login`) feeds the worker one check at a time from here.
+//! login bridge (`crate::net::login`) feeds the worker one check at a time from here.
 //!
 //! Why: a check costs 20-50 ms of the worker, so a crowd of addresses each within its
 //! failed-check budget could keep a first-come-first-served queue full and the account's owner

@@ -7,7 +7,7 @@
 //! caller chose, and its verdict is returned with it, so the caller maps it back to its own
 //! request.
 //!
-//! Password checks are shared fairly (`super::login_queue`): each front end's worker runs one
+//! Password checks are shared fairly (`crate::net::login::queue`): each front end's worker runs one
 //! check at a time, taken from a [`FairQueue`] that gives every source address its turn (at
 //! most [`CHECKS_PER_ADDRESS`] waiting or running per address), addresses with a recent
 //! successful sign-in first, then new ones, then those whose checks waited too long, then
@@ -22,6 +22,8 @@
 //! The server never creates the database: `lobbyd user add` does (until then every login is
 //! answered as a wrong password). Must not log a password or block on the worker.
 
+pub mod queue;
+
 use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -34,8 +36,8 @@ use crate::accounts::worker::PasswordWorker;
 use crate::accounts::VerifyResult;
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 
-use super::login_queue::{AddressBook, FairQueue, Pushed, Refused, Standing, ADDRESS_TABLE};
-pub use super::login_queue::{CHECKS_PER_ADDRESS, MAX_QUEUED_CHECKS, MAX_WAIT};
+use crate::net::login::queue::{AddressBook, FairQueue, Pushed, Refused, Standing, ADDRESS_TABLE};
+pub use crate::net::login::queue::{CHECKS_PER_ADDRESS, MAX_QUEUED_CHECKS, MAX_WAIT};
 
 /// Failed checks one source address may have per minute.
 pub const FAILURES_PER_MINUTE: u64 = 10;
