@@ -3,9 +3,10 @@
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`), runs on the shared
 //! stream transport ([`crate::net::io::stream`]) and checks passwords through the login bridge
-//! ([`crate::net::login`]). No protocol logic here: bytes read are cut into frames
-//! (`wire::general::next_frame`, zero-copy when a read holds whole frames; only a frame split
-//! across reads is kept, in a buffer of at most one frame), each frame goes to the core, and
+//! ([`crate::net::login`]). No protocol logic here: bytes read are cut into frames by
+//! the shared reader ([`crate::net::io::frames`], over `wire::general::next_frame`'s length
+//! rule: zero-copy when a read holds whole frames; only a frame split across reads, or what
+//! is left of a read past the frame budget, is kept), each frame goes to the core, and
 //! the core's outputs are carried out (`general/outbound.rs`): its frames are copied from the
 //! core's arena into the connection's capped send queue, and every connection written to
 //! during one batch of readiness events is flushed once at its end (a chat to 1,000 members
@@ -44,10 +45,11 @@ use crate::config::GeneralSettings;
 use crate::general::{ConnId, GeneralConfig, GeneralLobby, JobId, TokenSource};
 use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSample, Snapshot};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
-use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
+use crate::wire::general::{next_frame, Frame, Next, HEADER_LEN, MEMBER_AWAY};
 
 use crate::net::general::stats::GeneralDriverStats;
 use crate::net::io::buffers::{largest_holder, MemoryBudget, PartialFrame};
+use crate::net::io::frames::{Cut, FrameReader, LengthRule};
 use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
 use crate::net::io::stream::{
@@ -73,6 +75,27 @@ const READ_BUDGET: usize = 8;
 /// (tens of megabytes) before anyone else's PING is answered.
 const LONG_FRAME: usize = 2 * READ_CHUNK;
 
+/// The general lobby's length rule: an 8-byte header (code, payload length, both u32 LE),
+/// payloads of at most `--lobby-max-frame` bytes (as `wire::general::next_frame` decides); a
+/// longer one is refused with its code, which the core's ERROR 11 names.
+#[derive(Debug, Clone, Copy)]
+struct ClientFrames {
+    max_payload: usize,
+}
+
+impl LengthRule for ClientFrames {
+    const HEADER_LEN: usize = HEADER_LEN;
+    type TooLong = u32;
+
+    fn frame_len(&self, header: &[u8]) -> Result<usize, u32> {
+        match next_frame(header, self.max_payload) {
+            Next::Oversized { code, .. } => Err(code),
+            // Not over `max_payload`, a `usize`.
+            _ => Ok(HEADER_LEN + Frame::new_unchecked(header).declared_len() as usize),
+        }
+    }
+}
+
 /// The core's name for connection `key`: the slab key in the low 32 bits, the connection's
 /// serial above, so an output the core queued for a connection that is gone can never reach
 /// a later connection that reuses its slab key (it no longer matches, and is dropped).
@@ -91,10 +114,10 @@ fn key_of(conn: ConnId) -> (usize, u32) {
 struct Conn {
     stream: Stream,
     ip: IpAddr,
-    /// The start of a frame split across reads (at most one frame), counted against the
-    /// driver's [`MemoryBudget`].
-    partial: PartialFrame,
-    /// Whole frames wait in `partial` beyond this event's budget.
+    /// Its framing state: the start of a frame split across reads, and what is left of a read
+    /// when the frame budget ran out, counted against the driver's [`MemoryBudget`].
+    input: FrameReader<PartialFrame>,
+    /// Whole frames wait in `input` beyond this event's budget.
     backlogged: bool,
     /// The key waits in the driver's `dirty` list for a write.
     in_dirty: bool,
@@ -112,8 +135,8 @@ pub struct GeneralDriver {
     rate: PerIpLimiter,
     gate: AcceptGate,
     max_conns_per_ip: usize,
-    /// `HEADER_LEN + --lobby-max-frame`: the most a connection buffers.
-    frame_cap: usize,
+    /// How long a frame may be (`--lobby-max-frame`).
+    frames: ClientFrames,
     /// `--lobby-memory-budget`: every connection's send queue and partial frame together.
     budget: MemoryBudget,
     /// Connections closed while the core's outputs are being carried out, told to the core
@@ -202,7 +225,9 @@ impl GeneralDriver {
         Ok(GeneralDriver {
             listener,
             conns: Slab::new(),
-            frame_cap: HEADER_LEN + config.max_frame,
+            frames: ClientFrames {
+                max_payload: config.max_frame,
+            },
             budget: MemoryBudget::new(settings.memory_budget),
             closed_meanwhile: Vec::new(),
             carrying: false,
@@ -299,7 +324,7 @@ impl GeneralDriver {
         entry.insert(Conn {
             stream: Stream::new(stream, self.next_serial),
             ip,
-            partial: PartialFrame::default(),
+            input: FrameReader::default(),
             backlogged: false,
             in_dirty: false,
             in_gathering: false,
@@ -341,7 +366,7 @@ impl GeneralDriver {
         let mut budget = FRAMES_PER_EVENT;
         self.served.push(key);
         // Frames left over from the last event come first.
-        if !self.serve_partial(registry, now, key, &mut budget) {
+        if !self.serve(registry, now, key, 0, &mut budget) {
             return;
         }
         for _ in 0..READ_BUDGET {
@@ -370,10 +395,11 @@ impl GeneralDriver {
                 }
             };
             self.stats.bytes_in += n as u64;
-            if !self.take_bytes(registry, now, key, n, &mut budget) {
+            if !self.serve(registry, now, key, n, &mut budget) {
                 return;
             }
-            if (self.conns.get(key)).is_some_and(|c| c.partial.bytes().len() >= LONG_FRAME) {
+            let kept = |c: &Conn| c.input.kept_len(&self.frames);
+            if self.conns.get(key).is_some_and(|c| kept(c) >= LONG_FRAME) {
                 break;
             }
         }
@@ -385,10 +411,12 @@ impl GeneralDriver {
         }
     }
 
-    /// Hands the first `n` bytes of the read buffer to the core: whole frames straight from
-    /// the buffer, a split frame through the connection's `partial`. False when the
-    /// connection stopped reading (closed, or the frame budget ran out).
-    fn take_bytes(
+    /// Hands `key`'s frames to the core, within `budget`: first those kept from earlier
+    /// reads, then those of `read_buf[..n]` (in place when whole there; a frame split across
+    /// reads is kept in the connection's [`PartialFrame`], and so is what is left when the
+    /// budget runs out). False when the connection stopped reading (closed, or the frame
+    /// budget ran out with bytes left).
+    fn serve(
         &mut self,
         registry: &Registry,
         now: Instant,
@@ -397,92 +425,61 @@ impl GeneralDriver {
         budget: &mut usize,
     ) -> bool {
         let id = self.id(key);
-        let Some(conn) = self.conns.get_mut(key) else {
-            return false;
-        };
-        if !conn.partial.is_empty() {
-            // The bytes continue a split frame. `partial` holds at most one read and one
-            // frame: a connection over its budget is not read again until it is served.
-            if !self.keep_partial(now, key, 0, n) {
-                return false;
-            }
-            return self.serve_partial(registry, now, key, budget);
-        }
         let mut at = 0;
-        while at < n {
-            if *budget == 0 {
-                if self.keep_partial(now, key, at, n) {
-                    self.park(key);
-                }
-                return false;
-            }
-            match next_frame(&self.read_buf[at..n], self.frame_cap - HEADER_LEN) {
-                Next::NeedMore => return self.keep_partial(now, key, at, n),
-                Next::Oversized { code, .. } => {
-                    self.core.handle_oversized(now, id, code);
-                    self.carry_out(registry, now);
-                    return false;
-                }
-                Next::Frame { frame, consumed } => {
-                    *budget -= 1;
-                    self.stats.frames_in += 1;
-                    self.core.handle_frame(now, id, &frame);
-                    at += consumed;
-                    self.carry_out(registry, now);
-                    if !self.conns.get(key).is_some_and(|c| c.stream.is_open()) {
-                        return false;
-                    }
-                }
-            }
-        }
-        true
-    }
-
-    /// Serves whole frames waiting in `key`'s `partial`, within `budget`; false when the
-    /// connection stopped reading.
-    fn serve_partial(
-        &mut self,
-        registry: &Registry,
-        now: Instant,
-        key: usize,
-        budget: &mut usize,
-    ) -> bool {
-        let id = self.id(key);
         loop {
             let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return false;
             };
-            if conn.partial.is_empty() {
-                conn.backlogged = false;
-                return true;
-            }
+            let data = &self.read_buf[..n];
             if *budget == 0 {
+                if at == n && conn.input.kept_len(&self.frames) == 0 {
+                    // Nothing is left: the caller's own budget check parks the connection.
+                    return true;
+                }
+                // The rest waits for the backlog pass, after the other connections.
+                if !conn
+                    .input
+                    .keep(&self.frames, data, &mut at, &mut self.budget)
+                {
+                    if self.shed(now, key) == key {
+                        return false;
+                    }
+                    continue;
+                }
                 self.park(key);
                 return false;
             }
-            let used = match next_frame(conn.partial.bytes(), self.frame_cap - HEADER_LEN) {
-                Next::NeedMore => {
+            match conn
+                .input
+                .next(&self.frames, data, &mut at, &mut self.budget)
+            {
+                Cut::NeedMore => {
                     conn.backlogged = false;
                     return true;
                 }
-                Next::Oversized { code, .. } => {
-                    conn.partial.clear(&mut self.budget);
+                Cut::NoRoom => {
+                    // `--lobby-memory-budget` has no room for the bytes to keep: the
+                    // connections holding the most go until it has (or `key` itself goes).
+                    if self.shed(now, key) == key {
+                        return false;
+                    }
+                }
+                Cut::TooLong(code) => {
+                    conn.input.clear(&mut self.budget);
                     self.core.handle_oversized(now, id, code);
                     self.carry_out(registry, now);
                     return false;
                 }
-                Next::Frame { frame, consumed } => {
+                Cut::Frame(frame) => {
                     *budget -= 1;
                     self.stats.frames_in += 1;
-                    self.core.handle_frame(now, id, &frame);
-                    consumed
+                    self.core
+                        .handle_frame(now, id, &Frame::new_unchecked(frame));
+                    // A frame kept across reads is not held once served.
+                    conn.input.release(&self.frames, &mut self.budget);
+                    self.carry_out(registry, now);
                 }
-            };
-            if let Some(conn) = self.conns.get_mut(key) {
-                // A split frame's buffer is not kept once served.
-                conn.partial.consume(used, &mut self.budget);
             }
-            self.carry_out(registry, now);
         }
     }
 
@@ -498,7 +495,7 @@ impl GeneralDriver {
                 self.lingering.start(now, key, c.stream.serial());
             }
             // It is not read again.
-            c.partial.clear(&mut self.budget);
+            c.input.clear(&mut self.budget);
         }
         self.flush(registry, now, key);
     }
@@ -538,36 +535,16 @@ impl GeneralDriver {
         if !conn.stream.mark_closed(&mut self.budget) {
             return None;
         }
-        conn.partial.clear(&mut self.budget);
+        conn.input.clear(&mut self.budget);
         self.closing.push(key);
         Some(self.id(key))
-    }
-
-    /// Appends `read_buf[from..to]` to `key`'s partial frame, dropping the connections that
-    /// hold the most while `--lobby-memory-budget` has no room for it; false when `key`
-    /// itself was dropped (it held the most).
-    fn keep_partial(&mut self, now: Instant, key: usize, from: usize, to: usize) -> bool {
-        loop {
-            let Some(conn) = self.conns.get_mut(key) else {
-                return false;
-            };
-            if conn
-                .partial
-                .extend(&self.read_buf[from..to], &mut self.budget)
-            {
-                return true;
-            }
-            if self.shed(now, key) == key {
-                return false;
-            }
-        }
     }
 
     /// `--lobby-memory-budget` is full and `asking` needs room: closes the connection whose
     /// send queue and partial frame hold the most (`asking` itself when nobody else holds
     /// more, or when nobody holds anything), counts and logs it. Returns its key.
     fn shed(&mut self, now: Instant, asking: usize) -> usize {
-        let holds = |c: &Conn| c.stream.held() + c.partial.capacity();
+        let holds = |c: &Conn| c.stream.held() + c.input.tail().capacity();
         let live = (self.conns.iter()).filter(|(_, c)| c.stream.phase() != Phase::Closed);
         let victim = largest_holder(live.map(|(key, c)| (key, holds(c))), asking);
         let held = self.conns.get(victim).map_or(0, holds);

@@ -119,7 +119,7 @@ impl GeneralDriver {
                         if c.stream.start_draining() {
                             self.lingering.start(now, key, c.stream.serial());
                             // It is not read again.
-                            c.partial.clear(&mut self.budget);
+                            c.input.clear(&mut self.budget);
                             self.mark_dirty(key);
                         }
                     }

@@ -1,5 +1,5 @@
 //! Socket plumbing shared by every front end, with no protocol in it: the TCP stream transport
-//! and its counted buffers, UDP datagram batches, receive timestamps, the closer thread, the
+//! and its counted buffers, the frame reader over any length-prefixed header, UDP datagram batches, receive timestamps, the closer thread, the
 //! timer heap, the loop's timerfd wake-up, and the bounded work of one loop pass.
 //!
 //! Nothing here imports a front end or the loop (`net::server`): the front ends (`net::rtype`,
@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod buffers;
 pub mod closer;
+pub mod frames;
 pub mod heap;
 pub mod pass;
 pub mod rx_time;
