@@ -44,17 +44,14 @@ use crate::accounts::LoginPolicy;
 use crate::config::GeneralSettings;
 use crate::general::{ConnId, GeneralConfig, GeneralLobby, JobId, TokenSource};
 use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSample, Snapshot};
-use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Frame, Next, HEADER_LEN, MEMBER_AWAY};
 
 use crate::net::general::stats::GeneralDriverStats;
+use crate::net::io::admission::{PerIpAdmission, Refused};
 use crate::net::io::buffers::{largest_holder, MemoryBudget, PartialFrame};
 use crate::net::io::frames::{Cut, FrameReader, LengthRule};
-use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
-use crate::net::io::stream::{
-    canonical_ip, tune_listener, AcceptGate, Linger, PerIpCounts, Phase, Stream,
-};
+use crate::net::io::stream::{tune_listener, AcceptGate, Linger, Phase, Stream};
 use crate::net::login::{LoginMetrics, LoginShared, Logins};
 use crate::net::server::FrontEnd;
 use crate::net::token::Target;
@@ -131,10 +128,9 @@ pub struct GeneralDriver {
     conns: Slab<Conn>,
     core: GeneralLobby,
     logins: Option<Logins>,
-    per_ip: PerIpCounts,
-    rate: PerIpLimiter,
+    /// `--lobby-conn-rate` and `--lobby-max-conns-per-ip`.
+    admission: PerIpAdmission,
     gate: AcceptGate,
-    max_conns_per_ip: usize,
     /// How long a frame may be (`--lobby-max-frame`).
     frames: ClientFrames,
     /// `--lobby-memory-budget`: every connection's send queue and partial frame together.
@@ -221,7 +217,6 @@ impl GeneralDriver {
             Interest::READABLE,
         )?;
         let now = Instant::now();
-        let rate = u64::from(settings.conn_rate);
         Ok(GeneralDriver {
             listener,
             conns: Slab::new(),
@@ -233,17 +228,8 @@ impl GeneralDriver {
             carrying: false,
             core: GeneralLobby::new(config, now, os_tokens()),
             logins,
-            per_ip: PerIpCounts::default(),
-            rate: PerIpLimiter::new(PerIpConfig {
-                rate,
-                per: Duration::from_secs(60),
-                burst: rate,
-                byte_rate: 0,
-                byte_burst: 0,
-                max_entries: 65_536,
-            }),
+            admission: PerIpAdmission::new(settings.conn_rate, settings.max_conns_per_ip, 65_536),
             gate: AcceptGate::new(settings.max_conns),
-            max_conns_per_ip: settings.max_conns_per_ip,
             dirty: VecDeque::new(),
             gathering: VecDeque::new(),
             served: Vec::new(),
@@ -297,18 +283,20 @@ impl GeneralDriver {
         peer: SocketAddr,
         full: bool,
     ) {
-        let ip = canonical_ip(peer.ip());
         // Dropping the stream closes it at once, without a word.
-        if !self.rate.allow_request(now, ip) {
-            self.stats.rate_limited += 1;
-            log::debug!("general lobby: {peer} over --lobby-conn-rate, closed");
-            return;
-        }
-        if self.per_ip.get(ip) >= self.max_conns_per_ip {
-            self.stats.per_ip_limited += 1;
-            log::debug!("general lobby: {peer} over --lobby-max-conns-per-ip, closed");
-            return;
-        }
+        let ip = match self.admission.check(now, peer) {
+            Ok(ip) => ip,
+            Err(Refused::ConnRate) => {
+                self.stats.rate_limited += 1;
+                log::debug!("general lobby: {peer} over --lobby-conn-rate, closed");
+                return;
+            }
+            Err(Refused::PerIp) => {
+                self.stats.per_ip_limited += 1;
+                log::debug!("general lobby: {peer} over --lobby-max-conns-per-ip, closed");
+                return;
+            }
+        };
         if full {
             // An admitted newcomer needs the room: the oldest connection not signed in makes it.
             self.evict_a_guest(now);
@@ -329,7 +317,7 @@ impl GeneralDriver {
             in_dirty: false,
             in_gathering: false,
         });
-        self.per_ip.add(ip);
+        self.admission.opened(ip);
         self.stats.accepted += 1;
         self.core
             .handle_open_from(now, conn_id(key, self.next_serial), ip);
@@ -651,9 +639,9 @@ impl FrontEnd for GeneralDriver {
         }
         // Every output is carried out before a slab key is freed for reuse.
         self.carry_out(registry, now);
-        let per_ip = &mut self.per_ip;
+        let admission = &mut self.admission;
         let take = |conn: Conn| {
-            per_ip.remove(conn.ip);
+            admission.closed(conn.ip);
             conn.stream
         };
         self.closing
@@ -666,8 +654,7 @@ impl FrontEnd for GeneralDriver {
     }
 
     fn tidy(&mut self, now: Instant) {
-        self.rate.tidy(now, FORGET_PER_TIDY);
-        self.per_ip.shrink();
+        self.admission.tidy(now);
         // `after_events` drained the core's outputs just before.
         self.core.tidy();
     }
