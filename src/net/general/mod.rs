@@ -32,8 +32,8 @@ pub mod stats;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::io::{self, Read};
-use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Instant;
 
 use mio::event::Event;
 use mio::net::{TcpListener, TcpStream};
@@ -41,12 +41,12 @@ use mio::{Interest, Registry};
 
 use crate::accounts::LoginPolicy;
 use crate::config::GeneralSettings;
-use crate::general::{ConnId, GeneralConfig, GeneralLobby, JobId, TokenSource};
+use crate::general::{GeneralConfig, GeneralLobby, JobId, TokenSource};
 use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSample, Snapshot};
 use crate::wire::general::{next_frame, Frame, Next, HEADER_LEN, MEMBER_AWAY};
 
 use crate::net::io::admission::{PerIpAdmission, Refused};
-use crate::net::io::buffers::{MemoryBudget, PartialFrame};
+use crate::net::io::buffers::MemoryBudget;
 use crate::net::io::frames::{Cut, FrameReader, LengthRule};
 use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, TIMERS_PER_PASS};
 use crate::net::io::stream::{tune_listener, AcceptGate, Phase, Stream};
@@ -54,11 +54,9 @@ use crate::net::login::{LoginMetrics, LoginShared, Logins};
 use crate::net::server::FrontEnd;
 use crate::net::token::Target;
 
-use outbound::Outbound;
-pub use outbound::SEND_QUEUE_CAP;
+use outbound::{conn_id, key_of, Conn, Outbound};
+pub use outbound::{LINGER, SEND_QUEUE_CAP};
 
-/// How long a connection the core closed may take to read what is queued for it.
-pub const LINGER: Duration = Duration::from_secs(2);
 /// Frames of one connection handled per readiness event before serving the others.
 pub const FRAMES_PER_EVENT: usize = 64;
 /// Bytes read per `read` call (one buffer shared by every connection).
@@ -89,35 +87,6 @@ impl LengthRule for ClientFrames {
             _ => Ok(HEADER_LEN + Frame::new_unchecked(header).declared_len() as usize),
         }
     }
-}
-
-/// The core's name for connection `key`: the slab key in the low 32 bits, the connection's
-/// serial above, so an output the core queued for a connection that is gone can never reach
-/// a later connection that reuses its slab key (it no longer matches, and is dropped).
-fn conn_id(key: usize, serial: u32) -> ConnId {
-    ConnId((u64::from(serial) << 32 | key as u64) as usize)
-}
-
-/// The slab key and serial a [`ConnId`] names.
-fn key_of(conn: ConnId) -> (usize, u32) {
-    let raw = conn.0 as u64;
-    ((raw & u64::from(u32::MAX)) as usize, (raw >> 32) as u32)
-}
-
-/// One general lobby connection.
-#[derive(Debug)]
-struct Conn {
-    stream: Stream,
-    ip: IpAddr,
-    /// Its framing state: the start of a frame split across reads, and what is left of a read
-    /// when the frame budget ran out, counted against the driver's [`MemoryBudget`].
-    input: FrameReader<PartialFrame>,
-    /// Whole frames wait in `input` beyond this event's budget.
-    backlogged: bool,
-    /// The key waits in the driver's `dirty` list for a write.
-    in_dirty: bool,
-    /// The key waits in the driver's `gathering` list for a write.
-    in_gathering: bool,
 }
 
 /// The general lobby's way in: the listener, admission at accept, and the reader that cuts
@@ -376,7 +345,8 @@ impl GeneralDriver {
 
     /// Hands `key`'s frames to the core, within `budget`: first those kept from earlier
     /// reads, then those of `read_buf[..n]` (in place when whole there; a frame split across
-    /// reads is kept in the connection's [`PartialFrame`], and so is what is left when the
+    /// reads is kept in the connection's
+    /// [`PartialFrame`](crate::net::io::buffers::PartialFrame), and so is what is left when the
     /// budget runs out). False when the connection stopped reading (closed, or the frame
     /// budget ran out with bytes left).
     fn serve(
@@ -639,19 +609,5 @@ impl FrontEnd for GeneralDriver {
         for conn in self.out.conns.drain() {
             conn.stream.release(registry);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_connection_id_names_its_key_and_serial() {
-        for (key, serial) in [(0, 0), (1, 1), (7, u32::MAX), (u32::MAX as usize, 12345)] {
-            assert_eq!(key_of(conn_id(key, serial)), (key, serial));
-        }
-        // The same key with another serial is another connection for the core.
-        assert_ne!(conn_id(3, 1), conn_id(3, 2));
     }
 }

@@ -1,7 +1,8 @@
 //! The general lobby's way out, [`Outbound`]: the core, its connections, and the core's
 //! outputs carried onto their sockets (docs/protocols/general-lobby.md, "Transport"); the
 //! way in (listener, admission, the frame reader) is the driver in `general/mod.rs`, which
-//! hands frames to the core through it. A frame goes into its connection's capped
+//! hands frames to the core through it, and stands above this file: the connection record
+//! ([`Conn`]) and the core's name for a connection ([`conn_id`]) are defined here. A frame goes into its connection's capped
 //! send queue ([`SEND_QUEUE_CAP`]: past it the member does not read and is dropped); replies
 //! ([`Delivery::Direct`]) are written after the event batch, the connections served in it
 //! first; fan-out frames ([`Delivery::FanOut`]) gather for [`FANOUT_DELAY`] so that a member
@@ -11,6 +12,7 @@
 //! password checks go to the login bridge.
 
 use std::collections::VecDeque;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use mio::Registry;
@@ -19,14 +21,13 @@ use slab::Slab;
 use crate::accounts::VerifyResult;
 use crate::general::{ConnId, Delivery, FrameRef, GeneralLobby, GeneralOutput};
 use crate::net::general::stats::GeneralDriverStats;
-use crate::net::io::buffers::{largest_holder, MemoryBudget, QueueFull};
+use crate::net::io::buffers::{largest_holder, MemoryBudget, PartialFrame, QueueFull};
+use crate::net::io::frames::FrameReader;
 use crate::net::io::pass::Closing;
-use crate::net::io::stream::{Flushed, Linger, Phase};
+use crate::net::io::stream::{Flushed, Linger, Phase, Stream};
 use crate::net::login::Logins;
 use crate::net::token::Target;
 use crate::net::warn::WarnBudget;
-
-use super::{conn_id, key_of, Conn, LINGER};
 
 /// Most bytes queued for one connection; past it the member is not reading and is dropped.
 /// A full sync (every member and game) of a large lobby is written as it is queued (see
@@ -54,6 +55,38 @@ const FLUSH_SLICE: usize = 16;
 /// docs/PERFORMANCE.md). Frames for one connection alone ([`Delivery::Direct`]: a reply, a
 /// JOIN_ASK, a private line), closes and a queue past [`FLUSH_EARLY`] are not delayed.
 const FANOUT_DELAY: Duration = Duration::from_millis(2);
+
+/// How long a connection the core closed may take to read what is queued for it.
+pub const LINGER: Duration = Duration::from_secs(2);
+
+/// The core's name for connection `key`: the slab key in the low 32 bits, the connection's
+/// serial above, so an output the core queued for a connection that is gone can never reach
+/// a later connection that reuses its slab key (it no longer matches, and is dropped).
+pub(super) fn conn_id(key: usize, serial: u32) -> ConnId {
+    ConnId((u64::from(serial) << 32 | key as u64) as usize)
+}
+
+/// The slab key and serial a [`ConnId`] names.
+pub(super) fn key_of(conn: ConnId) -> (usize, u32) {
+    let raw = conn.0 as u64;
+    ((raw & u64::from(u32::MAX)) as usize, (raw >> 32) as u32)
+}
+
+/// One general lobby connection.
+#[derive(Debug)]
+pub(super) struct Conn {
+    pub(super) stream: Stream,
+    pub(super) ip: IpAddr,
+    /// Its framing state: the start of a frame split across reads, and what is left of a read
+    /// when the frame budget ran out, counted against the driver's [`MemoryBudget`].
+    pub(super) input: FrameReader<PartialFrame>,
+    /// Whole frames wait in `input` beyond this event's budget.
+    pub(super) backlogged: bool,
+    /// The key waits in the driver's `dirty` list for a write.
+    pub(super) in_dirty: bool,
+    /// The key waits in the driver's `gathering` list for a write.
+    pub(super) in_gathering: bool,
+}
 
 /// The general lobby past its reader: the core, its connections, and the way out of the
 /// core's outputs onto their sockets (send queues under one memory budget, the write
@@ -396,5 +429,19 @@ impl Outbound {
         );
         self.close(now, victim);
         victim
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_id_names_its_key_and_serial() {
+        for (key, serial) in [(0, 0), (1, 1), (7, u32::MAX), (u32::MAX as usize, 12345)] {
+            assert_eq!(key_of(conn_id(key, serial)), (key, serial));
+        }
+        // The same key with another serial is another connection for the core.
+        assert_ne!(conn_id(3, 1), conn_id(3, 2));
     }
 }
