@@ -40,26 +40,29 @@
 //! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
 //!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
 //!   sockets. May import the cores' counter and room types.
-//! - [`config`]: the command line, one file per protocol (`config/wz.rs`,
+//! - [`config`]: the command line, one file per protocol (`config/rtype.rs`, `config/wz.rs`,
 //!   `config/general.rs`) over the parsing leaf `config/parse.rs`: flags into a validated
 //!   `Config`, or help, version, or a one-line usage error. May import `wire` limits,
 //!   `accounts` and the cores' config types.
-//! - [`net`]: the driver, the only module that imports `mio`, grouped by front end.
-//!   `server.rs` is the loop and documents the one seam (`FrontEnd`) every front end plugs
-//!   into. One folder per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`,
-//!   its TCP lobby in `tcp.rs` and `tcp_frames.rs`, the game instances' ports in
-//!   `instance.rs`, the OS source of player hashes in `random.rs`, the driver's counters in
-//!   `stats.rs`), `wz/` (with the reachability
-//!   probe in `probe.rs`), `general/` (its send queues and fan-out in `outbound.rs`, its
-//!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`,
-//!   the one TCP stream transport under the three TCP front ends (its counted send queues
-//!   and partial frames, under one memory budget per front end, in `buffers.rs`),
-//!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded),
-//!   `wake.rs` (the timerfd), `closer.rs` (the thread that closes released sockets off the
-//!   loop), `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its
-//!   fair queue, for any core), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs`
-//!   (the tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is
-//!   bound in `net::build`. May import everything above.
+//! - [`net`]: the driver, the only module that imports `mio`, grouped by front end. `server.rs`
+//!   is the loop and documents the one seam (`FrontEnd`) every front end plugs into. One folder
+//!   per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`, its TCP lobby in
+//!   `tcp.rs` and `tcp_frames.rs` (its frames' length rule), the game instances' ports in
+//!   `instance.rs`, the OS source of player hashes in `random.rs`, the driver's UDP and TCP counters in `stats.rs`), `wz/` (with the
+//!   reachability probe in `probe.rs` and the driver's counters in `stats.rs`), `general/` (the
+//!   way in, listener, admission and frame reader, in `mod.rs`; the way out, `Outbound`, owning
+//!   the core and the connections with their send queues and fan-out, in `outbound.rs`; its
+//!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`, the
+//!   one TCP stream transport under the three TCP front ends (its counted send queues and
+//!   partial frames, under one memory budget per front end, in `buffers.rs`), `frames.rs` (the
+//!   one reader of length-prefixed frames, over a protocol's length rule, used by the R-Type
+//!   TCP lobby and the general lobby), `admission.rs` (the per-address limits at accept),
+//!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded), `wake.rs`
+//!   (the timerfd), `closer.rs` (the thread that closes released sockets off the loop),
+//!   `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its fair
+//!   queue, for any core), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs` (the
+//!   tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is bound in
+//!   `net::build`. May import everything above.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
 //! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the

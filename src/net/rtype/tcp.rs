@@ -41,6 +41,7 @@ use crate::net::io::rx_time;
 use crate::net::io::stream::{
     canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
 };
+use crate::net::rtype::stats::TcpStats;
 use crate::net::rtype::tcp_frames::{FrameReader, Piece};
 use crate::net::token::Target;
 use crate::net::warn::WarnBudget;
@@ -72,69 +73,6 @@ pub struct TcpLimits {
     /// `--tcp-memory-budget`, in bytes: what every connection's send queue may hold
     /// together.
     pub memory_budget: usize,
-}
-
-/// Counters of the TCP transport.
-#[derive(Clone, Debug, Default)]
-pub struct TcpStats {
-    /// Connections accepted and handed to the core.
-    pub accepted: u64,
-    /// Connections closed at once: over `--conn-rate` for their IP.
-    pub rate_limited: u64,
-    /// Connections closed at once: their IP has `--max-conns-per-ip` open.
-    pub per_ip_limited: u64,
-    /// Times accepting paused at `--max-conns`.
-    pub accept_paused: u64,
-    /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`].
-    pub slow_readers: u64,
-    /// Connections dropped because `--tcp-memory-budget` was full: each the one holding the
-    /// most queued bytes (the core counts them as slow readers too).
-    pub memory_budget_drops: u64,
-    /// Connections without CONNECT_ACK closed at `--max-conns` to make room for a newcomer.
-    pub evicted: u64,
-    /// Connections whose queued bytes could not be flushed within the close wait.
-    pub drain_timeouts: u64,
-    /// accept() errors other than `WouldBlock`.
-    pub accept_errors: u64,
-    /// Bytes read.
-    pub bytes_in: u64,
-    /// Bytes written.
-    pub bytes_out: u64,
-    /// Frames queued.
-    pub frames_out: u64,
-    /// Frames (and oversized headers) read and handed to the core.
-    pub frames_in: u64,
-}
-
-impl TcpStats {
-    /// Calls `f(name, label, value)` for every counter.
-    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
-        f("tcp_lobby_accepted_total", "", self.accepted);
-        f("tcp_lobby_refused_total", "conn_rate", self.rate_limited);
-        f(
-            "tcp_lobby_refused_total",
-            "max_conns_per_ip",
-            self.per_ip_limited,
-        );
-        f("tcp_lobby_accept_paused_total", "", self.accept_paused);
-        f("tcp_lobby_dropped_total", "slow_reader", self.slow_readers);
-        f(
-            "tcp_lobby_dropped_total",
-            "memory_budget",
-            self.memory_budget_drops,
-        );
-        f("tcp_lobby_dropped_total", "evicted", self.evicted);
-        f(
-            "tcp_lobby_dropped_total",
-            "drain_timeout",
-            self.drain_timeouts,
-        );
-        f("tcp_lobby_accept_errors_total", "", self.accept_errors);
-        f("tcp_lobby_bytes_in_total", "", self.bytes_in);
-        f("tcp_lobby_bytes_out_total", "", self.bytes_out);
-        f("tcp_lobby_frames_out_total", "", self.frames_out);
-        f("tcp_lobby_frames_in_total", "", self.frames_in);
-    }
 }
 
 /// What readiness a connection has, from its poll event.

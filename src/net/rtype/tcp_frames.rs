@@ -1,11 +1,13 @@
 //! Cutting TCP lobby frames out of a byte stream with a fixed, tiny per-connection state.
 //!
 //! Bytes are read into one buffer shared by every connection; complete frames are viewed in
-//! place there ([`next_frame`], no copy, no allocation). Only the tail of a frame split across
-//! two reads is kept, in a [`FrameReader`]'s inline array of [`PARTIAL_CAP`] bytes (the largest
-//! client frame), and a declared payload longer than any client message is skipped by
-//! counting, never buffered (`docs/protocols/tcp-lobby.md`, "Reading frames").
+//! place there (no copy, no allocation). Only the tail of a frame split across two reads is
+//! kept, in a [`FrameReader`]'s inline array of [`PARTIAL_CAP`] bytes (the largest client
+//! frame), and a declared payload longer than any client message is skipped by counting,
+//! never buffered (`docs/protocols/tcp-lobby.md`, "Reading frames"). The cutting itself is the
+//! shared reader of `net::io::frames`, over the TCP lobby's header ([`ClientFrames`]).
 
+use crate::net::io::frames::{self, Cut, InlineTail, LengthRule};
 use crate::wire::tcp_lobby::{next_frame, Frame, Next, HEADER_LEN, MAX_CLIENT_PAYLOAD};
 
 /// The largest client frame: header plus CONNECT_REQ's 32-byte payload.
@@ -25,119 +27,90 @@ pub enum Piece<'a> {
     },
 }
 
-/// Per-connection framing state: a partial frame and a count of bytes to skip.
-#[derive(Debug, Clone, Copy)]
-pub struct FrameReader {
-    partial: [u8; PARTIAL_CAP],
-    len: u8,
-    skip: u16,
+/// The TCP lobby's length rule: a 3-byte header (type, payload length u16 LE), client
+/// payloads of at most [`MAX_CLIENT_PAYLOAD`] bytes (as `wire::tcp_lobby::next_frame` decides).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientFrames;
+
+/// A header [`ClientFrames`] refuses: its type byte and declared payload length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Oversized {
+    packet_type: u8,
+    declared: usize,
 }
 
-impl Default for FrameReader {
-    fn default() -> Self {
-        FrameReader {
-            partial: [0; PARTIAL_CAP],
-            len: 0,
-            skip: 0,
+impl LengthRule for ClientFrames {
+    const HEADER_LEN: usize = HEADER_LEN;
+    type TooLong = Oversized;
+
+    fn frame_len(&self, header: &[u8]) -> Result<usize, Oversized> {
+        match next_frame(header) {
+            Next::Oversized {
+                packet_type,
+                declared,
+            } => Err(Oversized {
+                packet_type,
+                declared,
+            }),
+            _ => Ok(Frame::new_unchecked(header).frame_len()),
         }
     }
+}
+
+/// Per-connection framing state: a partial frame and a count of bytes to skip.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FrameReader {
+    frames: frames::FrameReader<InlineTail<PARTIAL_CAP>>,
+    /// Bytes still to skip, a u16 kept as two little-endian bytes: byte-aligned, the reader
+    /// is 39 bytes, which keeps an idle connection's slab entry within its size.
+    skip: [u8; 2],
 }
 
 impl FrameReader {
     /// Feeds `data` and calls `on_piece` for every piece it completes, in stream order.
     /// Stops early (and returns false) when `on_piece` returns false; the rest of `data` is
     /// then dropped (the connection is closing).
-    pub fn push(&mut self, mut data: &[u8], on_piece: &mut impl FnMut(Piece<'_>) -> bool) -> bool {
+    pub fn push(&mut self, data: &[u8], on_piece: &mut impl FnMut(Piece<'_>) -> bool) -> bool {
+        let mut at = 0;
         loop {
-            if self.skip > 0 {
-                let n = usize::from(self.skip).min(data.len());
-                // n <= skip, a u16.
-                self.skip -= n as u16;
-                data = &data[n..];
-            }
-            if data.is_empty() {
-                return true;
-            }
-            if self.len > 0 {
-                let len = usize::from(self.len);
-                let take = self.missing().min(data.len());
-                self.partial[len..len + take].copy_from_slice(&data[..take]);
-                self.len += take as u8;
-                data = &data[take..];
-                match next_frame(&self.partial[..usize::from(self.len)]) {
-                    Next::NeedMore => continue,
-                    Next::Frame { frame, .. } => {
-                        let go = on_piece(Piece::Frame(frame));
-                        self.len = 0;
-                        if !go {
-                            return false;
-                        }
-                    }
-                    Next::Oversized {
-                        packet_type,
-                        declared,
-                    } => {
-                        self.len = 0;
-                        self.skip = u16::try_from(declared).unwrap_or(u16::MAX);
-                        if !on_piece(Piece::Oversized {
-                            packet_type,
-                            declared,
-                        }) {
-                            return false;
-                        }
-                    }
-                }
-                continue;
-            }
-            match next_frame(data) {
-                Next::Frame { frame, consumed } => {
-                    if !on_piece(Piece::Frame(frame)) {
-                        return false;
-                    }
-                    data = &data[consumed..];
-                }
-                Next::Oversized {
+            let skip = self.skipping();
+            let skipped = (self.frames).skip(&ClientFrames, skip, data, &mut at, &mut ());
+            // At most `skip`, a u16.
+            self.set_skip((skip - skipped) as u16);
+            let piece = match self.frames.next(&ClientFrames, data, &mut at, &mut ()) {
+                Cut::Frame(bytes) => Piece::Frame(Frame::new_unchecked(bytes)),
+                Cut::TooLong(Oversized {
                     packet_type,
                     declared,
-                } => {
-                    data = &data[HEADER_LEN..];
-                    self.skip = u16::try_from(declared).unwrap_or(u16::MAX);
-                    if !on_piece(Piece::Oversized {
+                }) => {
+                    self.set_skip(u16::try_from(declared).unwrap_or(u16::MAX));
+                    Piece::Oversized {
                         packet_type,
                         declared,
-                    }) {
-                        return false;
                     }
                 }
-                Next::NeedMore => {
-                    // Less than one whole frame is left, and a whole frame fits the array.
-                    let n = data.len().min(PARTIAL_CAP);
-                    self.partial[..n].copy_from_slice(&data[..n]);
-                    self.len = n as u8;
-                    return true;
-                }
+                // Less than one whole frame is left, and a whole frame fits the array: the
+                // array never refuses.
+                Cut::NeedMore | Cut::NoRoom => return true,
+            };
+            if !on_piece(piece) {
+                return false;
             }
         }
-    }
-
-    /// Bytes still needed to complete the partial frame (its header first).
-    fn missing(&self) -> usize {
-        let len = usize::from(self.len);
-        if len < HEADER_LEN {
-            return HEADER_LEN - len;
-        }
-        let declared = usize::from(u16::from_le_bytes([self.partial[1], self.partial[2]]));
-        (HEADER_LEN + declared.min(MAX_CLIENT_PAYLOAD)).saturating_sub(len)
     }
 
     /// Bytes of an oversized payload still to be skipped (they complete no frame).
     pub fn skipping(&self) -> usize {
-        usize::from(self.skip)
+        usize::from(u16::from_le_bytes(self.skip))
+    }
+
+    fn set_skip(&mut self, skip: u16) {
+        self.skip = skip.to_le_bytes();
     }
 
     /// Whether part of a frame or a skip is in progress.
     pub fn is_mid_frame(&self) -> bool {
-        self.len > 0 || self.skip > 0
+        self.frames.kept_len(&ClientFrames) > 0 || self.skipping() > 0
     }
 }
 
