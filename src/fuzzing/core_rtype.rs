@@ -162,7 +162,7 @@ impl RtypeSim {
 
     fn carry_out(&mut self, output: Output) {
         match output {
-            Output::OpenInstance { room } => {
+            Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
                 let port = self.free_ports.pop_first();
                 if let Some(port) = port {
                     assert!(

@@ -300,7 +300,40 @@ impl RtypeCore {
             .insert(id, Room::new(id, self.config.max_players, from.ip()));
         self.pending_creates
             .insert(id, PendingCreate { to: from, seq });
-        self.outputs.push_back(Output::OpenInstance { room: id });
+        self.open_instance(id, self.config.max_players);
+    }
+
+    /// Asks the driver for room `id`'s instance: lobbyd's own relay socket, or with
+    /// `--instance-exec` the operator's game server for `players` players and a fresh seed.
+    fn open_instance(&mut self, id: RoomId, players: u8) {
+        let output = if self.config.instance_exec {
+            // The high half: the low one is what a simulation's counter source varies.
+            let seed = ((self.tcp.hash_source)() >> 32) as u32;
+            Output::StartInstance {
+                room: id,
+                players,
+                seed,
+            }
+        } else {
+            Output::OpenInstance { room: id }
+        };
+        self.outputs.push_back(output);
+    }
+
+    /// The driver's report that room `id`'s game server exited (`--instance-exec`): the
+    /// room is reaped now, whatever its state (gone from ROOM_LIST, its port back in the
+    /// pool, a started party's connections still open closed). A party still in its lobby
+    /// (counting down) stays, its countdown cancelled (ERROR [`TcpError::NoInstance`]). A room
+    /// already gone is ignored.
+    pub fn handle_instance_exited(&mut self, now: Instant, id: RoomId) {
+        if self.pending_creates.contains_key(&id) {
+            self.handle_instance_opened(now, id, None);
+            return;
+        }
+        if self.party_instance_exited(id) {
+            return;
+        }
+        self.reap(id);
     }
 
     /// The driver's answer to [`Output::OpenInstance`]: the bound port, or `None` when no
@@ -629,6 +662,10 @@ impl RtypeCore {
     }
 
     fn finish_if_empty(&mut self, now: Instant, id: RoomId) {
+        // A game server's players are not seen here: its room ends when its process does.
+        if self.config.instance_exec {
+            return;
+        }
         let empty = self
             .rooms
             .get(&id)
@@ -760,5 +797,7 @@ impl RtypeCore {
     }
 }
 
+#[cfg(test)]
+mod instance_exec_tests;
 #[cfg(test)]
 mod tests;

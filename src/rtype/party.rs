@@ -359,15 +359,16 @@ impl RtypeCore {
             return;
         };
         if party.countdown.is_some() && party.member_count() < min {
-            self.cancel_countdown(id);
+            self.cancel_countdown(id, TcpError::NotEnoughPlayers);
         } else {
             self.maybe_auto_start(id);
         }
     }
 
-    /// Too few members for the countdown: stop it, tell everyone (ERROR 0x06, then
-    /// PLAYER_READY(0) for every member) and release the instance socket.
-    fn cancel_countdown(&mut self, id: RoomId) {
+    /// The countdown cannot go on (too few members: `error` 0x06; the game server exited:
+    /// 0xFF "no game instance available"): stop it, tell everyone (ERROR `error`, then PLAYER_READY(0) for every member)
+    /// and release the instance.
+    fn cancel_countdown(&mut self, id: RoomId, error: TcpError) {
         let Some(party) = self.tcp.parties.get_mut(&id) else {
             return;
         };
@@ -385,7 +386,7 @@ impl RtypeCore {
             }
         }
         self.stats.tcp.countdowns_cancelled += 1;
-        self.send_party(id, TcpMessage::Error(TcpError::NotEnoughPlayers));
+        self.send_party(id, TcpMessage::Error(error));
         for slot in slots {
             self.send_party(id, TcpMessage::PlayerReady { slot, ready: false });
         }
@@ -401,6 +402,26 @@ impl RtypeCore {
         if room.port.take().is_some() {
             self.outputs.push_back(Output::CloseInstance { room: id });
         }
+    }
+
+    /// Party `id`'s game server exited before GAME_START (`--instance-exec`): the party
+    /// stays, its countdown cancelled with ERROR 0xFF (no game instance). False when `id` is no party still in
+    /// its lobby (the caller reaps the room).
+    pub(super) fn party_instance_exited(&mut self, id: RoomId) -> bool {
+        let Some(party) = self.tcp.parties.get_mut(&id) else {
+            return false;
+        };
+        if party.started {
+            return false;
+        }
+        party.opening = None;
+        self.cancel_countdown(id, TcpError::NoInstance);
+        // No countdown to cancel (already over): the party stays in its lobby, Waiting.
+        if let Some(room) = self.rooms.get_mut(&id) {
+            room.state = RoomState::Waiting;
+            room.port = None;
+        }
+        true
     }
 
     /// A party with nobody in its lobby and no game is removed with its room.
@@ -554,7 +575,8 @@ impl RtypeCore {
             return;
         };
         party.opening = Some(opener);
-        self.outputs.push_back(Output::OpenInstance { room: id });
+        let players = u8::try_from(party.member_count()).unwrap_or(u8::MAX);
+        self.open_instance(id, players);
     }
 
     /// The driver's answer to a party's [`Output::OpenInstance`].
