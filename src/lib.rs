@@ -42,8 +42,9 @@
 //!   `server.rs` is the loop and documents the one seam (`FrontEnd`) every front end plugs
 //!   into. One folder per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`,
 //!   its TCP lobby in `tcp.rs` and `tcp_frames.rs`, the game instances' ports in
-//!   `instance.rs`, the operator's game servers of `--instance-exec` in `game_server.rs`, the driver's counters in `stats.rs`), `wz/` (with the reachability
-//!   probe in `probe.rs`), `general/` (its send queues and fan-out in `outbound.rs`, its
+//!   `instance.rs`, the operator's game servers of `--instance-exec` in `game_server.rs`,
+//!   the driver's counters in `stats.rs`), `wz/` (with the reachability probe in
+//!   `probe.rs`), `general/` (its send queues and fan-out in `outbound.rs`, its
 //!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`,
 //!   the one TCP stream transport under the three TCP front ends (its counted send queues
 //!   and partial frames, under one memory budget per front end, in `buffers.rs`),
