@@ -50,12 +50,20 @@ impl Scratch {
     }
 
     /// The command: the stand-in with the four placeholders, recording into this directory.
+    /// A `stubborn` one ignores SIGTERM from its first instant (a shell's `trap` before the
+    /// interpreter starts), so however slowly Python starts, only SIGKILL ends it.
     fn command(&self, mode: &str) -> String {
-        format!(
-            "python3 '{}' {{port}} '{}/room-{{room}}' {{players}} {{seed}} {mode}",
-            self.0.join("stand_in.py").display(),
+        let script = self.0.join("stand_in.py");
+        let args = format!(
+            "{{port}} '{}/room-{{room}}' {{players}} {{seed}} {mode}",
             self.0.display()
-        )
+        );
+        if mode == "stubborn" {
+            let shell = format!("trap \"\" TERM; exec python3 {} \"$@\"", script.display());
+            format!("sh -c '{shell}' sh {args}")
+        } else {
+            format!("python3 '{}' {args}", script.display())
+        }
     }
 
     fn record_path(&self, room: u32) -> PathBuf {
@@ -65,11 +73,21 @@ impl Scratch {
     /// What the stand-in of `room` recorded once bound: its argv after the script, its pid,
     /// its process group, and (stubborn) its `sleep`'s pid.
     fn record(&self, room: u32) -> Record {
+        self.record_where(room, |_| true)
+    }
+
+    /// [`Scratch::record`] of the stand-in of `room` on `port` (a room's next server).
+    fn record_on(&self, room: u32, port: u16) -> Record {
+        self.record_where(room, |words| words.first() == Some(&port.to_string()))
+    }
+
+    fn record_where(&self, room: u32, wanted: impl Fn(&[String]) -> bool) -> Record {
         let path = self.record_path(room);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                let words: Vec<String> = text.split(' ').map(str::to_string).collect();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let words: Vec<String> = text.split(' ').map(str::to_string).collect();
+            if words.len() >= 7 && wanted(&words) {
                 return Record {
                     args: words[..5].to_vec(),
                     pid: words[5].parse().unwrap(),
@@ -257,10 +275,9 @@ fn a_command_that_does_not_exist_refuses_the_room() {
 }
 
 /// A party's game server starts with its countdown, for its players; GAME_START names its
-/// port. A second party whose countdown is cancelled (a player left) has its game server
-/// stopped with SIGTERM.
+/// port; the game goes on after the lobby connections close.
 #[test]
-fn a_party_runs_its_game_server_and_a_cancelled_one_is_stopped() {
+fn a_party_runs_its_game_server_past_its_lobby() {
     let scratch = Scratch::new("party");
     let command = scratch.command("normal");
     let config = party_config(&command, Duration::from_secs(5), Duration::from_secs(1));
@@ -290,20 +307,25 @@ fn a_party_runs_its_game_server_and_a_cancelled_one_is_stopped() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(echo(port, b"still"), b"echo:still");
 
-    // A second party: its countdown starts its server, a leaver cancels it, the server stops.
-    let (mut second, _) = party(addr, &["Carol", "Dave"]);
-    ready_all(&mut second);
-    second[0].send(&tcp_client::frame(START_REQ, &[]));
-    assert_eq!(second[1].recv()[0], COUNTDOWN);
-    let party_room = snapshot(&server)
-        .rooms
-        .iter()
-        .map(|r| r.room.0)
-        .max()
-        .unwrap();
-    assert!(party_room > room);
-    let stopped = scratch.record(party_room);
-    second.pop();
+    assert_eq!(echo(port, b"quit"), b"bye");
+    assert_gone(record.pid, "the party's game server");
+}
+
+/// A party whose countdown is cancelled (a player left) has its game server stopped with
+/// SIGTERM. (A countdown long enough for the slowest Python start.)
+#[test]
+fn a_cancelled_party_has_its_game_server_stopped() {
+    let scratch = Scratch::new("cancel");
+    let command = scratch.command("normal");
+    let config = party_config(&command, Duration::from_secs(5), Duration::from_secs(60));
+    let (server, addr) = start_with(config);
+    let (mut clients, _) = party(addr, &["Carol", "Dave"]);
+    ready_all(&mut clients);
+    clients[0].send(&tcp_client::frame(START_REQ, &[]));
+    assert_eq!(clients[1].recv()[0], COUNTDOWN);
+    let room = snapshot(&server).rooms[0].room.0;
+    let stopped = scratch.record(room);
+    clients.pop();
     assert_gone(stopped.pid, "the cancelled party's game server");
     let snap = eventually(&server, Duration::from_secs(5), |s| {
         s.counter("game_servers_exited_total", "stopped") == Some(1)
@@ -312,8 +334,9 @@ fn a_party_runs_its_game_server_and_a_cancelled_one_is_stopped() {
         snap.counter("game_servers_exited_total", "stopped"),
         Some(1)
     );
-    assert_eq!(echo(port, b"quit"), b"bye");
-    assert_gone(record.pid, "the first party's game server");
+    assert_eq!(snap.counter("game_servers_running", ""), Some(0));
+    assert_eq!(snap.rooms.len(), 1, "the party stays in its lobby");
+    assert_eq!(snap.rooms[0].port, None);
 }
 
 /// A game server that ignores SIGTERM, and a process it started in its group, get SIGKILL
@@ -322,7 +345,11 @@ fn a_party_runs_its_game_server_and_a_cancelled_one_is_stopped() {
 fn sigkill_to_the_group_after_the_grace() {
     let scratch = Scratch::new("stubborn");
     let command = scratch.command("stubborn");
-    let config = party_config(&command, Duration::from_millis(500), Duration::from_secs(5));
+    let config = party_config(
+        &command,
+        Duration::from_millis(500),
+        Duration::from_secs(60),
+    );
     let (server, addr) = start_with(config);
     let (mut clients, _) = party(addr, &["Erin", "Finn"]);
     ready_all(&mut clients);
@@ -346,6 +373,69 @@ fn sigkill_to_the_group_after_the_grace() {
         s.counter("game_servers_exited_total", "killed") == Some(1)
     });
     assert_eq!(snap.counter("game_servers_exited_total", "killed"), Some(1));
+}
+
+/// A party whose countdown was cancelled starts again at once: its new game server is the
+/// room's, and the old one (ignoring SIGTERM, killed after the grace) ending during the new
+/// countdown changes nothing for the party.
+#[test]
+fn a_stopped_server_ending_late_leaves_the_next_one_alone() {
+    let scratch = Scratch::new("restart");
+    let command = scratch.command("stubborn");
+    let config = party_config(&command, Duration::from_millis(300), Duration::from_secs(2));
+    let (server, addr) = start_with(config);
+    let (mut clients, _) = party(addr, &["Gus", "Hal"]);
+    ready_all(&mut clients);
+    clients[0].send(&tcp_client::frame(START_REQ, &[]));
+    assert_eq!(clients[0].recv()[0], COUNTDOWN);
+    let room = snapshot(&server).rooms[0].room.0;
+    // (It ignores SIGTERM from its start, whenever Python gets going: only SIGKILL ends it.)
+    // Hal leaves: the countdown is cancelled, the first server told to stop.
+    clients.pop();
+    let mut gus = clients.pop().unwrap();
+    let mut cancelled = Vec::new();
+    while cancelled.len() < 3 {
+        let kind = gus.recv()[0];
+        if kind != COUNTDOWN {
+            cancelled.push(kind);
+        }
+    }
+    assert_eq!(
+        cancelled,
+        [0x18, 0x1F, 0x14],
+        "PLAYER_LEFT, ERROR, PLAYER_READY"
+    );
+    // Ivy joins, both get ready, and the countdown starts again with a new server.
+    let mut ivy = tcp_client::Client::connect(addr);
+    ivy.join("Ivy");
+    for client in [&mut gus, &mut ivy] {
+        client.send(&tcp_client::frame(0x13, &[1]));
+    }
+    // Both PLAYER_READY seen (after Ivy's PLAYER_JOIN) before the START_REQ.
+    let mut ready = 0;
+    while ready < 2 {
+        if gus.recv()[0] == 0x14 {
+            ready += 1;
+        }
+    }
+    gus.send(&tcp_client::frame(START_REQ, &[]));
+    // The first one is killed after its grace, during the second countdown, which goes on
+    // to GAME_START, naming the second server's port.
+    let game_start = loop {
+        let bytes = ivy.recv();
+        if bytes[0] == GAME_START {
+            break bytes;
+        }
+        assert!(matches!(bytes[0], 0x12 | 0x14 | COUNTDOWN), "{bytes:02x?}");
+    };
+    let port = u16::from_le_bytes([game_start[19], game_start[20]]);
+    scratch.record_on(room, port);
+    assert_eq!(echo(port, b"on"), b"echo:on");
+    let snap = eventually(&server, Duration::from_secs(5), |s| {
+        s.counter("game_servers_exited_total", "killed") == Some(1)
+    });
+    assert_eq!(snap.counter("game_servers_exited_total", "killed"), Some(1));
+    assert_eq!(snap.counter("game_servers_running", ""), Some(1));
 }
 
 /// SIGTERM to the `lobbyd` binary stops every game server before it exits.

@@ -236,6 +236,8 @@ pub struct GameServers {
     closing: Vec<usize>,
     /// Servers asked to stop and not collected yet (the SIGKILL deadlines to watch).
     stopping: usize,
+    /// Servers killed at start because they could not be watched, until collected.
+    strays: Vec<Child>,
     /// The counters.
     pub stats: GameServerStats,
     lines: WarnBudget,
@@ -263,6 +265,7 @@ impl GameServers {
             by_room: HashMap::new(),
             closing: Vec::new(),
             stopping: 0,
+            strays: Vec::new(),
             stats: GameServerStats::default(),
             lines: WarnBudget::at_level(log::Level::Info, now, LINES_PER_MINUTE, LINES_BURST),
             warnings: WarnBudget::new(now, 60, 20),
@@ -340,9 +343,10 @@ impl GameServers {
                 });
             }
             Err(e) => {
-                // Unwatched, it could neither be collected nor stopped later: it goes now.
+                // Unwatched, it could be neither stopped nor its exit seen later: it goes
+                // now, and is collected after the event batch (`remove_closed`).
                 let _ = kill_process_group(pid, Signal::KILL);
-                let _ = child.wait();
+                self.strays.push(child);
                 self.ports.release(port);
                 let why = format!("cannot watch its process: {e}");
                 return self.refuse(now, room, SpawnFailure::Watch, &why);
@@ -377,11 +381,15 @@ impl GameServers {
     }
 
     /// `room`'s game server is no longer wanted: SIGTERM to its process group now, SIGKILL
-    /// after the grace if it is still there. Nothing if it already exited or is stopping.
+    /// after the grace if it is still there. From now on the room has no server here (a
+    /// party may start a new one while this one winds down), and its exit is not reported.
     pub fn stop(&mut self, now: Instant, room: RoomId) {
-        let Some(&key) = self.by_room.get(&room) else {
-            return;
-        };
+        if let Some(key) = self.by_room.remove(&room) {
+            self.stop_key(now, key);
+        }
+    }
+
+    fn stop_key(&mut self, now: Instant, key: usize) {
         let Some(server) = self.servers.get_mut(key) else {
             return;
         };
@@ -394,7 +402,7 @@ impl GameServers {
         });
         self.stopping += 1;
         if let Err(e) = kill_process_group(server.pid, Signal::TERM) {
-            log::debug!("{room}: SIGTERM: {e}");
+            log::debug!("{}: SIGTERM: {e}", server.room);
         }
         if self.stop_grace.is_zero() {
             self.kill_overdue(now);
@@ -403,9 +411,10 @@ impl GameServers {
 
     /// Stops every game server (lobbyd is stopping).
     pub fn stop_all(&mut self, now: Instant) {
-        let rooms: Vec<RoomId> = self.by_room.keys().copied().collect();
-        for room in rooms {
-            self.stop(now, room);
+        self.by_room.clear();
+        let keys: Vec<usize> = self.servers.iter().map(|(key, _)| key).collect();
+        for key in keys {
+            self.stop_key(now, key);
         }
     }
 
@@ -442,7 +451,7 @@ impl GameServers {
     }
 
     /// The pidfd of server `key` is readable: collects it if it has exited; the room it
-    /// served, for the core. Its record goes after the event batch.
+    /// served, for the core, unless lobbyd had stopped it. Its record goes after the batch.
     pub fn exit_event(&mut self, now: Instant, key: usize) -> Option<RoomId> {
         let server = self.servers.get_mut(key).filter(|s| !s.exited)?;
         let status = match server.child.try_wait() {
@@ -453,12 +462,13 @@ impl GameServers {
                 return None;
             }
         };
-        Some(self.collected(now, key, status))
+        self.collected(now, key, status)
     }
 
     /// Records the end of server `key` (collected with `status`): counted by cause, the
-    /// rest of its process group told to go, its record closed after the batch.
-    fn collected(&mut self, now: Instant, key: usize, status: ExitStatus) -> RoomId {
+    /// rest of its process group told to go, its record closed after the batch. The room
+    /// whose game ended by itself, for the core; `None` when lobbyd had stopped it.
+    fn collected(&mut self, now: Instant, key: usize, status: ExitStatus) -> Option<RoomId> {
         let server = &mut self.servers[key];
         server.exited = true;
         let cause = match server.stopping {
@@ -482,7 +492,10 @@ impl GameServers {
         if let Some(i) = ExitCause::ALL.iter().position(|c| *c == cause) {
             self.stats.exited[i] += 1;
         }
-        self.by_room.remove(&room);
+        let by_itself = self.by_room.get(&room) == Some(&key);
+        if by_itself {
+            self.by_room.remove(&room);
+        }
         self.closing.push(key);
         let how = match (status.code(), status.signal()) {
             (Some(code), _) => format!("exit status {code}"),
@@ -496,7 +509,7 @@ impl GameServers {
                 cause.as_str()
             ),
         );
-        room
+        by_itself.then_some(room)
     }
 
     /// Output pipe `stream` of server `key` is readable: reads at most [`PIPE_READ_BUDGET`]
@@ -526,21 +539,16 @@ impl GameServers {
                 Ok(0) => break true,
                 Ok(n) => {
                     read += n;
-                    let mut log_line = |line: &[u8], cut: bool| {
-                        let text = String::from_utf8_lossy(line);
-                        let mark = if cut { " [cut]" } else { "" };
-                        let before = self.lines.suppressed();
-                        self.lines.warn(
-                            now,
-                            format_args!("{room} game server {}: {text}{mark}", stream.as_str()),
-                        );
-                        if self.lines.suppressed() > before {
-                            self.stats.lines_dropped += 1;
-                        } else {
-                            self.stats.lines_logged += 1;
-                        }
+                    let mut log = OutputLog {
+                        lines: &mut self.lines,
+                        stats: &mut self.stats,
+                        now,
+                        room,
+                        stream,
                     };
-                    split_lines(pipe, &self.read_buf[..n], &mut log_line);
+                    split_lines(pipe, &self.read_buf[..n], &mut |line, cut| {
+                        log.line(line, cut)
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -552,6 +560,7 @@ impl GameServers {
         };
         if ended {
             if let Some(mut pipe) = slot.take() {
+                self.last_line(now, room, stream, &mut pipe);
                 if let Err(e) = registry.deregister(&mut pipe.pipe) {
                     log::debug!("{room}: deregister {}: {e}", stream.as_str());
                 }
@@ -559,17 +568,48 @@ impl GameServers {
         }
     }
 
-    /// Removes the records of servers collected in this batch: their pipes and pidfds
-    /// deregistered and closed, their ports back in the pool.
-    pub fn remove_closed(&mut self, registry: &Registry) {
-        for key in self.closing.drain(..) {
+    /// Logs the unfinished line `pipe` holds (its server is gone or closed the pipe).
+    fn last_line(&mut self, now: Instant, room: RoomId, stream: Stream, pipe: &mut LogPipe) {
+        if pipe.partial.is_empty() {
+            return;
+        }
+        let mut log = OutputLog {
+            lines: &mut self.lines,
+            stats: &mut self.stats,
+            now,
+            room,
+            stream,
+        };
+        log.line(&pipe.partial, pipe.cut);
+        pipe.partial.clear();
+        pipe.cut = false;
+    }
+
+    /// Removes the records of servers collected in this batch: what their pipes still hold
+    /// is read (within the usual budget) and logged, their pipes and pidfds deregistered and
+    /// closed, their ports back in the pool. Servers that could not be watched and were
+    /// killed at start are collected here once they are gone.
+    pub fn remove_closed(&mut self, registry: &Registry, now: Instant) {
+        self.strays
+            .retain_mut(|child| matches!(child.try_wait(), Ok(None)));
+        let closing = std::mem::take(&mut self.closing);
+        for &key in &closing {
+            self.output_event(registry, now, key, Stream::Out);
+            self.output_event(registry, now, key, Stream::Err);
+        }
+        for key in closing {
             let Some(mut server) = self.servers.try_remove(key) else {
                 continue;
             };
-            for pipe in [server.out.as_mut(), server.err.as_mut()]
-                .into_iter()
-                .flatten()
-            {
+            let room = server.room;
+            for (stream, pipe) in [
+                (Stream::Out, &mut server.out),
+                (Stream::Err, &mut server.err),
+            ] {
+                let Some(pipe) = pipe.as_mut() else {
+                    continue;
+                };
+                self.last_line(now, room, stream, pipe);
                 if let Err(e) = registry.deregister(&mut pipe.pipe) {
                     log::debug!("{}: deregister pipe: {e}", server.room);
                 }
@@ -618,6 +658,33 @@ impl GameServers {
         let left = self.running();
         if left > 0 {
             log::warn!("{left} game servers had not exited when lobbyd stopped");
+        }
+    }
+}
+
+/// Where one server's output lines go: the log, under the shared line budget.
+struct OutputLog<'a> {
+    lines: &'a mut WarnBudget,
+    stats: &'a mut GameServerStats,
+    now: Instant,
+    room: RoomId,
+    stream: Stream,
+}
+
+impl OutputLog<'_> {
+    fn line(&mut self, line: &[u8], cut: bool) {
+        let text = String::from_utf8_lossy(line);
+        let mark = if cut { " [cut]" } else { "" };
+        let before = self.lines.suppressed();
+        let (room, stream) = (self.room, self.stream.as_str());
+        self.lines.warn(
+            self.now,
+            format_args!("{room} game server {stream}: {text}{mark}"),
+        );
+        if self.lines.suppressed() > before {
+            self.stats.lines_dropped += 1;
+        } else {
+            self.stats.lines_logged += 1;
         }
     }
 }

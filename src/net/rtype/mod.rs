@@ -374,7 +374,7 @@ impl FrontEnd for RtypeFrontEnd {
         self.udp.remove_closed(registry, Instant::now());
         if let Some(servers) = self.servers.as_mut() {
             servers.kill_overdue(Instant::now());
-            servers.remove_closed(registry);
+            servers.remove_closed(registry, Instant::now());
         }
     }
 
