@@ -382,14 +382,15 @@ fn sigkill_to_the_group_after_the_grace() {
 fn a_stopped_server_ending_late_leaves_the_next_one_alone() {
     let scratch = Scratch::new("restart");
     let command = scratch.command("stubborn");
-    let config = party_config(&command, Duration::from_millis(300), Duration::from_secs(2));
+    let config = party_config(&command, Duration::from_millis(300), Duration::from_secs(4));
     let (server, addr) = start_with(config);
     let (mut clients, _) = party(addr, &["Gus", "Hal"]);
     ready_all(&mut clients);
     clients[0].send(&tcp_client::frame(START_REQ, &[]));
     assert_eq!(clients[0].recv()[0], COUNTDOWN);
     let room = snapshot(&server).rooms[0].room.0;
-    // (It ignores SIGTERM from its start, whenever Python gets going: only SIGKILL ends it.)
+    // Running (and ignoring SIGTERM) before it is told to stop: only SIGKILL ends it.
+    let first = scratch.record(room);
     // Hal leaves: the countdown is cancelled, the first server told to stop.
     clients.pop();
     let mut gus = clients.pop().unwrap();
@@ -429,6 +430,7 @@ fn a_stopped_server_ending_late_leaves_the_next_one_alone() {
         assert!(matches!(bytes[0], 0x12 | 0x14 | COUNTDOWN), "{bytes:02x?}");
     };
     let port = u16::from_le_bytes([game_start[19], game_start[20]]);
+    assert_gone(first.pid, "the stopped game server");
     scratch.record_on(room, port);
     assert_eq!(echo(port, b"on"), b"echo:on");
     let snap = eventually(&server, Duration::from_secs(5), |s| {
