@@ -254,7 +254,11 @@ fn build(config: &Config) -> std::io::Result<Built> {
         Some((listener, _)) => Some(TcpLobby::new(listener, registry, tcp_limits(config))?),
         None => None,
     };
-    let lobby = RtypeCore::new(lobby_config(config), Instant::now());
+    let lobby = RtypeCore::new(
+        lobby_config(config),
+        Instant::now(),
+        rtype::random::OsRandom::hash_source(),
+    );
     let mut rtype = RtypeFrontEnd::new(lobby, udp, tcp);
     if let Some(command) = &config.instance_exec.command {
         log::info!("each room runs its own game server: {command}");

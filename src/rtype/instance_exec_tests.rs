@@ -3,9 +3,10 @@
 //! reports ([`RtypeCore::handle_instance_exited`]).
 
 use super::*;
-use crate::rtype::party::{TcpError, TcpMessage, TcpRequest};
+use crate::rtype::{TcpError, TcpMessage, TcpRequest};
 use crate::wire::tcp_lobby::name_field;
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 fn peer(n: u8) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::new(127, 0, 0, n), 40000))
@@ -36,7 +37,7 @@ impl Driver {
             counter.wrapping_mul(0x9E37_79B9_7F4A_7C15)
         });
         Driver {
-            lobby: RtypeCore::with_hash_source(exec_config(), now, source),
+            lobby: RtypeCore::new(exec_config(), now, source),
             now,
             next_port: 4300,
             started: Vec::new(),

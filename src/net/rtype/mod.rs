@@ -27,6 +27,7 @@
 
 pub mod game_server;
 pub mod instance;
+pub mod random;
 pub mod stats;
 pub mod tcp;
 pub mod tcp_frames;
@@ -39,13 +40,13 @@ use mio::event::Event;
 use mio::Registry;
 
 use crate::metrics::{LoadSample, RoomView, Snapshot};
-use crate::rtype::{ConnId, Output, RoomId, RtypeCore};
+use crate::rtype::{ConnId, Output, RoomId, RtypeCore, TcpInput};
 use crate::wire::tcp_lobby::validate_name;
 
 use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::TIMERS_PER_PASS;
 use crate::net::rtype::game_server::{GameServers, Stream};
-use crate::net::rtype::tcp::{Readiness, TcpInput, TcpLobby};
+use crate::net::rtype::tcp::{Readiness, TcpLobby};
 use crate::net::rtype::udp::{Batch, ReadSize, Received, UdpLobby};
 use crate::net::server::FrontEnd;
 use crate::net::token::Target;
@@ -309,11 +310,7 @@ impl RtypeFrontEnd {
             if !self.lobby.tcp_conn_is_open(conn) {
                 break;
             }
-            match input {
-                TcpInput::Request(request) => self.lobby.handle_tcp_request(now, conn, request),
-                TcpInput::Violation(reason) => self.lobby.handle_tcp_violation(conn, reason),
-                TcpInput::Closed(why) => self.lobby.handle_tcp_closed(conn, why),
-            }
+            self.lobby.handle_tcp_input(now, conn, input);
             self.dispatch(registry);
         }
         self.tcp_inputs = inputs;

@@ -1,0 +1,175 @@
+//! Where the TCP lobby's bytes become the core's inputs and its messages become wire
+//! representations (`docs/protocols/tcp-lobby.md`, "Reading frames" and "Violations";
+//! RFC R-Type-TCP-001 section 5): a checked client frame (cut by the driver with
+//! `crate::wire::tcp_lobby::next_frame`) is a [`TcpInput`], and a [`TcpMessage`] other than
+//! GAME_START is a [`ServerRepr`] ([`server_repr`]; GAME_START needs the party's roster and
+//! the address the client reached, which the driver has).
+//!
+//! One place decides what a frame means, so the driver and the seeded simulation feed the
+//! core exactly the same inputs. Pure functions: no state, nothing allocated.
+
+use crate::wire::tcp_lobby::{self as wire, ClientRepr, ErrorCode, Frame, ServerRepr};
+
+use super::tcp_messages::{ConnClose, TcpMessage, TcpRequest, Violation};
+
+/// What a connection's bytes (or its end) mean for the core, in stream order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpInput {
+    /// A well-formed request: [`RtypeCore::handle_tcp_request`](super::RtypeCore::handle_tcp_request).
+    Request(TcpRequest),
+    /// A malformed frame or an oversized header:
+    /// [`RtypeCore::handle_tcp_violation`](super::RtypeCore::handle_tcp_violation).
+    Violation(Violation),
+    /// The driver closed the connection (EOF, read error):
+    /// [`RtypeCore::handle_tcp_closed`](super::RtypeCore::handle_tcp_closed).
+    Closed(ConnClose),
+}
+
+impl TcpInput {
+    /// A header declaring a payload longer than any client message (the payload is skipped
+    /// by the driver, never buffered).
+    pub const OVERSIZED: TcpInput = TcpInput::Violation(Violation::Oversized);
+
+    /// What one complete client frame asks: its request, or the violation it is.
+    pub fn of_frame(frame: &Frame<&[u8]>) -> TcpInput {
+        match ClientRepr::parse(frame) {
+            Ok(repr) => TcpInput::Request(request_of(repr)),
+            Err(error) => TcpInput::Violation(violation_of(error)),
+        }
+    }
+}
+
+fn request_of(repr: ClientRepr<'_>) -> TcpRequest {
+    match repr {
+        ClientRepr::ConnectReq { name } => TcpRequest::Connect { name: *name },
+        ClientRepr::ReadyReq { ready } => TcpRequest::Ready(ready),
+        ClientRepr::StartReq => TcpRequest::Start,
+        ClientRepr::Disconnect => TcpRequest::Disconnect,
+    }
+}
+
+fn violation_of(error: wire::Error) -> Violation {
+    match error {
+        wire::Error::UnknownType => Violation::UnknownType,
+        wire::Error::WrongDirection => Violation::WrongDirection,
+        wire::Error::BadValue => Violation::BadValue,
+        // Truncated never comes from `next_frame`; count it with the size errors.
+        wire::Error::BadPayloadSize | wire::Error::Truncated => Violation::BadPayloadSize,
+    }
+}
+
+/// Every message but GAME_START (which needs the party's roster), as its wire form.
+pub fn server_repr(msg: &TcpMessage) -> Option<ServerRepr<'_>> {
+    Some(match *msg {
+        TcpMessage::ConnectAck { hash, slot } => ServerRepr::ConnectAck { hash, number: slot },
+        TcpMessage::PlayerJoin {
+            slot,
+            hash,
+            ref name,
+            ready,
+        } => ServerRepr::PlayerJoin {
+            number: slot,
+            hash,
+            name,
+            ready,
+        },
+        TcpMessage::PlayerReady { slot, ready } => ServerRepr::PlayerReady {
+            number: slot,
+            ready,
+        },
+        TcpMessage::PlayerLeft(slot) => ServerRepr::PlayerLeft { number: slot },
+        TcpMessage::Countdown(left) => ServerRepr::Countdown {
+            remaining: left.as_secs_f32(),
+        },
+        TcpMessage::Error(error) => ServerRepr::Error {
+            code: ErrorCode::from(error.code()),
+            message: error.text(),
+        },
+        TcpMessage::GameStart(_) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::rtype::room::RoomId;
+    use crate::rtype::tcp_messages::TcpError;
+    use crate::wire::tcp_lobby::{name_field, next_frame, Next};
+
+    /// The input of one whole client frame, given as its bytes.
+    fn input(bytes: &[u8]) -> TcpInput {
+        let Next::Frame { frame, consumed } = next_frame(bytes) else {
+            panic!("not a whole frame: {bytes:?}");
+        };
+        assert_eq!(consumed, bytes.len());
+        TcpInput::of_frame(&frame)
+    }
+
+    #[test]
+    fn each_client_message_is_its_request() {
+        let mut connect = vec![0x10, 0x20, 0x00];
+        connect.extend_from_slice(&name_field("Ann"));
+        assert_eq!(
+            input(&connect),
+            TcpInput::Request(TcpRequest::Connect {
+                name: name_field("Ann")
+            })
+        );
+        let ready = TcpInput::Request(TcpRequest::Ready(true));
+        assert_eq!(input(&[0x13, 0x01, 0x00, 0x01]), ready);
+        let not_ready = TcpInput::Request(TcpRequest::Ready(false));
+        assert_eq!(input(&[0x13, 0x01, 0x00, 0x00]), not_ready);
+        let start = TcpInput::Request(TcpRequest::Start);
+        assert_eq!(input(&[0x15, 0x00, 0x00]), start);
+        let disconnect = TcpInput::Request(TcpRequest::Disconnect);
+        assert_eq!(input(&[0x17, 0x00, 0x00]), disconnect);
+    }
+
+    #[test]
+    fn each_bad_frame_is_its_violation() {
+        let cases: [(&[u8], Violation); 4] = [
+            (&[0x20, 0x00, 0x00], Violation::UnknownType),
+            // PLAYER_LEFT is the server's.
+            (&[0x18, 0x01, 0x00, 0x01], Violation::WrongDirection),
+            (&[0x13, 0x01, 0x00, 0x02], Violation::BadValue),
+            (&[0x15, 0x01, 0x00, 0x00], Violation::BadPayloadSize),
+        ];
+        for (bytes, violation) in cases {
+            assert_eq!(input(bytes), TcpInput::Violation(violation), "{bytes:?}");
+        }
+        assert_eq!(
+            TcpInput::OVERSIZED,
+            TcpInput::Violation(Violation::Oversized)
+        );
+    }
+
+    #[test]
+    fn each_message_but_game_start_has_its_wire_form() {
+        let ack = TcpMessage::ConnectAck { hash: 7, slot: 2 };
+        let ack_repr = ServerRepr::ConnectAck { hash: 7, number: 2 };
+        assert_eq!(server_repr(&ack), Some(ack_repr));
+        let ready = TcpMessage::PlayerReady {
+            slot: 3,
+            ready: true,
+        };
+        let ready_repr = ServerRepr::PlayerReady {
+            number: 3,
+            ready: true,
+        };
+        assert_eq!(server_repr(&ready), Some(ready_repr));
+        let left = ServerRepr::PlayerLeft { number: 4 };
+        assert_eq!(server_repr(&TcpMessage::PlayerLeft(4)), Some(left));
+        let countdown = TcpMessage::Countdown(Duration::from_millis(4500));
+        let countdown_repr = ServerRepr::Countdown { remaining: 4.5 };
+        assert_eq!(server_repr(&countdown), Some(countdown_repr));
+        let error = TcpError::NameTaken;
+        let error_repr = ServerRepr::Error {
+            code: ErrorCode::from(error.code()),
+            message: error.text(),
+        };
+        assert_eq!(server_repr(&TcpMessage::Error(error)), Some(error_repr));
+        assert_eq!(server_repr(&TcpMessage::GameStart(RoomId(1))), None);
+    }
+}
