@@ -397,7 +397,7 @@ impl GameServers {
         by_itself.then_some(room)
     }
 
-    /// Output pipe `stream` of server `key` is readable: reads at most [`PIPE_READ_BUDGET`]
+    /// Output pipe `stream` of server `key` is readable: reads at most `PIPE_READ_BUDGET`
     /// bytes and logs the complete lines; asks for another event if more may wait.
     pub fn output_event(&mut self, registry: &Registry, now: Instant, key: usize, stream: Stream) {
         let Some(server) = self.servers.get_mut(key) else {
