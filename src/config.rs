@@ -26,11 +26,13 @@ use getopts::{Matches, Options};
 
 mod file;
 mod general;
+mod instance_exec;
 mod parse;
 mod rtype;
 mod wz;
 
 pub use general::{frame_buffer_len, GeneralSettings, DEFAULT_LOBBY_PORT};
+pub use instance_exec::{CommandTemplate, InstanceExecSettings, Placeholders};
 pub use parse::UsageError;
 pub use rtype::{
     InstancePorts, RtypeSettings, EPHEMERAL_DEFAULT_MAX_ROOMS, MAX_LIST_ROOMS, MAX_PLAYERS,
@@ -148,6 +150,9 @@ pub struct Config {
     pub log: Option<String>,
     /// The Warzone 2100 master server (`--wz-*`, `--motd*`, `--db`; see [`WzSettings`]).
     pub wz: WzSettings,
+    /// A game server per room in place of lobbyd's relay (`--instance-exec`,
+    /// `--instance-stop-grace`).
+    pub instance_exec: InstanceExecSettings,
     /// The general lobby (`--lobby-*`; see [`GeneralSettings`]).
     pub general: GeneralSettings,
 }
@@ -213,6 +218,7 @@ impl Default for Config {
             metrics_conn_rate: 120,
             log: None,
             wz: WzSettings::default(),
+            instance_exec: InstanceExecSettings::default(),
             general: GeneralSettings::default(),
         }
     }
@@ -450,6 +456,9 @@ impl HelpGroup {
         if name.starts_with("metrics") {
             return HelpGroup::Metrics;
         }
+        if name.starts_with("instance-") {
+            return HelpGroup::UdpLobby;
+        }
         match name {
             _ if rtype::UDP_LOBBY_FLAGS.contains(&name) => HelpGroup::UdpLobby,
             _ if rtype::TCP_LOBBY_FLAGS.contains(&name) => HelpGroup::TcpLobby,
@@ -549,6 +558,7 @@ fn options(d: &Config) -> Options {
     declare(&mut options, first);
     rtype::declare(&mut options, &d.rtype());
     declare(&mut options, rest);
+    instance_exec::declare(&mut options, &d.instance_exec);
     wz::declare(&mut options, &d.wz);
     general::declare(&mut options, &d.general);
     options
@@ -563,6 +573,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         d.handshake_timeout,
     )?;
     let wz = wz::settings_from(m, d.wz.clone(), handshake_timeout)?;
+    let instance_exec = instance_exec::settings_from(m, d.instance_exec.clone())?;
     let bind = match m.opt_str("bind") {
         Some(text) => parse_bind(&text)?,
         None => d.bind,
@@ -652,6 +663,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         )?,
         log,
         wz,
+        instance_exec,
         general,
     })
 }

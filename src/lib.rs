@@ -48,7 +48,8 @@
 //!   is the loop and documents the one seam (`FrontEnd`) every front end plugs into. One folder
 //!   per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`, its TCP lobby in
 //!   `tcp.rs` and `tcp_frames.rs` (its frames' length rule), the game instances' ports in
-//!   `instance.rs`, the OS source of player hashes in `random.rs`, the driver's UDP and TCP counters in `stats.rs`), `wz/` (with the
+//!   `instance.rs`, the OS source of player hashes in `random.rs`, the operator's game servers of
+//!   `--instance-exec` in `game_server.rs`, the driver's UDP and TCP counters in `stats.rs`), `wz/` (with the
 //!   reachability probe in `probe.rs` and the driver's counters in `stats.rs`), `general/` (the
 //!   way in, listener, admission and frame reader, in `mod.rs`; the way out, `Outbound`, owning
 //!   the core and the connections with their send queues and fan-out, in `outbound.rs`; its

@@ -24,6 +24,13 @@
 //!
 //! At the end, once every client is silent past the idle timeout, every room is reaped and
 //! every connection closed.
+//!
+//! With [`RtypeConfig::instance_exec`] (the `core_rtype_exec` target) every instance is a game
+//! server the fake driver "starts" ([`Output::StartInstance`]) and that exits when a step says
+//! so ([`RtypeCore::handle_instance_exited`]); nobody talks to lobbyd's instance protocol then.
+//! The same invariants hold, and: a stop ([`Output::CloseInstance`]) is only for a game server
+//! that runs or has just exited; a room never outlives its game server's exit unless it is a
+//! party still in its lobby; at the end, once every game server has exited, nothing is left.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -63,6 +70,8 @@ pub struct RtypeSim {
     mix: Mix,
     free_ports: BTreeSet<u16>,
     open: BTreeMap<RoomId, u16>,
+    /// Rooms whose game server exited (`instance_exec`): a stop for them is a no-op.
+    exited: BTreeSet<RoomId>,
     known_rooms: Vec<RoomId>,
     last_created: u32,
     max_rooms: usize,
@@ -122,6 +131,7 @@ impl RtypeSim {
             // Fewer ports than rooms allowed, so "no instance port" happens too.
             free_ports: (4300..4300 + max_rooms as u16 - 2).collect(),
             open: BTreeMap::new(),
+            exited: BTreeSet::new(),
             known_rooms: Vec::new(),
             last_created: 0,
             max_rooms,
@@ -163,7 +173,7 @@ impl RtypeSim {
 
     fn carry_out(&mut self, output: Output) {
         match output {
-            Output::OpenInstance { room } => {
+            Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
                 let port = self.free_ports.pop_first();
                 if let Some(port) = port {
                     assert!(
@@ -173,13 +183,12 @@ impl RtypeSim {
                 }
                 self.lobby.handle_instance_opened(self.now, room, port);
             }
-            Output::CloseInstance { room } => {
-                let port = self
-                    .open
-                    .remove(&room)
-                    .expect("closing a room never opened");
-                self.free_ports.insert(port);
-            }
+            Output::CloseInstance { room } => match self.open.remove(&room) {
+                Some(port) => {
+                    self.free_ports.insert(port);
+                }
+                None => assert!(self.exited.contains(&room), "closing {room}, never opened"),
+            },
             Output::Lobby {
                 reply: LobbyReply::RoomCreated { room, port },
                 ..
@@ -319,6 +328,8 @@ impl RtypeSim {
                 let room = self.room(choices);
                 self.lobby_request(from, choices, LobbyRequest::JoinRoom(room.0));
             }
+            // A game server's players talk to it, not to lobbyd: its exit is the event.
+            4..=9 | 18 if self.exec() => self.game_server_exits(choices),
             4 | 5 => self.instance_request(from, choices, InstanceRequest::Hello { token: None }),
             6 => self.instance_request(from, choices, InstanceRequest::Leave),
             7 => self.instance_request(from, choices, InstanceRequest::Start),
@@ -371,6 +382,45 @@ impl RtypeSim {
             _ => self.wait(Duration::from_millis(choices.below(900))),
         }
         self.check();
+    }
+
+    fn exec(&self) -> bool {
+        self.lobby.config().instance_exec
+    }
+
+    /// The game server of a room the driver runs one for exits (or, now and then, a report
+    /// for a room without one).
+    fn game_server_exits(&mut self, choices: &mut impl Choices) {
+        let room = self.room(choices);
+        if let Some(port) = self.open.remove(&room) {
+            self.free_ports.insert(port);
+            self.exited.insert(room);
+        }
+        self.lobby.handle_instance_exited(self.now, room);
+        self.drain();
+        if let Some(room) = self.lobby.room(room) {
+            // Only a party still in its lobby outlives its game server, Waiting, without a port.
+            let waiting = (room.kind, room.state, room.port);
+            assert_eq!(
+                waiting,
+                (RoomKind::Party, RoomState::Waiting, None),
+                "{:?} outlived its game server",
+                room.id
+            );
+        }
+    }
+
+    /// Every running game server exits (`instance_exec`).
+    fn every_game_server_exits(&mut self) {
+        let rooms: Vec<RoomId> = self.open.keys().copied().collect();
+        for room in rooms {
+            if let Some(port) = self.open.remove(&room) {
+                self.free_ports.insert(port);
+                self.exited.insert(room);
+            }
+            self.lobby.handle_instance_exited(self.now, room);
+            self.drain();
+        }
     }
 
     fn wait(&mut self, by: Duration) {
@@ -505,6 +555,10 @@ impl RtypeSim {
     pub fn wind_down(&mut self) {
         let idle = self.lobby.config().idle_timeout;
         for _ in 0..40 {
+            // Game servers end by themselves; the last players may still start new ones.
+            if self.exec() {
+                self.every_game_server_exits();
+            }
             self.wait(idle / 4);
             self.check();
         }
@@ -595,9 +649,29 @@ pub fn simulate(seed: u64, steps: usize, mix: Mix) -> RtypeStats {
     sim.stats().clone()
 }
 
+/// [`simulate`] with every instance a game server (`--instance-exec`).
+pub fn simulate_exec(seed: u64, steps: usize) -> RtypeStats {
+    let config = RtypeConfig {
+        instance_exec: true,
+        ..seeded_config()
+    };
+    let mut sim = RtypeSim::new(config, Mix::Both, seed ^ 0x5555);
+    let mut rng = ScriptRng(seed);
+    for _ in 0..steps {
+        sim.step(&mut rng);
+    }
+    sim.wind_down();
+    sim.stats().clone()
+}
+
 fn fuzz(input: &[u8], mix: Mix) {
+    fuzz_with(input, mix, false);
+}
+
+fn fuzz_with(input: &[u8], mix: Mix, instance_exec: bool) {
     let mut script = Script::new(input);
-    let config = scripted_config(&mut script);
+    let mut config = scripted_config(&mut script);
+    config.instance_exec = instance_exec;
     let hash_seed = script.below(1 << 16);
     let mut sim = RtypeSim::new(config, mix, hash_seed);
     while !script.is_done() {
@@ -614,4 +688,10 @@ pub fn fuzz_udp(input: &[u8]) {
 /// Fuzz target `core_rtype_tcp`: TCP lobby parties and their instances, scripted by `input`.
 pub fn fuzz_tcp(input: &[u8]) {
     fuzz(input, Mix::Tcp);
+}
+
+/// Fuzz target `core_rtype_exec`: UDP rooms and TCP parties whose instances are game servers
+/// (`--instance-exec`) that start, exit and are stopped, scripted by `input`.
+pub fn fuzz_exec(input: &[u8]) {
+    fuzz_with(input, Mix::Both, true);
 }

@@ -32,6 +32,12 @@ pub struct RtypeConfig {
     pub timer_tick: Duration,
     /// The TCP lobby's settings.
     pub party: PartyConfig,
+    /// Every room's instance is a game server of the operator's (`--instance-exec`), started
+    /// with [`Output::StartInstance`](super::Output::StartInstance): lobbyd sees none of its
+    /// traffic, so a room never ends for being empty; it ends when its process exits
+    /// ([`RtypeCore::handle_instance_exited`](super::RtypeCore::handle_instance_exited)), or
+    /// when its party dissolves or cancels its countdown before GAME_START.
+    pub instance_exec: bool,
 }
 
 impl Default for RtypeConfig {
@@ -55,6 +61,7 @@ impl Default for RtypeConfig {
             },
             timer_tick: Duration::from_millis(1),
             party: PartyConfig::default(),
+            instance_exec: false,
         }
     }
 }

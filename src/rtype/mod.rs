@@ -34,7 +34,10 @@
 //! Instance sockets are bound by the driver: CREATE_ROOM yields [`Output::OpenInstance`],
 //! the driver answers with [`RtypeCore::handle_instance_opened`], and only then is ROOM_CREATED
 //! (or JOIN_FAILED) queued. So a listed room always has a live socket, and a room's socket is
-//! closed ([`Output::CloseInstance`]) in the same step that removes it from the list.
+//! closed ([`Output::CloseInstance`]) in the same step that removes it from the list. With
+//! `--instance-exec` ([`RtypeConfig::instance_exec`]) the instance is a game server of the
+//! operator's: [`Output::StartInstance`] in place of `OpenInstance`, answered the same way,
+//! and its exit is an input ([`RtypeCore::handle_instance_exited`]) that ends its room.
 
 mod config;
 mod conns;
@@ -234,6 +237,27 @@ impl RtypeCore {
         }
     }
 
+    /// The driver's report that room `id`'s game server exited (`--instance-exec`): the
+    /// room is reaped now, whatever its state (gone from ROOM_LIST, its port back in the
+    /// pool, a started party's connections still open closed). A party still in its lobby
+    /// (counting down) stays, its countdown cancelled (ERROR [`TcpError::NoInstance`]). A room
+    /// already gone is ignored.
+    pub fn handle_instance_exited(&mut self, now: Instant, id: RoomId) {
+        if self.rooms.is_opening(id) {
+            self.handle_instance_opened(now, id, None);
+            return;
+        }
+        let mut cx = ctx!(self);
+        if self.parties.instance_exited(&mut cx, &mut self.rooms, id) {
+            return;
+        }
+        if self.rooms.reap(&mut cx, id) {
+            tcp::reaped(&mut cx, &mut tcp!(self), id);
+            cx.stats.rooms_reaped += 1;
+            cx.push(Output::CloseInstance { room: id });
+        }
+    }
+
     /// A well-formed control datagram from `from` on `room`'s instance socket.
     pub fn handle_instance_request(
         &mut self,
@@ -389,5 +413,7 @@ impl RtypeCore {
     }
 }
 
+#[cfg(test)]
+mod instance_exec_tests;
 #[cfg(test)]
 mod tests;

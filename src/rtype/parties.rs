@@ -157,15 +157,22 @@ impl Parties {
             return;
         };
         if party.countdown.is_some() && party.member_count() < min {
-            self.cancel_countdown(cx, rooms, id);
+            self.cancel_countdown(cx, rooms, id, TcpError::NotEnoughPlayers);
         } else {
             self.maybe_auto_start(cx, id);
         }
     }
 
-    /// Too few members for the countdown: stop it, tell everyone (ERROR 0x06, then
-    /// PLAYER_READY(0) for every member) and release the instance socket.
-    fn cancel_countdown(&mut self, cx: &mut Ctx<'_>, rooms: &mut Rooms, id: RoomId) {
+    /// The countdown cannot go on (too few members: `error` 0x06; the game server exited:
+    /// 0xFF "no game instance available"): stop it, tell everyone (ERROR `error`, then
+    /// PLAYER_READY(0) for every member) and release the instance.
+    fn cancel_countdown(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        rooms: &mut Rooms,
+        id: RoomId,
+        error: TcpError,
+    ) {
         let Some(party) = self.parties.get_mut(&id) else {
             return;
         };
@@ -183,11 +190,36 @@ impl Parties {
             }
         }
         cx.stats.tcp.countdowns_cancelled += 1;
-        self.send_party(cx, id, TcpMessage::Error(TcpError::NotEnoughPlayers));
+        self.send_party(cx, id, TcpMessage::Error(error));
         for slot in slots {
             self.send_party(cx, id, TcpMessage::PlayerReady { slot, ready: false });
         }
         release_instance(cx, rooms, id);
+    }
+
+    /// Party `id`'s game server exited before GAME_START (`--instance-exec`): the party
+    /// stays, its countdown cancelled with ERROR 0xFF (no game instance). False when `id` is
+    /// no party still in its lobby (the caller reaps the room).
+    pub(super) fn instance_exited(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        rooms: &mut Rooms,
+        id: RoomId,
+    ) -> bool {
+        let Some(party) = self.parties.get_mut(&id) else {
+            return false;
+        };
+        if party.started {
+            return false;
+        }
+        party.opening = None;
+        self.cancel_countdown(cx, rooms, id, TcpError::NoInstance);
+        // No countdown to cancel (already over): the party stays in its lobby, Waiting.
+        if let Some(room) = rooms.get_mut(id) {
+            room.state = RoomState::Waiting;
+            room.port = None;
+        }
+        true
     }
 
     /// A party with nobody in its lobby and no game is removed with its room.
@@ -360,7 +392,8 @@ impl Parties {
             return;
         };
         party.opening = Some(opener);
-        cx.push(Output::OpenInstance { room: id });
+        let players = u8::try_from(party.member_count()).unwrap_or(u8::MAX);
+        cx.open_instance(id, players);
     }
 
     /// The driver's answer to a party's [`Output::OpenInstance`].

@@ -239,7 +239,7 @@ impl Rooms {
             .insert(id, Room::new(id, cx.config.max_players, from.ip()));
         self.pending_creates
             .insert(id, PendingCreate { to: from, seq });
-        cx.push(Output::OpenInstance { room: id });
+        cx.open_instance(id, cx.config.max_players);
     }
 
     /// The driver's answer to a UDP room's [`Output::OpenInstance`]: the bound port, or
@@ -615,6 +615,10 @@ impl Rooms {
     }
 
     fn finish_if_empty(&mut self, cx: &mut Ctx<'_>, now: Instant, id: RoomId) {
+        // A game server's players are not seen here: its room ends when its process does.
+        if cx.config.instance_exec {
+            return;
+        }
         let empty = self
             .table
             .get(&id)
@@ -696,6 +700,11 @@ impl Rooms {
         {
             self.arm_housekeeping(cx, id);
         }
+    }
+
+    /// Whether room `id` is waiting for its instance (a create not answered yet).
+    pub(super) fn is_opening(&self, id: RoomId) -> bool {
+        self.pending_creates.contains_key(&id)
     }
 
     /// A Finished room's grace is over: it leaves the table and the list, with its timers.

@@ -86,7 +86,7 @@ fn replay_one() {
 #[test]
 #[ignore = "writes files; run by hand to regenerate the seed corpora"]
 fn write_seed_corpora() -> io::Result<()> {
-    let seeds: [(&str, Vec<Vec<u8>>); 13] = [
+    let seeds: [(&str, Vec<Vec<u8>>); 14] = [
         ("wire_udp_lobby", udp_lobby()),
         ("wire_instance", instance()),
         ("wire_tcp_lobby", tcp_lobby()),
@@ -101,6 +101,7 @@ fn write_seed_corpora() -> io::Result<()> {
         ("wire_general_params", general_params()),
         ("core_rtype_udp", scripts(1)),
         ("core_rtype_tcp", scripts(2)),
+        ("core_rtype_exec", scripts(5)),
         ("core_wz", scripts(3)),
         ("core_general", scripts(4)),
     ];

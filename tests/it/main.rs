@@ -15,6 +15,7 @@ mod deploy;
 mod fuzz_corpora;
 mod general_lobby;
 mod instance;
+mod instance_exec;
 mod metrics;
 mod no_alloc;
 mod simulation;

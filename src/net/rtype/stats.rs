@@ -1,6 +1,7 @@
 //! The R-Type front end's driver counters: its UDP sockets' (`net::rtype::udp`: what was
-//! dropped before the core saw it, and I/O totals) and its TCP lobby transport's
-//! (`net::rtype::tcp`: admission, drops, I/O totals). The core's own are `rtype::stats`.
+//! dropped before the core saw it, and I/O totals), its TCP lobby transport's
+//! (`net::rtype::tcp`: admission, drops, I/O totals) and the rooms' game servers'
+//! (`net::rtype::game_server`, `--instance-exec`). The core's own are `rtype::stats`.
 
 use crate::wire::frame::Error as FrameError;
 
@@ -153,5 +154,122 @@ impl TcpStats {
         f("tcp_lobby_bytes_out_total", "", self.bytes_out);
         f("tcp_lobby_frames_out_total", "", self.frames_out);
         f("tcp_lobby_frames_in_total", "", self.frames_in);
+    }
+}
+
+/// Why a game server ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCause {
+    /// It exited by itself with status 0.
+    Exited,
+    /// It exited by itself with another status, or a signal lobbyd did not send ended it.
+    Failed,
+    /// It ended after lobbyd's SIGTERM, within the grace.
+    Stopped,
+    /// lobbyd sent SIGKILL after the grace.
+    Killed,
+}
+
+impl ExitCause {
+    /// Every cause, for exporting all counters.
+    pub const ALL: [ExitCause; 4] = [
+        ExitCause::Exited,
+        ExitCause::Failed,
+        ExitCause::Stopped,
+        ExitCause::Killed,
+    ];
+
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitCause::Exited => "exited",
+            ExitCause::Failed => "failed",
+            ExitCause::Stopped => "stopped",
+            ExitCause::Killed => "killed",
+        }
+    }
+}
+
+/// Why a game server could not be started (the room was refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpawnFailure {
+    /// Every port of `--instance-ports` is taken.
+    NoPort,
+    /// The command could not be run (not found, not executable, out of processes).
+    Spawn,
+    /// Its exit cannot be watched (no pidfd) or its pipes not registered: it was killed.
+    Watch,
+}
+
+impl SpawnFailure {
+    /// Every reason.
+    pub const ALL: [SpawnFailure; 3] = [
+        SpawnFailure::NoPort,
+        SpawnFailure::Spawn,
+        SpawnFailure::Watch,
+    ];
+
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpawnFailure::NoPort => "no_port",
+            SpawnFailure::Spawn => "spawn",
+            SpawnFailure::Watch => "watch",
+        }
+    }
+}
+
+/// The game servers' counters.
+#[derive(Clone, Debug, Default)]
+pub struct GameServerStats {
+    /// Game servers started.
+    pub spawned: u64,
+    /// Game servers ended, by [`ExitCause`] (index in [`ExitCause::ALL`]).
+    pub exited: [u64; ExitCause::ALL.len()],
+    /// Rooms refused because their game server could not start, by [`SpawnFailure`].
+    pub spawn_failures: [u64; SpawnFailure::ALL.len()],
+    /// Output lines logged.
+    pub lines_logged: u64,
+    /// Output lines over the log budget, not logged.
+    pub lines_dropped: u64,
+}
+
+impl GameServerStats {
+    /// Calls `f(name, label, value)` for every counter; `running` is the gauge of servers
+    /// alive now.
+    pub fn visit(&self, running: usize, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        f("game_servers_spawned_total", "", self.spawned);
+        for (cause, value) in ExitCause::ALL.iter().zip(self.exited) {
+            f("game_servers_exited_total", cause.as_str(), value);
+        }
+        for (reason, value) in SpawnFailure::ALL.iter().zip(self.spawn_failures) {
+            f("game_server_spawn_failures_total", reason.as_str(), value);
+        }
+        f("game_server_log_lines_total", "", self.lines_logged);
+        f(
+            "game_server_log_lines_dropped_total",
+            "",
+            self.lines_dropped,
+        );
+        f("game_servers_running", "", running as u64);
+    }
+
+    /// How many ended for `cause`.
+    pub fn exits(&self, cause: ExitCause) -> u64 {
+        let i = ExitCause::ALL.iter().position(|c| *c == cause);
+        i.map_or(0, |i| self.exited[i])
+    }
+
+    /// How many rooms were refused for `reason`.
+    pub fn failures(&self, reason: SpawnFailure) -> u64 {
+        let i = SpawnFailure::ALL.iter().position(|r| *r == reason);
+        i.map_or(0, |i| self.spawn_failures[i])
+    }
+
+    /// Counts a room refused for `reason`.
+    pub fn failed(&mut self, reason: SpawnFailure) {
+        if let Some(i) = SpawnFailure::ALL.iter().position(|r| *r == reason) {
+            self.spawn_failures[i] += 1;
+        }
     }
 }

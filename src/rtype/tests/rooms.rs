@@ -35,7 +35,7 @@ impl Harness {
         let mut out = Vec::new();
         while let Some(o) = self.lobby.poll_output() {
             match o {
-                Output::OpenInstance { room } => {
+                Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
                     let port = if self.ports_left == 0 {
                         None
                     } else {
