@@ -1,7 +1,8 @@
 //! Fuzz targets of the R-Type wire formats: the UDP room lobby (`wire_udp_lobby`), the game
-//! instance relay (`wire_instance`) and the TCP lobby's frames, payloads and stream reader
-//! (`wire_tcp_lobby`). Contracts: `docs/protocols/udp-lobby.md`, `instance.md`,
-//! `tcp-lobby.md`.
+//! instance relay (`wire_instance`), the TCP lobby's frames, payloads and stream reader
+//! (`wire_tcp_lobby`) and the upstream client's TCP dialect with its sniffer
+//! (`wire_tcp_upstream`). Contracts: `docs/protocols/udp-lobby.md`, `instance.md`,
+//! `tcp-lobby.md`, `tcp-lobby-upstream.md`.
 //!
 //! Each target parses its input as every message the module reads; whatever parses is emitted
 //! again and must parse back to the same message, emitting the same bytes (a round trip
@@ -16,6 +17,7 @@ use crate::wire::instance::{self, rewrite_data_for_delivery, ClientMsg, ServerMs
 use crate::wire::tcp_lobby::{
     self as tcp, name_field, next_frame, next_frame_max, validate_name, Next, MAX_SERVER_PAYLOAD,
 };
+use crate::wire::tcp_upstream as up;
 use crate::wire::udp_lobby::{self, emit_room_list, Reply, ReplyRepr, RequestRepr};
 
 use super::emitted;
@@ -200,4 +202,67 @@ fn server_frame(frame: tcp::Frame<&[u8]>) {
     };
     let again = tcp::ServerRepr::parse(&again).expect("an emitted server message parses");
     assert_eq!(emitted(again.buffer_len(), |buf| again.emit(buf)), bytes);
+}
+
+/// Fuzz target `wire_tcp_upstream`: one TCP stream in the upstream client's dialect. The
+/// sniffer judges its first bytes (and must agree with the reader), the stream is cut into
+/// client frames as the server cuts it (skipping a bad length's bytes), each parsed as a
+/// client message, and cut again as server frames, each parsed as a server message; whatever
+/// parses must emit the same bytes back.
+pub fn tcp_upstream(data: &[u8]) {
+    match up::sniff(data) {
+        up::Sniff::Dialect(up::Dialect::Upstream) => {
+            assert!(!matches!(up::next_frame(data), up::Next::BadLength { .. }));
+        }
+        up::Sniff::Dialect(up::Dialect::Rfc) => assert!((0x10..=0x1F).contains(&data[0])),
+        up::Sniff::NeedMore => assert!(data.len() < up::HEADER_LEN),
+        up::Sniff::Neither => {}
+    }
+    let mut rest = data;
+    loop {
+        match up::next_frame(rest) {
+            up::Next::Frame { frame, consumed } => {
+                upstream_client_frame(frame);
+                rest = &rest[consumed..];
+            }
+            up::Next::BadLength { declared } => {
+                let skip = up::LENGTH_LEN.saturating_add(declared).min(rest.len());
+                rest = &rest[skip..];
+            }
+            up::Next::NeedMore => break,
+        }
+    }
+    let mut rest = data;
+    while let up::Next::Frame { frame, consumed } = up::next_frame_max(rest, up::MAX_LEN) {
+        upstream_server_frame(frame);
+        rest = &rest[consumed..];
+    }
+}
+
+fn upstream_client_frame(frame: up::Frame<&[u8]>) {
+    let Ok(repr) = up::ClientRepr::parse(&frame) else {
+        return;
+    };
+    let bytes = emitted(repr.buffer_len(), |buf| repr.emit(buf));
+    assert_eq!(bytes, frame.into_inner(), "{repr:?} emits other bytes");
+    assert_eq!(
+        up::sniff(&bytes),
+        up::Sniff::Dialect(up::Dialect::Upstream),
+        "a client frame is not sniffed as its dialect"
+    );
+}
+
+fn upstream_server_frame(frame: up::Frame<&[u8]>) {
+    let Ok(repr) = up::ServerRepr::parse(&frame) else {
+        return;
+    };
+    let bytes = emitted(repr.buffer_len(), |buf| repr.emit(buf));
+    assert_eq!(bytes, frame.into_inner(), "{repr:?} emits other bytes");
+    if let up::ServerRepr::ListRoomsAck(list) = repr {
+        assert_eq!(list.records().count(), list.len());
+        // The server's streaming emitter writes the same list.
+        let mut buf = vec![0xa5; bytes.len()];
+        let len = up::emit_room_list(&mut buf, list.records());
+        assert_eq!(buf[..len], bytes[..], "the streamed list differs");
+    }
 }
