@@ -567,7 +567,10 @@ mod tests {
         assert_eq!(GAME_START_BYTES.len(), 11);
         assert_eq!(MAX_LIST_RECORDS, 52);
         assert_eq!(HEADER_LEN + 1 + MAX_LIST_RECORDS * ROOM_RECORD_LEN, 2034);
-        assert_eq!(1 + 1 + (MAX_LIST_RECORDS + 1) * ROOM_RECORD_LEN, MAX_LEN + 21);
+        assert_eq!(
+            1 + 1 + (MAX_LIST_RECORDS + 1) * ROOM_RECORD_LEN,
+            MAX_LEN + 21
+        );
     }
 
     #[test]
