@@ -471,6 +471,7 @@ impl RtypeSim {
         match input {
             TcpInput::Request(request) => self.lobby.handle_tcp_request(self.now, id, request),
             TcpInput::Violation(reason) => self.lobby.handle_tcp_violation(id, reason),
+            TcpInput::Upstream => self.lobby.handle_tcp_upstream(id),
             TcpInput::Closed(why) => {
                 self.conns.remove(&conn);
                 self.hashes.remove(&conn);

@@ -119,6 +119,9 @@ fn instance_datagram(data: &[u8]) {
 enum OwnedPiece {
     Frame(Vec<u8>),
     Oversized { packet_type: u8, declared: usize },
+    Upstream,
+    UpstreamFrame(Vec<u8>),
+    BadLength { declared: usize },
 }
 
 fn owned(piece: Piece<'_>) -> OwnedPiece {
@@ -131,13 +134,17 @@ fn owned(piece: Piece<'_>) -> OwnedPiece {
             packet_type,
             declared,
         },
+        Piece::Upstream => OwnedPiece::Upstream,
+        Piece::UpstreamFrame(frame) => OwnedPiece::UpstreamFrame(frame.into_inner().to_vec()),
+        Piece::BadLength { declared } => OwnedPiece::BadLength { declared },
     }
 }
 
 /// Fuzz target `wire_tcp_lobby`: one TCP stream, cut into client frames by the server's
-/// reader (whole, and again in small reads, which must give the same pieces), each frame
-/// parsed as a client message; the same bytes cut as server frames and parsed as server
-/// messages.
+/// reader (whole, and again in small reads, which must give the same pieces; in whichever
+/// dialect its first bytes choose, announced at most once and first), each frame parsed as a
+/// client message of its dialect; the same bytes cut as RFC server frames and parsed as
+/// server messages.
 pub fn tcp_lobby(data: &[u8]) {
     let mut whole = Vec::new();
     FrameReader::default().push(data, &mut |piece| {
@@ -160,12 +167,31 @@ pub fn tcp_lobby(data: &[u8]) {
         pieces, whole,
         "the reader depends on how the stream is split"
     );
-    for piece in &whole {
-        if let OwnedPiece::Frame(bytes) = piece {
-            let Next::Frame { frame, .. } = next_frame(bytes) else {
-                panic!("a piece is not one whole frame");
-            };
-            client_frame(frame);
+    let upstream = whole.first() == Some(&OwnedPiece::Upstream);
+    assert_eq!(
+        upstream,
+        up::sniff(data) == up::Sniff::Dialect(up::Dialect::Upstream),
+        "the reader and the sniffer disagree"
+    );
+    for (i, piece) in whole.iter().enumerate() {
+        match piece {
+            OwnedPiece::Frame(bytes) => {
+                assert!(!upstream, "an RFC frame in an upstream stream");
+                let Next::Frame { frame, .. } = next_frame(bytes) else {
+                    panic!("a piece is not one whole frame");
+                };
+                client_frame(frame);
+            }
+            OwnedPiece::UpstreamFrame(bytes) => {
+                assert!(upstream, "an upstream frame in an RFC stream");
+                let up::Next::Frame { frame, .. } = up::next_frame(bytes) else {
+                    panic!("a piece is not one whole upstream frame");
+                };
+                upstream_client_frame(frame);
+            }
+            OwnedPiece::Upstream => assert_eq!(i, 0, "the dialect announced late"),
+            OwnedPiece::Oversized { .. } => assert!(!upstream),
+            OwnedPiece::BadLength { .. } => assert!(upstream),
         }
     }
     let mut rest = data;

@@ -5,10 +5,17 @@
 //! GAME_START is a [`ServerRepr`] ([`server_repr`]; GAME_START needs the party's roster and
 //! the address the client reached, which the driver has).
 //!
+//! The same for the upstream client's dialect (`docs/protocols/tcp-lobby-upstream.md`): a
+//! frame cut with `crate::wire::tcp_upstream::next_frame` is a [`TcpInput`]
+//! ([`TcpInput::of_upstream_frame`]), and a [`TcpMessage`] is an upstream
+//! `ServerRepr` ([`upstream_repr`]; GAME_START and LIST_ROOMS_ACK need the core's data, the
+//! driver has it).
+//!
 //! One place decides what a frame means, so the driver and the seeded simulation feed the
 //! core exactly the same inputs. Pure functions: no state, nothing allocated.
 
 use crate::wire::tcp_lobby::{self as wire, ClientRepr, ErrorCode, Frame, ServerRepr};
+use crate::wire::tcp_upstream as up;
 
 use super::tcp_messages::{ConnClose, TcpMessage, TcpRequest, Violation};
 
@@ -23,12 +30,28 @@ pub enum TcpInput {
     /// The driver closed the connection (EOF, read error):
     /// [`RtypeCore::handle_tcp_closed`](super::RtypeCore::handle_tcp_closed).
     Closed(ConnClose),
+    /// The connection's first bytes were the upstream client's dialect (before its first
+    /// frame): [`RtypeCore::handle_tcp_upstream`](super::RtypeCore::handle_tcp_upstream).
+    Upstream,
 }
 
 impl TcpInput {
     /// A header declaring a payload longer than any client message (the payload is skipped
     /// by the driver, never buffered).
     pub const OVERSIZED: TcpInput = TcpInput::Violation(Violation::Oversized);
+
+    /// An upstream-dialect frame length of 0 or longer than any client frame (its bytes are
+    /// skipped by the driver, never buffered).
+    pub const BAD_LENGTH: TcpInput = TcpInput::Violation(Violation::BadLength);
+
+    /// What one complete client frame of the upstream dialect asks: its request, or the
+    /// violation it is.
+    pub fn of_upstream_frame(frame: &up::Frame<&[u8]>) -> TcpInput {
+        match up::ClientRepr::parse(frame) {
+            Ok(repr) => TcpInput::Request(upstream_request_of(repr)),
+            Err(error) => TcpInput::Violation(upstream_violation_of(error)),
+        }
+    }
 
     /// What one complete client frame asks: its request, or the violation it is.
     pub fn of_frame(frame: &Frame<&[u8]>) -> TcpInput {
@@ -45,6 +68,31 @@ fn request_of(repr: ClientRepr<'_>) -> TcpRequest {
         ClientRepr::ReadyReq { ready } => TcpRequest::Ready(ready),
         ClientRepr::StartReq => TcpRequest::Start,
         ClientRepr::Disconnect => TcpRequest::Disconnect,
+    }
+}
+
+fn upstream_request_of(repr: up::ClientRepr<'_>) -> TcpRequest {
+    match repr {
+        up::ClientRepr::ListRoomsReq => TcpRequest::ListRooms,
+        up::ClientRepr::CreateRoomReq { name } => TcpRequest::CreateRoom { name: *name },
+        up::ClientRepr::JoinRoomReq { room_id } => TcpRequest::JoinRoom(room_id),
+        up::ClientRepr::ConnectReq { name } => TcpRequest::Connect { name: *name },
+        up::ClientRepr::ReadyReq { hash } => TcpRequest::ToggleReady { hash },
+        up::ClientRepr::StartReq => TcpRequest::Start,
+        up::ClientRepr::Disconnect { .. } => TcpRequest::Disconnect,
+    }
+}
+
+fn upstream_violation_of(error: up::Error) -> Violation {
+    match error {
+        up::Error::UnknownType => Violation::UnknownType,
+        up::Error::WrongDirection => Violation::WrongDirection,
+        up::Error::BadValue => Violation::BadValue,
+        // Truncated and Empty never come from `next_frame` (it reports a length of 0 as
+        // BadLength); count them with the size errors.
+        up::Error::BadPayloadSize | up::Error::Truncated | up::Error::Empty => {
+            Violation::BadPayloadSize
+        }
     }
 }
 
@@ -85,6 +133,58 @@ pub fn server_repr(msg: &TcpMessage) -> Option<ServerRepr<'_>> {
             code: ErrorCode::from(error.code()),
             message: error.text(),
         },
-        TcpMessage::GameStart(_) => return None,
+        // Upstream-dialect messages (never sent to an RFC connection), and GAME_START.
+        TcpMessage::GameStart(_)
+        | TcpMessage::RoomList
+        | TcpMessage::RoomCreated(_)
+        | TcpMessage::JoinResult(_)
+        | TcpMessage::RoomUpdate(_)
+        | TcpMessage::ConnectRefused => return None,
+    })
+}
+
+/// A message as its upstream-dialect wire form, but GAME_START and LIST_ROOMS_ACK (which need
+/// the core's data: [`RtypeCore::party_seed`](super::RtypeCore::party_seed),
+/// [`RtypeCore::upstream_rooms`](super::RtypeCore::upstream_rooms)) and ERROR_MSG, which the
+/// dialect does not have. A PLAYER_JOIN of a ready player is to be followed by PLAYER_READY
+/// (the dialect's PLAYER_JOIN has no ready byte): the driver emits both.
+pub fn upstream_repr(msg: &TcpMessage) -> Option<up::ServerRepr<'_>> {
+    Some(match *msg {
+        TcpMessage::ConnectAck { hash, slot } => up::ServerRepr::ConnectAck {
+            status: up::ConnectStatus::Accepted,
+            hash,
+            number: slot,
+        },
+        TcpMessage::ConnectRefused => up::ServerRepr::ConnectAck {
+            status: up::ConnectStatus::Full,
+            hash: 0,
+            number: 0,
+        },
+        TcpMessage::PlayerJoin {
+            slot,
+            hash,
+            ref name,
+            ..
+        } => up::ServerRepr::PlayerJoin {
+            number: slot,
+            hash,
+            name,
+        },
+        TcpMessage::PlayerReady { slot, .. } => up::ServerRepr::PlayerReady { number: slot },
+        TcpMessage::PlayerLeft(slot) => up::ServerRepr::PlayerLeft { number: slot },
+        // Whole seconds (the core sends only those), 0 = cancelled.
+        TcpMessage::Countdown(left) => up::ServerRepr::Countdown {
+            seconds: u8::try_from(left.as_secs()).unwrap_or(u8::MAX),
+        },
+        TcpMessage::RoomCreated(room) => up::ServerRepr::CreateRoomAck {
+            status: match room {
+                Some(_) => up::CreateStatus::Created,
+                None => up::CreateStatus::Refused,
+            },
+            room_id: room.map_or(0, |id| id.0),
+        },
+        TcpMessage::JoinResult(status) => up::ServerRepr::JoinRoomAck { status },
+        TcpMessage::RoomUpdate(record) => up::ServerRepr::RoomUpdate(record),
+        TcpMessage::GameStart(_) | TcpMessage::RoomList | TcpMessage::Error(_) => return None,
     })
 }
