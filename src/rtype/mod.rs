@@ -69,7 +69,7 @@ pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
 pub use stats::{InstanceIgnore, JoinFailure, RtypeStats};
 pub use tcp_codec::{server_repr, upstream_repr, TcpInput};
 pub use tcp_messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
-pub use tcp_stats::{CloseCause, PartyStats};
+pub use tcp_stats::{CloseCause, PartyStats, UPSTREAM_REFUSALS};
 
 use conns::TcpConns;
 use context::{Ctx, TimerEvent};

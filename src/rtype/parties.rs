@@ -758,17 +758,19 @@ impl Parties {
     }
 
     /// START_REQ in the upstream dialect: any player may send it; it starts the countdown
-    /// if the room may start, and is otherwise ignored (there is no error message).
+    /// if the room may start (true), and is otherwise ignored (there is no error message).
     pub(super) fn upstream_start(
         &mut self,
         cx: &mut Ctx<'_>,
         now: Instant,
         conn: ConnId,
         id: RoomId,
-    ) {
-        if self.start_refusal(cx, id).is_none() {
+    ) -> bool {
+        let may = self.start_refusal(cx, id).is_none();
+        if may {
             self.open_party_instance(cx, id, Opener::Request(conn, now));
         }
+        may
     }
 }
 

@@ -137,10 +137,12 @@ fn upstream_request(
             tcp.parties.toggle_ready(cx, tcp.rooms, party, slot, hash)
         }
         (TcpRequest::Start, Stage::Connected { party, .. }) => {
-            tcp.parties.upstream_start(cx, now, conn, party)
+            if !tcp.parties.upstream_start(cx, now, conn, party) {
+                cx.stats.tcp.refused("start_refused");
+            }
         }
         // After GAME_START: nothing left to do in the lobby, and nothing to say.
-        (_, Stage::Transferred { .. }) => {}
+        (_, Stage::Transferred { .. }) => cx.stats.tcp.refused("game_started"),
         (TcpRequest::Connect { .. }, Stage::Connected { .. }) => {
             violation(cx, tcp, conn, Violation::AlreadyConnected)
         }

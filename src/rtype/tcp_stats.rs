@@ -99,13 +99,18 @@ pub struct PartyStats {
 
 /// Why an upstream-dialect request was refused, as the labels of
 /// `tcp_lobby_upstream_refused_total`: CREATE_ROOM_ACK 1 (`create_refused`), JOIN_ROOM_ACK
-/// 1-3 (`room_full`, `room_not_found`, `room_in_game`), CONNECT_ACK 1 (`connect_refused`).
-pub const UPSTREAM_REFUSALS: [&str; 5] = [
+/// 1-3 (`room_full`, `room_not_found`, `room_in_game`), CONNECT_ACK 1 (`connect_refused`),
+/// and the two the dialect has no answer for, so they go unanswered: a START_REQ while the
+/// room may not start (`start_refused`), and a request after GAME_START but DISCONNECT
+/// (`game_started`).
+pub const UPSTREAM_REFUSALS: [&str; 7] = [
     "create_refused",
     "room_full",
     "room_not_found",
     "room_in_game",
     "connect_refused",
+    "start_refused",
+    "game_started",
 ];
 
 impl PartyStats {
