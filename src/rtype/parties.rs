@@ -16,6 +16,10 @@
 //! from the context's injected source (the OS CSPRNG in the server, a seeded generator in
 //! simulations). Closing connections is `tcp.rs`'s: where a party lets its players go, it
 //! hands back their connections.
+//!
+//! A party of the upstream client's dialect (`docs/protocols/tcp-lobby-upstream.md`) is a
+//! named room, created empty and joined seat by seat before CONNECT_REQ; parties never mix
+//! dialects.
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
