@@ -188,3 +188,88 @@ pub fn upstream_repr(msg: &TcpMessage) -> Option<up::ServerRepr<'_>> {
         TcpMessage::GameStart(_) | TcpMessage::RoomList | TcpMessage::Error(_) => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::rtype::room::RoomId;
+    use crate::rtype::tcp_messages::TcpError;
+    use crate::wire::tcp_lobby::{name_field, next_frame, Next};
+
+    /// The input of one whole client frame, given as its bytes.
+    fn input(bytes: &[u8]) -> TcpInput {
+        let Next::Frame { frame, consumed } = next_frame(bytes) else {
+            panic!("not a whole frame: {bytes:?}");
+        };
+        assert_eq!(consumed, bytes.len());
+        TcpInput::of_frame(&frame)
+    }
+
+    #[test]
+    fn each_client_message_is_its_request() {
+        let mut connect = vec![0x10, 0x20, 0x00];
+        connect.extend_from_slice(&name_field("Ann"));
+        assert_eq!(
+            input(&connect),
+            TcpInput::Request(TcpRequest::Connect {
+                name: name_field("Ann")
+            })
+        );
+        let ready = TcpInput::Request(TcpRequest::Ready(true));
+        assert_eq!(input(&[0x13, 0x01, 0x00, 0x01]), ready);
+        let not_ready = TcpInput::Request(TcpRequest::Ready(false));
+        assert_eq!(input(&[0x13, 0x01, 0x00, 0x00]), not_ready);
+        let start = TcpInput::Request(TcpRequest::Start);
+        assert_eq!(input(&[0x15, 0x00, 0x00]), start);
+        let disconnect = TcpInput::Request(TcpRequest::Disconnect);
+        assert_eq!(input(&[0x17, 0x00, 0x00]), disconnect);
+    }
+
+    #[test]
+    fn each_bad_frame_is_its_violation() {
+        let cases: [(&[u8], Violation); 4] = [
+            (&[0x20, 0x00, 0x00], Violation::UnknownType),
+            // PLAYER_LEFT is the server's.
+            (&[0x18, 0x01, 0x00, 0x01], Violation::WrongDirection),
+            (&[0x13, 0x01, 0x00, 0x02], Violation::BadValue),
+            (&[0x15, 0x01, 0x00, 0x00], Violation::BadPayloadSize),
+        ];
+        for (bytes, violation) in cases {
+            assert_eq!(input(bytes), TcpInput::Violation(violation), "{bytes:?}");
+        }
+        assert_eq!(
+            TcpInput::OVERSIZED,
+            TcpInput::Violation(Violation::Oversized)
+        );
+    }
+
+    #[test]
+    fn each_message_but_game_start_has_its_wire_form() {
+        let ack = TcpMessage::ConnectAck { hash: 7, slot: 2 };
+        let ack_repr = ServerRepr::ConnectAck { hash: 7, number: 2 };
+        assert_eq!(server_repr(&ack), Some(ack_repr));
+        let ready = TcpMessage::PlayerReady {
+            slot: 3,
+            ready: true,
+        };
+        let ready_repr = ServerRepr::PlayerReady {
+            number: 3,
+            ready: true,
+        };
+        assert_eq!(server_repr(&ready), Some(ready_repr));
+        let left = ServerRepr::PlayerLeft { number: 4 };
+        assert_eq!(server_repr(&TcpMessage::PlayerLeft(4)), Some(left));
+        let countdown = TcpMessage::Countdown(Duration::from_millis(4500));
+        let countdown_repr = ServerRepr::Countdown { remaining: 4.5 };
+        assert_eq!(server_repr(&countdown), Some(countdown_repr));
+        let error = TcpError::NameTaken;
+        let error_repr = ServerRepr::Error {
+            code: ErrorCode::from(error.code()),
+            message: error.text(),
+        };
+        assert_eq!(server_repr(&TcpMessage::Error(error)), Some(error_repr));
+        assert_eq!(server_repr(&TcpMessage::GameStart(RoomId(1))), None);
+    }
+}
