@@ -272,4 +272,80 @@ mod tests {
         assert_eq!(server_repr(&TcpMessage::Error(error)), Some(error_repr));
         assert_eq!(server_repr(&TcpMessage::GameStart(RoomId(1))), None);
     }
+
+    /// The input of one whole client frame of the upstream dialect, given as its bytes.
+    fn upstream_input(bytes: &[u8]) -> TcpInput {
+        let up::Next::Frame { frame, consumed } = up::next_frame(bytes) else {
+            panic!("not a whole frame: {bytes:?}");
+        };
+        assert_eq!(consumed, bytes.len());
+        TcpInput::of_upstream_frame(&frame)
+    }
+
+    #[test]
+    fn each_upstream_client_message_is_its_request() {
+        let request = |bytes: &[u8]| match upstream_input(bytes) {
+            TcpInput::Request(request) => request,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(request(&[1, 0, 0, 0, 0x01]), TcpRequest::ListRooms);
+        assert_eq!(
+            request(&[5, 0, 0, 0, 0x05, 9, 0, 0, 0]),
+            TcpRequest::JoinRoom(9)
+        );
+        let mut create = vec![33, 0, 0, 0, 0x03];
+        create.extend_from_slice(&name_field("probe"));
+        let name = name_field("probe");
+        assert_eq!(request(&create), TcpRequest::CreateRoom { name });
+        let mut ready = vec![9, 0, 0, 0, 0x13];
+        ready.extend_from_slice(&7u64.to_le_bytes());
+        assert_eq!(request(&ready), TcpRequest::ToggleReady { hash: 7 });
+        assert_eq!(request(&[1, 0, 0, 0, 0x15]), TcpRequest::Start);
+        let mut disconnect = vec![9, 0, 0, 0, 0x17];
+        disconnect.extend_from_slice(&7u64.to_le_bytes());
+        assert_eq!(request(&disconnect), TcpRequest::Disconnect);
+        // A server type, an unknown one, a wrong size.
+        let bad: [(&[u8], Violation); 3] = [
+            (&[2, 0, 0, 0, 0x14, 1], Violation::WrongDirection),
+            (&[1, 0, 0, 0, 0x42], Violation::UnknownType),
+            (&[2, 0, 0, 0, 0x15, 0], Violation::BadPayloadSize),
+        ];
+        for (bytes, violation) in bad {
+            assert_eq!(upstream_input(bytes), TcpInput::Violation(violation));
+        }
+    }
+
+    #[test]
+    fn each_upstream_message_has_its_dialect_form() {
+        let ack = TcpMessage::ConnectAck { hash: 7, slot: 2 };
+        let ack_repr = up::ServerRepr::ConnectAck {
+            status: up::ConnectStatus::Accepted,
+            hash: 7,
+            number: 2,
+        };
+        assert_eq!(upstream_repr(&ack), Some(ack_repr));
+        let countdown = TcpMessage::Countdown(Duration::from_secs(3));
+        let seconds = up::ServerRepr::Countdown { seconds: 3 };
+        assert_eq!(upstream_repr(&countdown), Some(seconds));
+        let created = TcpMessage::RoomCreated(None);
+        let refused = up::ServerRepr::CreateRoomAck {
+            status: up::CreateStatus::Refused,
+            room_id: 0,
+        };
+        assert_eq!(upstream_repr(&created), Some(refused));
+        let ready = TcpMessage::PlayerReady {
+            slot: 1,
+            ready: false,
+        };
+        let toggled = up::ServerRepr::PlayerReady { number: 1 };
+        assert_eq!(upstream_repr(&ready), Some(toggled));
+        // The dialect has no ERROR_MSG; the driver builds GAME_START and the list.
+        let error = TcpMessage::Error(TcpError::LobbyFull);
+        assert_eq!(upstream_repr(&error), None);
+        assert_eq!(upstream_repr(&TcpMessage::RoomList), None);
+        assert_eq!(upstream_repr(&TcpMessage::GameStart(RoomId(1))), None);
+        // And the RFC encoder has no form for the dialect's own messages.
+        assert_eq!(server_repr(&TcpMessage::RoomList), None);
+        assert_eq!(server_repr(&TcpMessage::ConnectRefused), None);
+    }
 }
