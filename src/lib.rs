@@ -9,7 +9,7 @@
 //! - [`wire`]: the `lobbyd-wire` crate (`lobbyd-wire/`), re-exported so a Rust client
 //!   can depend on the wire formats alone. One module per protocol, no I/O, every parser
 //!   total. Two families: the fixed-layout messages (`frame`, `udp_lobby`, `instance`,
-//!   `tcp_lobby/`, `wz::gamestruct`, `general/`) are zero-copy views with checked constructors plus
+//!   `tcp_lobby/`, `tcp_upstream/`, `wz::gamestruct`, `general/`) are zero-copy views with checked constructors plus
 //!   `Repr` types with `parse`/`buffer_len`/`emit`, smoltcp's `wire`; the stream and document
 //!   protocols (`wz::legacy`, `wz/v4/` with its BSON and JSON decoders) are total decoders
 //!   with stated bounds. Imports nothing of this crate.
@@ -23,7 +23,8 @@
 //!   [`accounts::VerifyResult`] every front end with logins shares. Imports nothing of the
 //!   crate.
 //! - [`rtype`]: the R-Type core, sans-IO: UDP rooms, seats, countdowns, game-instance
-//!   membership and the TCP lobby's parties (parties are rooms). `handle_*` in,
+//!   membership and the TCP lobby's parties (parties are rooms; in the upstream client's TCP
+//!   dialect, named rooms joined before connecting). `handle_*` in,
 //!   `poll_output`/`poll_timeout` out; a checked TCP frame becomes an input here
 //!   (`tcp_codec.rs`), player hashes come from an injected source. The general lobby's shape:
 //!   the façade `RtypeCore` (`mod.rs`) over components that each own their state (`rooms.rs`

@@ -143,6 +143,10 @@ pub const METRICS: &[MetricInfo] = &[
     counter("lobbyd_tcp_lobby_violations_total", "reason", "TCP lobby protocol violations, by reason."),
     counter("lobbyd_tcp_lobby_closed_total", "reason", "TCP lobby connections closed, by reason."),
     counter("lobbyd_tcp_lobby_unknown_tokens_total", "", "Game instance HELLOs refused because their token named no expected player."),
+    counter("lobbyd_tcp_lobby_upstream_conns_total", "", "TCP lobby connections whose first bytes were the upstream R-Type client's dialect."),
+    counter("lobbyd_tcp_lobby_upstream_rooms_created_total", "", "Rooms created by upstream-dialect clients (CREATE_ROOM_REQ)."),
+    counter("lobbyd_tcp_lobby_upstream_refused_total", "reason", "Upstream-dialect requests refused, by reason (create_refused, room_full, room_not_found, room_in_game, connect_refused, start_refused, game_started)."),
+    counter("lobbyd_tcp_lobby_upstream_foreign_ready_total", "", "Upstream-dialect READY_REQs ignored because their hash was not the sender's."),
     gauge("lobbyd_tcp_lobby_connections", "", "TCP lobby connections open now, joined or not."),
     gauge("lobbyd_tcp_lobby_buffered_bytes", "", "Bytes TCP lobby send queues hold now, against --tcp-memory-budget."),
     // Warzone 2100 master server.

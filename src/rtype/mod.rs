@@ -60,6 +60,7 @@ use std::time::Instant;
 
 use crate::time::wheel::TimerWheel;
 use crate::wire::tcp_lobby::NAME_LEN;
+use crate::wire::tcp_upstream::RoomRecord;
 
 pub use config::{PartyConfig, RtypeConfig};
 pub use context::HashSource;
@@ -69,9 +70,9 @@ pub use messages::{
 pub use party::{Party, PartyMember};
 pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
 pub use stats::{InstanceIgnore, JoinFailure, RtypeStats};
-pub use tcp_codec::{server_repr, TcpInput};
+pub use tcp_codec::{server_repr, upstream_repr, TcpInput};
 pub use tcp_messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
-pub use tcp_stats::{CloseCause, PartyStats};
+pub use tcp_stats::{CloseCause, PartyStats, UPSTREAM_REFUSALS};
 
 use conns::TcpConns;
 use context::{Ctx, TimerEvent};
@@ -380,7 +381,27 @@ impl RtypeCore {
             TcpInput::Request(request) => self.handle_tcp_request(now, conn, request),
             TcpInput::Violation(reason) => self.handle_tcp_violation(conn, reason),
             TcpInput::Closed(why) => self.handle_tcp_closed(conn, why),
+            TcpInput::Upstream => self.handle_tcp_upstream(conn),
         }
+    }
+
+    /// The driver found `conn`'s first bytes in the upstream client's dialect
+    /// (`docs/protocols/tcp-lobby-upstream.md`): its requests go to rooms first, and its
+    /// handshake deadline no longer applies (its player browses rooms; the idle one does).
+    pub fn handle_tcp_upstream(&mut self, conn: ConnId) {
+        let mut cx = ctx!(self);
+        tcp::upstream(&mut cx, &mut tcp!(self), conn);
+    }
+
+    /// The rooms of the upstream dialect as LIST_ROOMS_ACK lists them: oldest first, at most
+    /// 52 (the client's 2048-byte frame). Allocates nothing.
+    pub fn upstream_rooms(&self) -> impl Iterator<Item = RoomRecord> + '_ {
+        self.parties.room_records()
+    }
+
+    /// The seed party `id`'s GAME_START announced in the upstream dialect.
+    pub fn party_seed(&self, id: RoomId) -> u32 {
+        self.parties.seed(id)
     }
 
     /// A decoded request from `conn`: within the connection's request rate it counts as

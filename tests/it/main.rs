@@ -22,6 +22,7 @@ mod simulation;
 mod simulation_general;
 mod simulation_wz;
 mod tcp_burst;
+mod tcp_dialect;
 mod tcp_lobby;
 mod tcp_lobby_dos;
 mod udp_lobby;

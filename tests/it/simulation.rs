@@ -5,6 +5,7 @@
 //! with the `core_rtype_*` fuzz targets.
 
 use lobbyd::fuzzing::core_rtype::{simulate, simulate_exec, Mix};
+use lobbyd::rtype::UPSTREAM_REFUSALS;
 
 #[test]
 fn simulation_keeps_invariants() {
@@ -30,6 +31,13 @@ fn simulation_long_run() {
     assert!(tcp.countdowns_cancelled > 0, "{tcp:?}");
     assert!(tcp.unknown_tokens > 0, "{tcp:?}");
     assert!(stats.welcomes > 0);
+    // And those of the upstream client's dialect: rooms made, joined and refused, foreign
+    // READYs ignored, and games started (a request after GAME_START is counted).
+    assert!(tcp.upstream_conns > 0 && tcp.rooms_created > 0, "{tcp:?}");
+    assert!(tcp.foreign_ready > 0, "{tcp:?}");
+    for (reason, count) in UPSTREAM_REFUSALS.iter().zip(tcp.upstream_refused) {
+        assert!(count > 0, "no {reason}: {tcp:?}");
+    }
 }
 
 /// With `--instance-exec`: game servers start, exit at random and are stopped; every room
