@@ -23,11 +23,13 @@ use std::time::Duration;
 
 use getopts::{Matches, Options};
 
+mod directory;
 mod file;
 mod general;
 mod parse;
 mod wz;
 
+pub use directory::{DirectoryAddr, DirectorySettings};
 pub use general::{frame_buffer_len, GeneralSettings, DEFAULT_LOBBY_PORT};
 pub use parse::UsageError;
 pub use wz::{WzSettings, DEFAULT_WZ_PORT};
@@ -197,6 +199,9 @@ pub struct Config {
     pub wz: WzSettings,
     /// The general lobby (`--lobby-*`; see [`GeneralSettings`]).
     pub general: GeneralSettings,
+    /// This node's place in a group of processes (`--node-id`, `--directory`,
+    /// `--reuse-port`; see [`DirectorySettings`]).
+    pub directory: DirectorySettings,
 }
 
 impl Default for Config {
@@ -241,6 +246,7 @@ impl Default for Config {
             log: None,
             wz: WzSettings::default(),
             general: GeneralSettings::default(),
+            directory: DirectorySettings::default(),
         }
     }
 }
@@ -412,16 +418,18 @@ enum HelpGroup {
     Warzone,
     GeneralLobby,
     Metrics,
+    Directory,
 }
 
 impl HelpGroup {
-    const ALL: [HelpGroup; 6] = [
+    const ALL: [HelpGroup; 7] = [
         HelpGroup::General,
         HelpGroup::UdpLobby,
         HelpGroup::TcpLobby,
         HelpGroup::Warzone,
         HelpGroup::GeneralLobby,
         HelpGroup::Metrics,
+        HelpGroup::Directory,
     ];
 
     fn title(self) -> &'static str {
@@ -432,6 +440,7 @@ impl HelpGroup {
             HelpGroup::Warzone => "Warzone 2100 master server",
             HelpGroup::GeneralLobby => "General lobby",
             HelpGroup::Metrics => "Metrics and status page",
+            HelpGroup::Directory => "More than one process (a group of nodes)",
         }
     }
 
@@ -448,6 +457,7 @@ impl HelpGroup {
             return HelpGroup::Metrics;
         }
         match name {
+            "node-id" | "directory" | "reuse-port" => HelpGroup::Directory,
             "udp-port" | "instance-ports" | "max-rooms" | "max-rooms-per-ip" | "max-players"
             | "countdown" | "seat-timeout" | "reap-grace" | "udp-rate" | "udp-reply-bytes"
             | "rate-table-size" | "max-list-rooms" => HelpGroup::UdpLobby,
@@ -716,6 +726,7 @@ fn options(d: &Config) -> Options {
     }
     wz::declare(&mut options, &d.wz);
     general::declare(&mut options, &d.general);
+    directory::declare(&mut options);
     options
 }
 
@@ -734,6 +745,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         d.handshake_timeout,
     )?;
     let wz = wz::settings_from(m, d.wz.clone(), handshake_timeout)?;
+    let directory = directory::settings_from(m)?;
     let bind = match m.opt_str("bind") {
         Some(text) => parse_bind(&text)?,
         None => d.bind,
@@ -877,6 +889,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         log,
         wz,
         general,
+        directory,
     })
 }
 

@@ -37,6 +37,10 @@
 //! - [`general`]: the general lobby core, sans-IO: members, chat, games with owners, join
 //!   approval, relay, game data, server-hosted games (tic-tac-toe). May import `wire`,
 //!   `capacity`, `time`, `ratelimit`, `accounts` (types only).
+//! - [`directory`]: the room directory a group of lobbyd processes shares in Redis (keys with
+//!   a time to live, each node's own) and the `lobbyd-directory` thread that speaks Redis
+//!   for one node, fed by a bounded queue and reporting through the loop's waker, the one
+//!   module that imports `redis`. May import `wire`.
 //! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
 //!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
 //!   sockets. May import the cores' counter and room types.
@@ -80,6 +84,7 @@ pub mod accounts;
 pub mod capacity;
 pub mod cli_user;
 pub mod config;
+pub mod directory;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod general;
