@@ -400,3 +400,71 @@ fn a_killed_node_leaves_the_lists() {
          after the kill"
     );
 }
+
+/// Redis unreachable at start is not an error: the node starts, serves its rooms alone and
+/// reports the directory down.
+#[test]
+fn a_node_starts_without_its_directory() {
+    let server = start(Config {
+        directory: DirectorySettings {
+            node_id: Some(9),
+            directory: Some(DirectoryAddr::Unix(PathBuf::from(
+                "/nonexistent/lobbyd-test/r.sock",
+            ))),
+            reuse_port: false,
+        },
+        ..test_config()
+    });
+    let client = UdpClient::on("127.0.0.9");
+    let (room, _) = create(&client, lobby(&server));
+    assert_eq!(room, 9 << 24 | 1);
+    assert_eq!(list(&client, lobby(&server)), vec![room]);
+    let snap = snapshot(&server);
+    assert_eq!(snap.counter("directory_up", ""), Some(0));
+    assert_eq!(snap.counter("directory_node_refused", ""), Some(0));
+    assert_eq!(snap.counter("directory_remote_rooms", ""), Some(0));
+}
+
+/// S9: three nodes sharing one UDP port with `--reuse-port`; clients that know that one
+/// address see every node's rooms whichever node the kernel hands their datagrams to.
+#[test]
+fn three_nodes_share_one_port() {
+    let Some(redis) = Redis::start("s9") else {
+        return;
+    };
+    let shared = |id: u8, port: u16| {
+        start(Config {
+            udp_rate: 10_000,
+            udp_port: Some(port),
+            directory: DirectorySettings {
+                node_id: Some(id),
+                directory: Some(redis.addr()),
+                reuse_port: true,
+            },
+            ..test_config()
+        })
+    };
+    let first = shared(1, 0);
+    let port = lobby(&first).port();
+    let nodes = [first, shared(2, port), shared(3, port)];
+    for node in &nodes {
+        assert_eq!(lobby(node).port(), port, "one port for the group");
+        wait_up(node);
+    }
+    let address = lobby(&nodes[0]);
+    // Clients on 127.0.0.10-29 each create a room through the shared address.
+    let clients: Vec<UdpClient> = (10..30)
+        .map(|n| UdpClient::on(&format!("127.0.0.{n}")))
+        .collect();
+    let rooms: Vec<u32> = clients.iter().map(|c| create(c, address).0).collect();
+    let owners: std::collections::BTreeSet<u32> = rooms.iter().map(|id| id >> 24).collect();
+    eprintln!("directory S9: 20 creates through one address landed on nodes {owners:?}");
+    assert!(owners.iter().all(|n| (1..=3).contains(n)), "{rooms:x?}");
+    // Every client's list, wherever it lands, shows every room.
+    for client in &clients {
+        let all = until_listed(client, address, SHOW_WAIT, |ids| {
+            rooms.iter().all(|r| ids.contains(r))
+        });
+        assert!(all.is_some(), "{:?} sees every room", client.addr());
+    }
+}
