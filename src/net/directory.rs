@@ -16,6 +16,8 @@ use std::time::Instant;
 
 use mio::Waker;
 
+use crate::metrics::DirectoryView;
+
 use crate::directory::{
     Command, DirectoryAddr, DirectoryClient, RemoteRooms, Report, SubmitError, COALESCE, TTL,
 };
@@ -225,6 +227,22 @@ impl DirectoryBridge {
     pub fn sync_age_ms(&self, now: Instant) -> u64 {
         let since = self.last_read.unwrap_or(self.started);
         u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The status page's line.
+    pub fn view(&self, now: Instant) -> DirectoryView {
+        DirectoryView {
+            node: self.node,
+            address: self.addr.to_string(),
+            state: match self.state {
+                DirectoryState::Up => "up",
+                DirectoryState::Down => "down",
+                DirectoryState::Refused => "refused",
+            },
+            remote_nodes: self.remote.nodes,
+            remote_rooms: self.remote_len(),
+            sync_age_ms: self.sync_age_ms(now),
+        }
     }
 
     /// Calls `f(name, label, value)` for the directory's counters and gauges.

@@ -264,6 +264,8 @@ fn a_room_created_on_one_node_is_listed_by_the_other() {
     assert_eq!(snap.counter("directory_remote_nodes", ""), Some(1));
     assert_eq!(snap.counter("directory_remote_rooms", ""), Some(20));
     assert_eq!(snap.counter("directory_cmd_dropped_total", ""), Some(0));
+    let view = snap.directory.expect("the status page's directory line");
+    assert_eq!((view.node, view.state, view.remote_nodes), (2, "up", 1));
 }
 
 /// S8: a second process with a node id already live refuses the directory, logs why and
@@ -283,6 +285,7 @@ fn a_second_node_with_a_live_id_serves_alone() {
     });
     assert_eq!(snap.counter("directory_node_refused", ""), Some(1));
     assert_eq!(snap.counter("directory_up", ""), Some(0));
+    assert_eq!(snap.directory.map(|d| d.state), Some("refused"));
     // The twin serves its own rooms, and nobody else lists them.
     let client = UdpClient::on("127.0.0.5");
     let (twin_room, _) = create(&client, lobby(&twin));

@@ -380,7 +380,9 @@ impl FrontEnd for RtypeFrontEnd {
         snap.lobby = self.lobby.stats.clone();
         snap.add_counters(|f| self.udp.stats.visit(f));
         if let Some(directory) = self.directory.as_ref() {
-            snap.add_counters(|f| directory.visit(Instant::now(), f));
+            let now = Instant::now();
+            snap.add_counters(|f| directory.visit(now, f));
+            snap.directory = Some(directory.view(now));
         }
         if let Some(tcp) = self.tcp.as_ref() {
             snap.add_counters(|f| tcp.stats.visit(f));
