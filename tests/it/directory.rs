@@ -17,8 +17,10 @@ use common::*;
 use lobbyd::config::{Config, DirectoryAddr, DirectorySettings};
 use lobbyd::net::ServerHandle;
 
+// The ROOM_LIST reader of the single-node tests: framing, CRC and record checks.
+use crate::udp_lobby::records;
+
 const LIST: u8 = 0x40;
-const ROOM_LIST: u8 = 0x41;
 const CREATE: u8 = 0x42;
 const CREATED: u8 = 0x43;
 const JOIN: u8 = 0x44;
@@ -131,27 +133,6 @@ fn node(redis: &Redis, id: u8) -> ServerHandle {
 
 fn lobby(server: &ServerHandle) -> SocketAddr {
     server.udp_lobby_addr().expect("udp lobby enabled")
-}
-
-/// (roomId, playerCount, maxPlayers, port, state) of each record of a ROOM_LIST.
-fn records(datagram: &[u8]) -> Vec<(u32, u16, u16, u16, u8)> {
-    assert_eq!(&datagram[..2], &[0x02, ROOM_LIST], "{datagram:02x?}");
-    let crc = crc32fast::hash(&datagram[..datagram.len() - 4]);
-    assert_eq!(&datagram[datagram.len() - 4..], &crc.to_be_bytes());
-    let count = u16::from_be_bytes([datagram[8], datagram[9]]) as usize;
-    assert_eq!(datagram.len(), 14 + 13 * count, "length of {count} records");
-    datagram[10..10 + 13 * count]
-        .chunks(13)
-        .map(|r| {
-            (
-                u32::from_be_bytes([r[0], r[1], r[2], r[3]]),
-                u16::from_be_bytes([r[4], r[5]]),
-                u16::from_be_bytes([r[6], r[7]]),
-                u16::from_be_bytes([r[8], r[9]]),
-                r[10],
-            )
-        })
-        .collect()
 }
 
 /// The room ids `to` lists now.
