@@ -61,7 +61,8 @@
 //!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded),
 //!   `wake.rs` (the timerfd), `closer.rs` (the thread that closes released sockets off the
 //!   loop), `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its
-//!   fair queue, for any core), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs`
+//!   fair queue, for any core), `directory.rs` (the room directory's bridge: this node's
+//!   rooms out, the other nodes' into the ROOM_LIST cache), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs`
 //!   (the tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is
 //!   bound in `net::build`. May import everything above.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
