@@ -1,7 +1,7 @@
 # lobbyd: the two commands a newcomer needs are `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run build test lint fmt bench soak hostile hostile-lobby clean
+.PHONY: run build test lint fmt bench soak hostile hostile-lobby cluster clean
 
 # The status page and /metrics on loopback (METRICS=ADDR to move them); ARGS="..." passes more
 # flags to lobbyd (`lobbyd --help`).
@@ -45,6 +45,11 @@ hostile:
 # exhaustion) against its own lobbyd, each judged against its target; loopback only.
 hostile-lobby:
 	scripts/hostile-lobby.sh
+
+# A private Redis and three nodes sharing UDP/TCP 4242 with --reuse-port (status pages on
+# 127.0.0.1:9101-9103), for trying a group of nodes; Ctrl-C stops them. Needs redis-server.
+cluster:
+	scripts/cluster.sh
 
 clean:
 	$(CARGO) clean

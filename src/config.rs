@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use getopts::{Matches, Options};
 
+mod directory;
 mod file;
 mod general;
 mod instance_exec;
@@ -31,6 +32,7 @@ mod parse;
 mod rtype;
 mod wz;
 
+pub use directory::{DirectoryAddr, DirectorySettings};
 pub use general::{frame_buffer_len, GeneralSettings, DEFAULT_LOBBY_PORT};
 pub use instance_exec::{CommandTemplate, InstanceExecSettings, Placeholders};
 pub use parse::UsageError;
@@ -155,6 +157,9 @@ pub struct Config {
     pub instance_exec: InstanceExecSettings,
     /// The general lobby (`--lobby-*`; see [`GeneralSettings`]).
     pub general: GeneralSettings,
+    /// This node's place in a group of processes (`--node-id`, `--directory`,
+    /// `--reuse-port`; see [`DirectorySettings`]).
+    pub directory: DirectorySettings,
 }
 
 impl Default for Config {
@@ -220,6 +225,7 @@ impl Default for Config {
             wz: WzSettings::default(),
             instance_exec: InstanceExecSettings::default(),
             general: GeneralSettings::default(),
+            directory: DirectorySettings::default(),
         }
     }
 }
@@ -421,16 +427,18 @@ enum HelpGroup {
     Warzone,
     GeneralLobby,
     Metrics,
+    Directory,
 }
 
 impl HelpGroup {
-    const ALL: [HelpGroup; 6] = [
+    const ALL: [HelpGroup; 7] = [
         HelpGroup::General,
         HelpGroup::UdpLobby,
         HelpGroup::TcpLobby,
         HelpGroup::Warzone,
         HelpGroup::GeneralLobby,
         HelpGroup::Metrics,
+        HelpGroup::Directory,
     ];
 
     fn title(self) -> &'static str {
@@ -441,6 +449,7 @@ impl HelpGroup {
             HelpGroup::Warzone => "Warzone 2100 master server",
             HelpGroup::GeneralLobby => "General lobby",
             HelpGroup::Metrics => "Metrics and status page",
+            HelpGroup::Directory => "More than one process (a group of nodes)",
         }
     }
 
@@ -460,6 +469,7 @@ impl HelpGroup {
             return HelpGroup::UdpLobby;
         }
         match name {
+            "node-id" | "directory" | "reuse-port" => HelpGroup::Directory,
             _ if rtype::UDP_LOBBY_FLAGS.contains(&name) => HelpGroup::UdpLobby,
             _ if rtype::TCP_LOBBY_FLAGS.contains(&name) => HelpGroup::TcpLobby,
             _ => HelpGroup::General,
@@ -561,6 +571,7 @@ fn options(d: &Config) -> Options {
     instance_exec::declare(&mut options, &d.instance_exec);
     wz::declare(&mut options, &d.wz);
     general::declare(&mut options, &d.general);
+    directory::declare(&mut options);
     options
 }
 
@@ -574,6 +585,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
     )?;
     let wz = wz::settings_from(m, d.wz.clone(), handshake_timeout)?;
     let instance_exec = instance_exec::settings_from(m, d.instance_exec.clone())?;
+    let directory = directory::settings_from(m)?;
     let bind = match m.opt_str("bind") {
         Some(text) => parse_bind(&text)?,
         None => d.bind,
@@ -665,6 +677,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         wz,
         instance_exec,
         general,
+        directory,
     })
 }
 

@@ -38,6 +38,10 @@
 //! - [`general`]: the general lobby core, sans-IO: members, chat, games with owners, join
 //!   approval, relay, game data, server-hosted games (tic-tac-toe). May import `wire`,
 //!   `capacity`, `time`, `ratelimit`, `accounts` (types only).
+//! - [`directory`]: the room directory a group of lobbyd processes shares in Redis (keys with
+//!   a time to live, each node's own) and the `lobbyd-directory` thread that speaks Redis
+//!   for one node, fed by a bounded queue and reporting through the loop's waker, the one
+//!   module that imports `redis`. May import `wire`.
 //! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
 //!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
 //!   sockets. May import the cores' counter and room types.
@@ -62,7 +66,8 @@
 //!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded), `wake.rs`
 //!   (the timerfd), `closer.rs` (the thread that closes released sockets off the loop),
 //!   `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its fair
-//!   queue, for any core), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs` (the
+//!   queue, for any core), `directory.rs` (the room directory's bridge: this node's rooms
+//!   out, the other nodes' into the ROOM_LIST cache), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs` (the
 //!   tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is bound in
 //!   `net::build`. May import everything above.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
@@ -85,6 +90,7 @@ pub mod accounts;
 pub mod capacity;
 pub mod cli_user;
 pub mod config;
+pub mod directory;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod general;

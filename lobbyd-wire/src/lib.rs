@@ -12,6 +12,8 @@
 //! in each module's private `mod field`, the ranges typed [`Field`].
 //! - [`frame`]: the R-Type datagram framing (header, payload, CRC-32) shared by the next two,
 //!   as the view [`frame::Frame`].
+//! - [`directory`]: the room table a node of a group publishes in the directory (a header
+//!   and ROOM_LIST's own records), `NodeRoomsRepr` with `parse`/`buffer_len`/`emit`.
 //! - [`udp_lobby`] and [`instance`]: `RequestRepr`/`ReplyRepr` and `ClientRepr`/`ServerRepr`
 //!   on that framing. Their `parse` takes the datagram, `&[u8]`, not a `&Frame`: a datagram
 //!   is exactly one message, so `parse` opens it itself ([`frame::open`]: length, CRC-32,
@@ -51,7 +53,7 @@
 //! needs, a payload longer than the format can declare), never on a peer's bytes. The
 //! errors are small `Copy` enums with a hand-written `Display` and an `as_str` metric label:
 //! [`frame::Error`] (shared by the two datagram protocols), [`tcp_lobby::Error`] and
-//! [`tcp_lobby::NameError`], [`tcp_upstream::Error`], [`general::Error`], [`wz::Error`] (legacy and GAMESTRUCT),
+//! [`tcp_lobby::NameError`], [`tcp_upstream::Error`], [`general::Error`], [`directory::Error`], [`wz::Error`] (legacy and GAMESTRUCT),
 //! [`wz::v4::DecodeError`].
 //! Nothing here does I/O, reads a clock, logs or counts, or decides what a message means for
 //! the lobby: the cores do.
@@ -63,6 +65,7 @@
 /// private `mod field` lists its offsets as these.
 pub type Field = core::ops::Range<usize>;
 
+pub mod directory;
 pub mod frame;
 pub mod general;
 pub mod instance;

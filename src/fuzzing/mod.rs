@@ -29,11 +29,12 @@ pub mod wire_wz;
 pub type FuzzTarget = (&'static str, fn(&[u8]));
 
 /// Every fuzz target.
-pub const TARGETS: [FuzzTarget; 15] = [
+pub const TARGETS: [FuzzTarget; 16] = [
     ("wire_udp_lobby", wire_rtype::udp_lobby),
     ("wire_instance", wire_rtype::instance),
     ("wire_tcp_lobby", wire_rtype::tcp_lobby),
     ("wire_tcp_upstream", wire_rtype::tcp_upstream),
+    ("wire_directory", wire_rtype::directory),
     ("wire_wz_legacy", wire_wz::legacy),
     ("wire_wz_gamestruct", wire_wz::gamestruct),
     ("wire_wz_v4", wire_wz::v4),

@@ -1,8 +1,9 @@
 //! Fuzz targets of the R-Type wire formats: the UDP room lobby (`wire_udp_lobby`), the game
 //! instance relay (`wire_instance`), the TCP lobby's frames, payloads and stream reader
-//! (`wire_tcp_lobby`) and the upstream client's TCP dialect with its sniffer
-//! (`wire_tcp_upstream`). Contracts: `docs/protocols/udp-lobby.md`, `instance.md`,
-//! `tcp-lobby.md`, `tcp-lobby-upstream.md`.
+//! (`wire_tcp_lobby`), the upstream client's TCP dialect with its sniffer
+//! (`wire_tcp_upstream`), and the room table a node publishes in the directory
+//! (`wire_directory`, `lobbyd-wire`'s `directory`). Contracts: `docs/protocols/udp-lobby.md`,
+//! `instance.md`, `tcp-lobby.md`, `tcp-lobby-upstream.md`.
 //!
 //! Each target parses its input as every message the module reads; whatever parses is emitted
 //! again and must parse back to the same message, emitting the same bytes (a round trip
@@ -12,6 +13,7 @@
 //! assertions.
 
 use crate::net::rtype::tcp_frames::{FrameReader, Piece};
+use crate::wire::directory::NodeRoomsRepr;
 use crate::wire::frame::{Frame, PacketType, MIN_LEN};
 use crate::wire::instance::{self, rewrite_data_for_delivery, ClientMsg, ServerMsg};
 use crate::wire::tcp_lobby::{
@@ -31,6 +33,16 @@ fn framed(data: &[u8]) -> Option<Vec<u8>> {
     frame.set_payload_size(payload);
     frame.fill_checksum();
     Some(fixed)
+}
+
+/// Fuzz target `wire_directory`: one node's room table as read from the directory; what
+/// parses emits the same bytes and has exactly its count of records.
+pub fn directory(data: &[u8]) {
+    if let Ok(table) = NodeRoomsRepr::parse(data) {
+        assert_eq!(table.records().count(), table.len());
+        let bytes = emitted(table.buffer_len(), |buf| table.emit(buf));
+        assert_eq!(bytes, data, "a parsed table emits its own bytes");
+    }
 }
 
 /// Fuzz target `wire_udp_lobby`: one datagram, read as a request, a reply and a bare frame.

@@ -149,6 +149,16 @@ pub const METRICS: &[MetricInfo] = &[
     counter("lobbyd_tcp_lobby_upstream_foreign_ready_total", "", "Upstream-dialect READY_REQs ignored because their hash was not the sender's."),
     gauge("lobbyd_tcp_lobby_connections", "", "TCP lobby connections open now, joined or not."),
     gauge("lobbyd_tcp_lobby_buffered_bytes", "", "Bytes TCP lobby send queues hold now, against --tcp-memory-budget."),
+    // The room directory of a group of nodes (--directory).
+    gauge("lobbyd_directory_up", "", "1 while this node is connected to the room directory (--directory) and holds its node id, else 0."),
+    gauge("lobbyd_directory_node_refused", "", "1 when another live process held this --node-id at start: this node serves its rooms alone."),
+    gauge("lobbyd_directory_last_sync_age_ms", "", "Milliseconds since the other nodes' rooms were last read from the directory (since start before the first read)."),
+    gauge("lobbyd_directory_remote_rooms", "", "Other nodes' rooms this node lists now (after its own)."),
+    gauge("lobbyd_directory_remote_nodes", "", "Other nodes with a live room table in the directory now."),
+    counter("lobbyd_directory_cmd_dropped_total", "", "Room-table updates dropped because the directory thread's queue was full (sent again at the next change or pass)."),
+    counter("lobbyd_directory_down_total", "", "Times the directory went down (Redis unreachable, failing or too slow)."),
+    counter("lobbyd_directory_bad_tables_total", "", "Other nodes' room tables read from the directory that did not parse (or named another node), skipped."),
+    counter("lobbyd_directory_reads_total", "", "Reads of the other nodes' room tables."),
     // Warzone 2100 master server.
     counter("lobbyd_wz_connections_opened_total", "", "Warzone connections opened."),
     counter("lobbyd_wz_connections_over_limit_total", "", "Warzone connections beyond --wz-max-conns-per-ip (refused at addg)."),

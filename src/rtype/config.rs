@@ -38,6 +38,10 @@ pub struct RtypeConfig {
     /// ([`RtypeCore::handle_instance_exited`](super::RtypeCore::handle_instance_exited)), or
     /// when its party dissolves or cancels its countdown before GAME_START.
     pub instance_exec: bool,
+    /// This node's number in a group of processes (`--node-id`): room ids are then
+    /// `node << 24 | local`, so every node's ids are its own and the owner of a room is read
+    /// from its id. `None`: a single node, ids from 1.
+    pub node_id: Option<u8>,
 }
 
 impl Default for RtypeConfig {
@@ -51,6 +55,7 @@ impl Default for RtypeConfig {
             seat_timeout: Duration::from_secs(10),
             reap_grace: Duration::from_secs(2),
             max_list_rooms: 112,
+            node_id: None,
             rate: PerIpConfig {
                 rate: 50,
                 per: Duration::from_secs(1),

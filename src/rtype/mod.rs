@@ -69,6 +69,7 @@ pub use messages::{
 };
 pub use party::{Party, PartyMember};
 pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
+pub use rooms::NODE_SHIFT;
 pub use stats::{InstanceIgnore, JoinFailure, RtypeStats};
 pub use tcp_codec::{server_repr, upstream_repr, TcpInput};
 pub use tcp_messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
@@ -209,6 +210,13 @@ impl RtypeCore {
     /// stays the same, a ROOM_LIST built earlier is still exact (the driver re-frames it).
     pub fn list_generation(&self) -> u64 {
         self.rooms.list_generation()
+    }
+
+    /// The directory's input: the driver now appends `count` records of other nodes' rooms
+    /// to every ROOM_LIST, after this node's own and within `--max-list-rooms` (the core
+    /// charges the reply-byte budget for what is sent). 0 when the directory is down.
+    pub fn handle_remote_listed(&mut self, count: usize) {
+        self.rooms.set_remote_listed(count);
     }
 
     /// A UDP lobby request from `from` with sequence id `seq`.

@@ -87,11 +87,12 @@ fn replay_one() {
 #[test]
 #[ignore = "writes files; run by hand to regenerate the seed corpora"]
 fn write_seed_corpora() -> io::Result<()> {
-    let seeds: [(&str, Vec<Vec<u8>>); 15] = [
+    let seeds: [(&str, Vec<Vec<u8>>); 16] = [
         ("wire_udp_lobby", udp_lobby()),
         ("wire_instance", instance()),
         ("wire_tcp_lobby", tcp_lobby()),
         ("wire_tcp_upstream", tcp_upstream()),
+        ("wire_directory", directory()),
         ("wire_wz_legacy", wz_legacy()),
         (
             "wire_wz_gamestruct",
@@ -115,6 +116,30 @@ fn write_seed_corpora() -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Node tables: empty, one room, two rooms of which one full.
+fn directory() -> Vec<Vec<u8>> {
+    use lobbyd::wire::directory::NodeRoomsRepr;
+    let records: Vec<u8> = [(1u32, 1u16, 4u16, 0u8), (2, 4, 4, 2)]
+        .iter()
+        .flat_map(|&(local, players, max, state)| {
+            let mut record = [0u8; 13];
+            record[..4].copy_from_slice(&(5 << 24 | local).to_be_bytes());
+            record[4..6].copy_from_slice(&players.to_be_bytes());
+            record[6..8].copy_from_slice(&max.to_be_bytes());
+            record[8..10].copy_from_slice(&4300u16.to_be_bytes());
+            record[10] = state;
+            record
+        })
+        .collect();
+    [0, 13, 26]
+        .iter()
+        .map(|&len| {
+            let table = NodeRoomsRepr::new(5, len as u64, &records[..len]).expect("whole records");
+            emit(table.buffer_len(), |buf| table.emit(buf))
+        })
+        .collect()
 }
 
 fn emit(len: usize, emit: impl FnOnce(&mut [u8]) -> usize) -> Vec<u8> {

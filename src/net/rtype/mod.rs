@@ -43,6 +43,7 @@ use crate::metrics::{LoadSample, RoomView, Snapshot};
 use crate::rtype::{ConnId, Output, RoomId, RtypeCore, TcpInput};
 use crate::wire::tcp_lobby::validate_name;
 
+use crate::net::directory::DirectoryBridge;
 use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::TIMERS_PER_PASS;
 use crate::net::rtype::game_server::{GameServers, Stream};
@@ -100,6 +101,9 @@ pub struct RtypeFrontEnd {
     /// counts as received at when its read was not stamped by the kernel (they were all in
     /// the kernel by then), so such START_REQs read in one batch share one schedule.
     batch_started: Option<Instant>,
+    /// The room directory a group of nodes shares (`--directory`): this node's listable
+    /// rooms go out through it, the other nodes' come back into ROOM_LIST.
+    directory: Option<DirectoryBridge>,
 }
 
 impl RtypeFrontEnd {
@@ -113,6 +117,30 @@ impl RtypeFrontEnd {
             destinations: Vec::with_capacity(16),
             tcp_inputs: Vec::new(),
             batch_started: None,
+            directory: None,
+        }
+    }
+
+    /// Shares this node's UDP rooms with a group through `directory`, and lists theirs.
+    pub fn set_directory(&mut self, directory: DirectoryBridge) {
+        self.directory = Some(directory);
+    }
+
+    /// The directory's reports taken (the other nodes' rooms into the list, or out of it
+    /// once stale) and this node's list handed over when it changed (coalesced).
+    fn sync_directory(&mut self) {
+        let Some(directory) = self.directory.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        if directory.poll(now) {
+            self.udp
+                .set_remote_rooms(directory.remote_records(), directory.remote_generation());
+            self.lobby.handle_remote_listed(directory.remote_len());
+        }
+        if directory.publish_due(self.lobby.list_generation(), now) {
+            let (generation, records) = self.udp.local_records(&self.lobby);
+            directory.publish(generation, records, now);
         }
     }
 
@@ -373,6 +401,7 @@ impl FrontEnd for RtypeFrontEnd {
             servers.kill_overdue(Instant::now());
             servers.remove_closed(registry, Instant::now());
         }
+        self.sync_directory();
     }
 
     fn tidy(&mut self, now: Instant) {
@@ -385,7 +414,11 @@ impl FrontEnd for RtypeFrontEnd {
     fn next_deadline(&self) -> Option<Instant> {
         let tcp = self.tcp.as_ref().and_then(TcpLobby::next_deadline);
         let kills = self.servers.as_ref().and_then(GameServers::next_deadline);
-        [self.lobby.poll_timeout(), tcp, kills]
+        let directory = self
+            .directory
+            .as_ref()
+            .and_then(|d| d.next_deadline(self.lobby.list_generation()));
+        [self.lobby.poll_timeout(), tcp, kills, directory]
             .into_iter()
             .flatten()
             .min()
@@ -408,6 +441,11 @@ impl FrontEnd for RtypeFrontEnd {
     fn snapshot(&self, snap: &mut Snapshot) {
         snap.lobby = self.lobby.stats.clone();
         snap.add_counters(|f| self.udp.stats.visit(f));
+        if let Some(directory) = self.directory.as_ref() {
+            let now = Instant::now();
+            snap.add_counters(|f| directory.visit(now, f));
+            snap.directory = Some(directory.view(now));
+        }
         if let Some(tcp) = self.tcp.as_ref() {
             snap.add_counters(|f| tcp.stats.visit(f));
             snap.tcp_connections = Some(tcp.conn_count());
