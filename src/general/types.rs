@@ -36,7 +36,7 @@ pub struct JobId(pub u64);
 
 /// Where the core gets its 16-byte resume tokens: the driver injects the OS CSPRNG, tests a
 /// deterministic sequence. The core draws again when a token is already live.
-pub type TokenSource = Box<dyn FnMut() -> [u8; 16] + Send>;
+pub use crate::accounts::tokens::TokenSource;
 
 /// A game type the server can host (`--lobby-hosted NAME=N`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -27,9 +27,7 @@
 mod outbound;
 pub mod stats;
 
-use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
-use std::hash::BuildHasher;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -39,9 +37,10 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry};
 use slab::Slab;
 
+use crate::accounts::tokens::os_tokens;
 use crate::accounts::LoginPolicy;
 use crate::config::GeneralSettings;
-use crate::general::{ConnId, GeneralConfig, GeneralLobby, JobId, TokenSource};
+use crate::general::{ConnId, GeneralConfig, GeneralLobby, JobId};
 use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSample, Snapshot};
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
@@ -146,30 +145,6 @@ pub struct GeneralDriver {
     warnings: WarnBudget,
 }
 
-/// Resume tokens from the OS CSPRNG. Should the OS refuse (it does not on Linux once
-/// booted), a keyed hash of a counter stands in, keyed by the standard library's per-process
-/// random keys, so tokens stay unguessable from outside; the failure is logged once.
-fn os_tokens() -> TokenSource {
-    let keys = RandomState::new();
-    let mut counter: u64 = 0;
-    let mut warned = false;
-    Box::new(move || {
-        let mut token = [0u8; 16];
-        if let Err(e) = getrandom::fill(&mut token) {
-            if !std::mem::replace(&mut warned, true) {
-                log::error!(
-                    "general lobby: the OS random generator failed ({e}); using a keyed hash"
-                );
-            }
-            for half in token.chunks_mut(8) {
-                counter = counter.wrapping_add(1);
-                half.copy_from_slice(&keys.hash_one(counter).to_le_bytes());
-            }
-        }
-        token
-    })
-}
-
 impl GeneralDriver {
     /// Serves the general lobby on a bound `listener`; `db` is the account database and
     /// `login` wakes the loop when a password check finishes.
@@ -206,7 +181,7 @@ impl GeneralDriver {
             budget: MemoryBudget::new(settings.memory_budget),
             closed_meanwhile: Vec::new(),
             carrying: false,
-            core: GeneralLobby::new(config, now, os_tokens()),
+            core: GeneralLobby::new(config, now, os_tokens("general lobby")),
             logins,
             per_ip: PerIpCounts::default(),
             rate: PerIpLimiter::new(PerIpConfig {

@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use super::{ConnId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput};
+use crate::accounts::tokens::{counting_tokens, TokenSource};
 use crate::wire::wz::{c_string, parse_game_id, parse_status, GameStructRepr, GAMESTRUCT_LEN};
 
 mod legacy;
@@ -63,9 +64,13 @@ struct Sim {
 
 impl Sim {
     fn new(config: WzConfig) -> Sim {
+        Sim::with_session_ids(config, counting_tokens())
+    }
+
+    fn with_session_ids(config: WzConfig, session_ids: TokenSource) -> Sim {
         let now = Instant::now();
         Sim {
-            lobby: WzLobby::new(config, now),
+            lobby: WzLobby::new(config, now, session_ids),
             now,
             bufs: HashMap::new(),
             max_left: GAMESTRUCT_LEN,

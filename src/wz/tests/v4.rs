@@ -234,6 +234,24 @@ fn wrong_password_busy_and_late_verdicts() {
 }
 
 #[test]
+fn session_ids_come_from_the_injected_source() {
+    // A broken source: every draw gives the same id, so the second login finds it live.
+    let mut sim = Sim::with_session_ids(
+        config(LoginPolicy::Optional, false),
+        Box::new(|| [0xab; 16]),
+    );
+    sim.max_left = MAX_FRAME as usize + 4;
+    open_v4(&mut sim, 1, HOST_V4);
+    assert_eq!(login(&mut sim, 1, 1), "ab".repeat(16));
+    open_v4(&mut sim, 2, PLAYER);
+    let reply = login_answered(&mut sim, 2, VerifyResult::Valid(UserId(2)));
+    assert_eq!(
+        reply,
+        json!({"status": -403, "result": "Server error: no session could be created, try again", "id": 1})
+    );
+}
+
+#[test]
 fn add_player_checks_live_sessions_of_the_named_user() {
     let mut sim = v4_sim(WzConfig {
         session_ttl: Duration::from_secs(60),
