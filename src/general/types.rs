@@ -185,21 +185,21 @@ pub(crate) enum Timer {
 
 /// A request the core refuses: the ERROR code and the text it sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub struct GeneralRefusal {
     /// The ERROR code (also the label it is counted under).
     pub code: ErrorCode,
     /// The ERROR (or JOIN_RESPONSE, or CHALLENGE) text.
     pub text: &'static str,
 }
 
-impl Refusal {
+impl GeneralRefusal {
     /// A refusal with `code` and `text`.
-    pub const fn new(code: ErrorCode, text: &'static str) -> Refusal {
-        Refusal { code, text }
+    pub const fn new(code: ErrorCode, text: &'static str) -> GeneralRefusal {
+        GeneralRefusal { code, text }
     }
 }
 
-impl fmt::Display for Refusal {
+impl fmt::Display for GeneralRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.text, self.code.as_str())
     }
