@@ -1,6 +1,6 @@
 //! Command-line configuration for the `lobbyd` binary.
 //!
-//! Turns the process arguments into a [`Command`]: run the server with a validated
+//! Turns the process arguments into a [`CliCommand`]: run the server with a validated
 //! [`Config`], print the usage text, or print the version. Every flag's long name is part
 //! of the operator contract and must not change. Every value is checked here, once, so the
 //! rest of the server can trust `Config` without re-validating it.
@@ -51,7 +51,7 @@ const LOG_LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"]
 
 /// What the command line asks the binary to do.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Command {
+pub enum CliCommand {
     /// Run the server with this configuration (boxed: it is much larger than the rest).
     Run(Box<Config>),
     /// Print this full usage text to stdout and exit successfully.
@@ -269,20 +269,20 @@ impl Config {
     }
 }
 
-/// Parses the arguments after the program name into a [`Command`].
+/// Parses the arguments after the program name into a [`CliCommand`].
 ///
 /// `-h`/`--help` and `-V`/`--version` win over any value checks, but not over unknown
 /// flags or malformed syntax.
-pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, UsageError> {
+pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliCommand, UsageError> {
     let defaults = Config::default();
     let options = options(&defaults);
     let args: Vec<String> = args.into_iter().collect();
     let mut matches = options.parse(&args).map_err(syntax_error)?;
     if matches.opt_present("help") {
-        return Ok(Command::Help(usage(&options)));
+        return Ok(CliCommand::Help(usage(&options)));
     }
     if matches.opt_present("version") {
-        return Ok(Command::Version(version()));
+        return Ok(CliCommand::Version(version()));
     }
     if let Some(stray) = matches.free.first() {
         return Err(UsageError::new(format!("unexpected argument {stray:?}")));
@@ -297,7 +297,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
         matches = options.parse(&merged).map_err(syntax_error)?;
     }
     config_from(&matches, defaults)
-        .map(|config| Command::Run(Box::new(config)))
+        .map(|config| CliCommand::Run(Box::new(config)))
         .map_err(
             |err| match from_file.iter().find(|f| names_flag(&err, &f.key)) {
                 // A value from the file: say where it came from.

@@ -19,7 +19,8 @@
 //!   their bounded per-IP table. Pure, no clock reads; import nothing of the crate but
 //!   `capacity`.
 //! - [`accounts`]: users, the SQLite store (argon2id hashes), the password-verification
-//!   worker thread, login sessions, and the [`accounts::LoginPolicy`] and
+//!   worker thread, login sessions, the injected source of their ids and of the general
+//!   lobby's resume tokens (`tokens`), and the [`accounts::LoginPolicy`] and
 //!   [`accounts::VerifyResult`] every front end with logins shares. Imports nothing of the
 //!   crate.
 //! - [`rtype`]: the R-Type core, sans-IO: UDP rooms, seats, countdowns, game-instance

@@ -18,7 +18,7 @@ pub const MAX_DATAGRAM: usize = 1472;
 
 /// What the command line asks for.
 #[derive(Debug)]
-pub enum Command {
+pub enum LoadCommand {
     /// Print this text and exit 0.
     Help(String),
     /// Run.
@@ -177,10 +177,10 @@ pub fn usage() -> String {
 }
 
 /// Parses the arguments after the program name.
-pub fn parse(args: &[String]) -> Result<Command, String> {
+pub fn parse(args: &[String]) -> Result<LoadCommand, String> {
     let m = spec().parse(args).map_err(|e| e.to_string())?;
     if m.opt_present("help") {
-        return Ok(Command::Help(usage()));
+        return Ok(LoadCommand::Help(usage()));
     }
     let [mode] = m.free.as_slice() else {
         return Err("expected exactly one MODE".into());
@@ -262,7 +262,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     o.blocking = m.opt_present("blocking");
     o.json = m.opt_present("json");
     o.quiet = m.opt_present("quiet");
-    Ok(Command::Run(Box::new(o)))
+    Ok(LoadCommand::Run(Box::new(o)))
 }
 
 /// `ADDR:PORT`, `[V6]:PORT`, or a bare address with the mode's default port.
@@ -310,8 +310,8 @@ mod tests {
     fn run(args: &[&str]) -> Result<Options, String> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match parse(&args)? {
-            Command::Run(o) => Ok(*o),
-            Command::Help(_) => Err("help".into()),
+            LoadCommand::Run(o) => Ok(*o),
+            LoadCommand::Help(_) => Err("help".into()),
         }
     }
 

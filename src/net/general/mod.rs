@@ -29,8 +29,6 @@
 mod outbound;
 pub mod stats;
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -39,9 +37,10 @@ use mio::event::Event;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry};
 
+use crate::accounts::tokens::os_tokens;
 use crate::accounts::LoginPolicy;
 use crate::config::GeneralSettings;
-use crate::general::{GeneralConfig, GeneralLobby, JobId, TokenSource};
+use crate::general::{GeneralConfig, GeneralLobby, JobId};
 use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSample, Snapshot};
 use crate::wire::general::{next_frame, Frame, Next, HEADER_LEN, MEMBER_AWAY};
 
@@ -109,30 +108,6 @@ pub struct GeneralDriver {
     out: Outbound,
 }
 
-/// Resume tokens from the OS CSPRNG. Should the OS refuse (it does not on Linux once
-/// booted), a keyed hash of a counter stands in, keyed by the standard library's per-process
-/// random keys, so tokens stay unguessable from outside; the failure is logged once.
-fn os_tokens() -> TokenSource {
-    let keys = RandomState::new();
-    let mut counter: u64 = 0;
-    let mut warned = false;
-    Box::new(move || {
-        let mut token = [0u8; 16];
-        if let Err(e) = getrandom::fill(&mut token) {
-            if !std::mem::replace(&mut warned, true) {
-                log::error!(
-                    "general lobby: the OS random generator failed ({e}); using a keyed hash"
-                );
-            }
-            for half in token.chunks_mut(8) {
-                counter = counter.wrapping_add(1);
-                half.copy_from_slice(&keys.hash_one(counter).to_le_bytes());
-            }
-        }
-        token
-    })
-}
-
 impl GeneralDriver {
     /// Serves the general lobby on a bound `listener`; `db` is the account database and
     /// `login` wakes the loop when a password check finishes.
@@ -173,7 +148,7 @@ impl GeneralDriver {
             next_serial: 0,
             read_buf: Box::new([0; READ_CHUNK]),
             out: Outbound::new(
-                GeneralLobby::new(config, now, os_tokens()),
+                GeneralLobby::new(config, now, os_tokens("general lobby")),
                 logins,
                 MemoryBudget::new(settings.memory_budget),
                 now,

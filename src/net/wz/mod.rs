@@ -31,6 +31,7 @@ use mio::net::TcpListener;
 use mio::{Interest, Registry};
 use slab::Slab;
 
+use crate::accounts::tokens::os_tokens;
 use crate::accounts::{LoginPolicy, VerifyResult};
 use crate::config::WzSettings;
 use crate::wire::wz::v4::MAX_FRAME;
@@ -226,7 +227,7 @@ impl WzDriver {
             listener,
             conns: Slab::new(),
             probe_timeout: config.probe_timeout,
-            core: WzLobby::new(config, now),
+            core: WzLobby::new(config, now, os_tokens("Warzone")),
             probes: Probes::default(),
             logins,
             files: Files {
