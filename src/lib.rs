@@ -53,7 +53,7 @@
 //! - [`net`]: the driver, the only module that imports `mio`, grouped by front end. `server.rs`
 //!   is the loop and documents the one seam (`FrontEnd`) every front end plugs into. One folder
 //!   per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`, its TCP lobby in
-//!   `tcp.rs` and `tcp_frames.rs` (its frames' length rule), the game instances' ports in
+//!   `tcp.rs` and `tcp_frames.rs` (its two dialects' length rules), the game instances' ports in
 //!   `instance.rs`, the OS source of player hashes in `random.rs`, the operator's game servers of
 //!   `--instance-exec` in `game_server.rs`, the driver's UDP and TCP counters in `stats.rs`), `wz/` (with the
 //!   reachability probe in `probe.rs` and the driver's counters in `stats.rs`), `general/` (the

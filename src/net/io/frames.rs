@@ -13,7 +13,10 @@
 //! the read only the bytes it misses; the frames after it are again cut in place.
 //!
 //! The protocol comes in as a [`LengthRule`]: its header's size, and the whole frame's length
-//! from the header bytes or a typed error for a header that declares too much. That is
+//! from the header bytes or a typed error for a header that declares too much. The rule is
+//! passed to each call, so a stream whose first bytes choose its protocol (the TCP lobby's two
+//! dialects) keeps them here with [`FrameReader::keep`] and is then read with the rule they
+//! chose, the same one from its first frame on. That is
 //! decided from the header alone, so a frame over the limit is never waited for nor kept;
 //! what then happens to its payload is the front end's choice (the TCP lobby skips it by
 //! counting, the general lobby answers and closes). No socket, no clock, no protocol here.
@@ -191,8 +194,10 @@ impl<T: Tail> FrameReader<T> {
         }
     }
 
-    /// Keeps `data[*at..]` unread for later (a connection whose frame budget ran out),
-    /// behind what is kept already; false (nothing kept) when it does not fit.
+    /// Keeps `data[*at..]` unread for later (a connection whose frame budget ran out, or the
+    /// first bytes of a stream whose rule they decide), behind what is kept already; false
+    /// (nothing kept) when it does not fit. `rule` only drops a frame handed out before:
+    /// before the first frame any rule will do, and the stream may then be read with another.
     pub fn keep<R: LengthRule>(
         &mut self,
         rule: &R,
@@ -510,6 +515,47 @@ mod tests {
             vec![vec![2, 1, b'a'], vec![3, 2, b'b', b'c'], vec![4, 0]]
         );
         assert_eq!((reader.kept_len(&TOY), budget.held()), (0, 0));
+    }
+
+    #[test]
+    fn first_bytes_kept_before_the_rule_is_chosen_start_the_stream_it_reads() {
+        // A rule with a 4-byte header: a u32 LE length of what follows.
+        struct Wide;
+        impl LengthRule for Wide {
+            const HEADER_LEN: usize = 4;
+            type TooLong = u32;
+            fn frame_len(&self, header: &[u8]) -> Result<usize, u32> {
+                let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
+                if len > 8 {
+                    return Err(len);
+                }
+                Ok(4 + len as usize)
+            }
+        }
+        for (first, rest) in [
+            (&[2u8, 0, 0][..], &[0, b'a', b'b', 9, 0][..]),
+            (&[2, 0, 0, 0, b'a'], &[b'b', 9, 0]),
+        ] {
+            let mut reader = FrameReader::<InlineTail<12>>::default();
+            // Kept under one rule, before any frame: nothing is consulted nor dropped.
+            assert!(reader.keep(&TOY, first, &mut 0, &mut ()));
+            assert_eq!(reader.kept_len(&Wide), first.len());
+            let mut at = 0;
+            assert_eq!(
+                reader.next(&Wide, rest, &mut at, &mut ()),
+                Cut::Frame(&[2, 0, 0, 0, b'a', b'b'][..])
+            );
+            assert_eq!(reader.next(&Wide, rest, &mut at, &mut ()), Cut::NeedMore);
+            assert_eq!((at, reader.kept_len(&Wide)), (rest.len(), 2));
+            assert_eq!(reader.tail().bytes(), [9, 0]);
+            // A refused header among the kept bytes is consumed from them.
+            let mut at = 0;
+            assert_eq!(
+                reader.next(&Wide, &[0, 0, 1], &mut at, &mut ()),
+                Cut::TooLong(9)
+            );
+            assert_eq!(reader.skip(&Wide, 9, &[0, 0, 1], &mut at, &mut ()), 1);
+        }
     }
 
     #[test]

@@ -6,13 +6,16 @@
 //! kept, in a [`FrameReader`]'s inline array of [`PARTIAL_CAP`] bytes (the largest client
 //! frame of either dialect), and a declared length longer than any client message is skipped
 //! by counting, never buffered (`docs/protocols/tcp-lobby.md`, "Reading frames";
-//! `tcp-lobby-upstream.md`, "Reading frames").
+//! `tcp-lobby-upstream.md`, "Reading frames"). The cutting itself is the shared reader of
+//! `net::io::frames`, over the length rule of the connection's dialect ([`RfcFrames`] or
+//! [`UpstreamFrames`]).
 //!
 //! A connection's first bytes (at most 5, kept in the same array) decide its dialect
 //! (`crate::wire::tcp_upstream::sniff`): the RFC's 3-byte headers, or the upstream client's
 //! `u32` length prefixes, announced once as [`Piece::Upstream`] before its first frame. A
 //! stream fitting neither is read as the RFC's, which counts its frames as violations.
 
+use crate::net::io::frames::{self, Cut, InlineTail, LengthRule, Tail};
 use crate::wire::tcp_lobby::{self as rfc, Frame};
 use crate::wire::tcp_upstream::{self as up, Dialect, Sniff};
 
@@ -43,6 +46,78 @@ pub enum Piece<'a> {
     },
 }
 
+/// A header a dialect's rule refuses: the piece reporting it ([`Piece::Oversized`] or
+/// [`Piece::BadLength`]) and how many bytes after the header are skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    piece: Piece<'static>,
+    declared: usize,
+}
+
+/// The RFC's length rule: a 3-byte header (type, payload length u16 LE), client payloads of
+/// at most [`rfc::MAX_CLIENT_PAYLOAD`] bytes (as `wire::tcp_lobby::next_frame` decides).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RfcFrames;
+
+impl LengthRule for RfcFrames {
+    const HEADER_LEN: usize = rfc::HEADER_LEN;
+    type TooLong = Refused;
+
+    fn frame_len(&self, header: &[u8]) -> Result<usize, Refused> {
+        match rfc::next_frame(header) {
+            rfc::Next::Oversized {
+                packet_type,
+                declared,
+            } => Err(Refused {
+                piece: Piece::Oversized {
+                    packet_type,
+                    declared,
+                },
+                declared,
+            }),
+            _ => Ok(Frame::new_unchecked(header).frame_len()),
+        }
+    }
+}
+
+/// The upstream client's length rule: a `u32` LE length prefix, lengths 1 to
+/// [`up::MAX_CLIENT_LEN`] (as `wire::tcp_upstream::next_frame` decides).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UpstreamFrames;
+
+impl LengthRule for UpstreamFrames {
+    const HEADER_LEN: usize = up::LENGTH_LEN;
+    type TooLong = Refused;
+
+    fn frame_len(&self, header: &[u8]) -> Result<usize, Refused> {
+        match up::next_frame(header) {
+            up::Next::BadLength { declared } => Err(Refused {
+                piece: Piece::BadLength { declared },
+                declared,
+            }),
+            _ => Ok(up::Frame::new_unchecked(header).frame_len()),
+        }
+    }
+}
+
+/// A dialect's rule, and how its frames are handed out.
+trait DialectRule: LengthRule<TooLong = Refused> {
+    /// A whole frame the rule cut.
+    fn piece(frame: &[u8]) -> Piece<'_>;
+}
+
+impl DialectRule for RfcFrames {
+    fn piece(frame: &[u8]) -> Piece<'_> {
+        Piece::Frame(Frame::new_unchecked(frame))
+    }
+}
+
+impl DialectRule for UpstreamFrames {
+    fn piece(frame: &[u8]) -> Piece<'_> {
+        Piece::UpstreamFrame(up::Frame::new_unchecked(frame))
+    }
+}
+
 /// How the stream is being cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Framing {
@@ -54,32 +129,23 @@ enum Framing {
     Upstream,
 }
 
-/// What the front of a buffer holds, in either dialect.
-enum Cut<'a> {
-    /// A piece that occupies `consumed` bytes.
-    Whole(Piece<'a>, usize),
-    /// A header of `header` bytes whose `declared` bytes that follow are to be skipped.
-    Skip(Piece<'a>, usize, usize),
-    /// Not enough bytes.
-    NeedMore,
-}
-
-/// Per-connection framing state: the dialect, a partial frame and a count of bytes to skip.
+/// Per-connection framing state: the dialect, a partial frame (or the first bytes) and a
+/// count of bytes to skip.
 #[derive(Debug, Clone, Copy)]
 pub struct FrameReader {
-    partial: [u8; PARTIAL_CAP],
-    len: u8,
+    frames: frames::FrameReader<InlineTail<PARTIAL_CAP>>,
     framing: Framing,
-    skip: u32,
+    /// Bytes still to skip, a u32 kept as four little-endian bytes: byte-aligned, the reader
+    /// is 44 bytes with no padding.
+    skip: [u8; 4],
 }
 
 impl Default for FrameReader {
     fn default() -> Self {
         FrameReader {
-            partial: [0; PARTIAL_CAP],
-            len: 0,
+            frames: frames::FrameReader::default(),
             framing: Framing::Sniffing,
-            skip: 0,
+            skip: [0; 4],
         }
     }
 }
@@ -90,13 +156,13 @@ impl FrameReader {
     /// then dropped (the connection is closing).
     pub fn push(&mut self, mut data: &[u8], on_piece: &mut impl FnMut(Piece<'_>) -> bool) -> bool {
         if self.framing == Framing::Sniffing {
-            let len = usize::from(self.len);
-            let take = (up::HEADER_LEN - len).min(data.len());
-            self.partial[len..len + take].copy_from_slice(&data[..take]);
-            // At most 5.
-            self.len += take as u8;
+            let kept = self.frames.tail().bytes().len();
+            let take = up::HEADER_LEN.saturating_sub(kept).min(data.len());
+            // The first bytes are kept as the start of the stream; nothing was handed out
+            // yet, so no rule is consulted. At most 5 bytes: the array has room.
+            self.frames.keep(&RfcFrames, &data[..take], &mut 0, &mut ());
             data = &data[take..];
-            match up::sniff(&self.partial[..usize::from(self.len)]) {
+            match up::sniff(self.frames.tail().bytes()) {
                 // Fewer than 5 bytes so far, all of `data` kept.
                 Sniff::NeedMore => return true,
                 Sniff::Dialect(Dialect::Upstream) => {
@@ -107,145 +173,58 @@ impl FrameReader {
                 }
                 Sniff::Dialect(Dialect::Rfc) | Sniff::Neither => self.framing = Framing::Rfc,
             }
-            // The sniffed bytes begin the stream: cut them as its first bytes.
-            let head = self.partial;
-            let n = usize::from(self.len);
-            self.len = 0;
-            if !self.push_framed(&head[..n], on_piece) {
-                return false;
-            }
         }
-        self.push_framed(data, on_piece)
-    }
-
-    /// The front of `buf` in the connection's dialect.
-    fn cut<'a>(&self, buf: &'a [u8]) -> Cut<'a> {
         match self.framing {
-            Framing::Upstream => match up::next_frame(buf) {
-                up::Next::Frame { frame, consumed } => {
-                    Cut::Whole(Piece::UpstreamFrame(frame), consumed)
-                }
-                up::Next::BadLength { declared } => {
-                    Cut::Skip(Piece::BadLength { declared }, up::LENGTH_LEN, declared)
-                }
-                up::Next::NeedMore => Cut::NeedMore,
-            },
-            Framing::Rfc | Framing::Sniffing => match rfc::next_frame(buf) {
-                rfc::Next::Frame { frame, consumed } => Cut::Whole(Piece::Frame(frame), consumed),
-                rfc::Next::Oversized {
-                    packet_type,
-                    declared,
-                } => Cut::Skip(
-                    Piece::Oversized {
-                        packet_type,
-                        declared,
-                    },
-                    rfc::HEADER_LEN,
-                    declared,
-                ),
-                rfc::Next::NeedMore => Cut::NeedMore,
-            },
+            Framing::Upstream => self.push_framed(&UpstreamFrames, data, on_piece),
+            Framing::Rfc | Framing::Sniffing => self.push_framed(&RfcFrames, data, on_piece),
         }
     }
 
-    fn push_framed(
+    /// Cuts the kept bytes followed by `data` with the dialect's `rule`.
+    fn push_framed<R: DialectRule>(
         &mut self,
-        mut data: &[u8],
+        rule: &R,
+        data: &[u8],
         on_piece: &mut impl FnMut(Piece<'_>) -> bool,
     ) -> bool {
+        let mut at = 0;
         loop {
-            if self.skip > 0 {
-                let n = usize::try_from(self.skip)
-                    .unwrap_or(usize::MAX)
-                    .min(data.len());
-                // n <= skip, a u32.
-                self.skip -= n as u32;
-                data = &data[n..];
-            }
-            if data.is_empty() {
-                return true;
-            }
-            if self.len > 0 {
-                let len = usize::from(self.len);
-                let take = self.missing().min(data.len());
-                self.partial[len..len + take].copy_from_slice(&data[..take]);
-                self.len += take as u8;
-                data = &data[take..];
-                let partial = self.partial;
-                match self.cut(&partial[..usize::from(self.len)]) {
-                    Cut::NeedMore => continue,
-                    Cut::Whole(piece, _) => {
-                        self.len = 0;
-                        if !on_piece(piece) {
-                            return false;
-                        }
-                    }
-                    Cut::Skip(piece, _, declared) => {
-                        self.len = 0;
-                        self.skip = u32::try_from(declared).unwrap_or(u32::MAX);
-                        if !on_piece(piece) {
-                            return false;
-                        }
-                    }
+            let skip = self.skipping();
+            let skipped = self.frames.skip(rule, skip, data, &mut at, &mut ());
+            // At most `skip`, a u32.
+            self.set_skip((skip - skipped) as u32);
+            let piece = match self.frames.next(rule, data, &mut at, &mut ()) {
+                Cut::Frame(bytes) => R::piece(bytes),
+                Cut::TooLong(Refused { piece, declared }) => {
+                    self.set_skip(u32::try_from(declared).unwrap_or(u32::MAX));
+                    piece
                 }
-                continue;
-            }
-            match self.cut(data) {
-                Cut::Whole(piece, consumed) => {
-                    if !on_piece(piece) {
-                        return false;
-                    }
-                    data = &data[consumed..];
-                }
-                Cut::Skip(piece, header, declared) => {
-                    data = &data[header..];
-                    self.skip = u32::try_from(declared).unwrap_or(u32::MAX);
-                    if !on_piece(piece) {
-                        return false;
-                    }
-                }
-                Cut::NeedMore => {
-                    // Less than one whole frame is left, and a whole frame fits the array.
-                    let n = data.len().min(PARTIAL_CAP);
-                    self.partial[..n].copy_from_slice(&data[..n]);
-                    self.len = n as u8;
-                    return true;
-                }
-            }
-        }
-    }
-
-    /// Bytes still needed to complete the partial frame (its header first).
-    fn missing(&self) -> usize {
-        let len = usize::from(self.len);
-        match self.framing {
-            Framing::Upstream => {
-                if len < up::LENGTH_LEN {
-                    return up::LENGTH_LEN - len;
-                }
-                let [l0, l1, l2, l3, ..] = self.partial;
-                let declared =
-                    usize::try_from(u32::from_le_bytes([l0, l1, l2, l3])).unwrap_or(usize::MAX);
-                (up::LENGTH_LEN + declared.min(up::MAX_CLIENT_LEN)).saturating_sub(len)
-            }
-            Framing::Rfc | Framing::Sniffing => {
-                if len < rfc::HEADER_LEN {
-                    return rfc::HEADER_LEN - len;
-                }
-                let declared = usize::from(u16::from_le_bytes([self.partial[1], self.partial[2]]));
-                (rfc::HEADER_LEN + declared.min(rfc::MAX_CLIENT_PAYLOAD)).saturating_sub(len)
+                // Less than one whole frame is left, and a whole frame of either dialect fits
+                // the array: the array never refuses.
+                Cut::NeedMore | Cut::NoRoom => return true,
+            };
+            if !on_piece(piece) {
+                return false;
             }
         }
     }
 
     /// Bytes of an oversized payload still to be skipped (they complete no frame).
     pub fn skipping(&self) -> usize {
-        usize::try_from(self.skip).unwrap_or(usize::MAX)
+        usize::try_from(u32::from_le_bytes(self.skip)).unwrap_or(usize::MAX)
+    }
+
+    fn set_skip(&mut self, skip: u32) {
+        self.skip = skip.to_le_bytes();
     }
 
     /// Whether part of a frame (or of the first bytes) or a skip is in progress.
     pub fn is_mid_frame(&self) -> bool {
-        self.len > 0 || self.skip > 0
+        let kept = match self.framing {
+            Framing::Upstream => self.frames.kept_len(&UpstreamFrames),
+            Framing::Rfc | Framing::Sniffing => self.frames.kept_len(&RfcFrames),
+        };
+        kept > 0 || self.skipping() > 0
     }
 
     /// Whether the stream speaks the upstream client's dialect.
