@@ -9,7 +9,7 @@
 //! - [`wire`]: the `lobbyd-wire` crate (`lobbyd-wire/`), re-exported so a Rust client
 //!   can depend on the wire formats alone. One module per protocol, no I/O, every parser
 //!   total. Two families: the fixed-layout messages (`frame`, `udp_lobby`, `instance`,
-//!   `tcp_lobby/`, `wz::gamestruct`, `general/`) are zero-copy views with checked constructors plus
+//!   `tcp_lobby/`, `tcp_upstream/`, `wz::gamestruct`, `general/`) are zero-copy views with checked constructors plus
 //!   `Repr` types with `parse`/`buffer_len`/`emit`, smoltcp's `wire`; the stream and document
 //!   protocols (`wz::legacy`, `wz/v4/` with its BSON and JSON decoders) are total decoders
 //!   with stated bounds. Imports nothing of this crate.
@@ -23,8 +23,15 @@
 //!   [`accounts::VerifyResult`] every front end with logins shares. Imports nothing of the
 //!   crate.
 //! - [`rtype`]: the R-Type core, sans-IO: UDP rooms, seats, countdowns, game-instance
-//!   membership and the TCP lobby's parties (parties are rooms). `handle_*` in,
-//!   `poll_output`/`poll_timeout` out. May import `wire`, `time`, `ratelimit`.
+//!   membership and the TCP lobby's parties (parties are rooms; in the upstream client's TCP
+//!   dialect, named rooms joined before connecting). `handle_*` in,
+//!   `poll_output`/`poll_timeout` out; a checked TCP frame becomes an input here
+//!   (`tcp_codec.rs`), player hashes come from an injected source. The general lobby's shape:
+//!   the façade `RtypeCore` (`mod.rs`) over components that each own their state (`rooms.rs`
+//!   the room table, UDP lobby and instances; `parties.rs` the parties; `conns.rs` the TCP
+//!   connections; `tcp.rs` the handlers joining those two), each handler given a `Ctx`
+//!   (`context.rs`); a ladder of files without circles. May import `wire`, `time`,
+//!   `ratelimit`.
 //! - [`wz`]: the Warzone 2100 master server core, sans-IO: game table, legacy and v4
 //!   connections, probes, name and version policy; a ladder of files without circles. May
 //!   import `wire`, `time`, `ratelimit`, `accounts` (types only).
@@ -34,25 +41,30 @@
 //! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
 //!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
 //!   sockets. May import the cores' counter and room types.
-//! - [`config`]: the command line, one file per protocol (`config/wz.rs`,
+//! - [`config`]: the command line, one file per protocol (`config/rtype.rs`, `config/wz.rs`,
 //!   `config/general.rs`) over the parsing leaf `config/parse.rs`: flags into a validated
 //!   `Config`, or help, version, or a one-line usage error. May import `wire` limits,
 //!   `accounts` and the cores' config types.
-//! - [`net`]: the driver, the only module that imports `mio`, grouped by front end.
-//!   `server.rs` is the loop and documents the one seam (`FrontEnd`) every front end plugs
-//!   into. One folder per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`,
-//!   its TCP lobby in `tcp.rs` and `tcp_frames.rs`, the game instances' ports in
-//!   `instance.rs`, the driver's counters in `stats.rs`), `wz/` (with the reachability
-//!   probe in `probe.rs`), `general/` (its send queues and fan-out in `outbound.rs`, its
-//!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`,
-//!   the one TCP stream transport under the three TCP front ends (its counted send queues
-//!   and partial frames, under one memory budget per front end, in `buffers.rs`),
-//!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded),
-//!   `wake.rs` (the timerfd), `closer.rs` (the thread that closes released sockets off the
-//!   loop), `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its
-//!   fair queue, for any core), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs`
-//!   (the tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is
-//!   bound in `net::build`. May import everything above.
+//! - [`net`]: the driver, the only module that imports `mio`, grouped by front end. `server.rs`
+//!   is the loop and documents the one seam (`FrontEnd`) every front end plugs into. One folder
+//!   per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`, its TCP lobby in
+//!   `tcp.rs` and `tcp_frames.rs` (its frames' length rule), the game instances' ports in
+//!   `instance.rs`, the OS source of player hashes in `random.rs`, the operator's game servers of
+//!   `--instance-exec` in `game_server.rs`, the driver's UDP and TCP counters in `stats.rs`), `wz/` (with the
+//!   reachability probe in `probe.rs` and the driver's counters in `stats.rs`), `general/` (the
+//!   way in, listener, admission and frame reader, in `mod.rs`; the way out, `Outbound`, owning
+//!   the core and the connections with their send queues and fan-out, in `outbound.rs`; its
+//!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`, the
+//!   one TCP stream transport under the three TCP front ends (its counted send queues and
+//!   partial frames, under one memory budget per front end, in `buffers.rs`), `frames.rs` (the
+//!   one reader of length-prefixed frames, over a protocol's length rule, used by the R-Type
+//!   TCP lobby and the general lobby), `admission.rs` (the per-address limits at accept),
+//!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded), `wake.rs`
+//!   (the timerfd), `closer.rs` (the thread that closes released sockets off the loop),
+//!   `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its fair
+//!   queue, for any core), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs` (the
+//!   tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is bound in
+//!   `net::build`. May import everything above.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
 //! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the

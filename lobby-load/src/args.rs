@@ -7,7 +7,7 @@ use std::time::Duration;
 use getopts::Matches;
 
 use super::sources::{check_local, parse_sources};
-use super::{Mode, Options};
+use super::{Mode, Options, TcpDialect};
 
 /// Longest run.
 pub const MAX_DURATION_SECS: f64 = 3600.0;
@@ -126,6 +126,14 @@ fn spec() -> getopts::Options {
          is ready (0: all at the same instant); at most 60000. Default: each party starts \
          as soon as it is ready.",
         "MS",
+    );
+    o.optopt(
+        "",
+        "dialect",
+        "tcp-join: rfc (default) or upstream, the upstream R-Type client's dialect: each cycle \
+         creates a room, joins it, connects, leaves (the server's --max-rooms must allow \
+         --concurrency rooms).",
+        "rfc|upstream",
     );
     o.optflag(
         "",
@@ -250,6 +258,12 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "spread", &text, 0, 60_000,
         )?));
     }
+    o.dialect = match m.opt_str("dialect").as_deref() {
+        None | Some("rfc") => TcpDialect::Rfc,
+        Some("upstream") if mode == Mode::TcpJoin => TcpDialect::Upstream,
+        Some("upstream") => return Err("--dialect upstream: tcp-join only".into()),
+        Some(other) => return Err(format!("--dialect: '{other}' is neither rfc nor upstream")),
+    };
     o.start = m.opt_present("start");
     o.blocking = m.opt_present("blocking");
     o.ws = m.opt_present("ws");
@@ -407,6 +421,21 @@ mod tests {
         assert!(run(&["udp-list", "--sources", "192.0.2.1"]).is_err());
         let o = run(&["udp-list", "--target", "192.0.2.1:4242", "--allow-remote"]).unwrap();
         assert_eq!(o.target.ip(), "192.0.2.1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn dialect_is_rfc_or_upstream_for_tcp_join() {
+        assert_eq!(run(&["tcp-join"]).unwrap().dialect, TcpDialect::Rfc);
+        assert_eq!(
+            run(&["tcp-join", "--dialect", "upstream"]).unwrap().dialect,
+            TcpDialect::Upstream
+        );
+        assert_eq!(
+            run(&["tcp-join", "--dialect", "rfc"]).unwrap().dialect,
+            TcpDialect::Rfc
+        );
+        assert!(run(&["tcp-idle", "--dialect", "upstream"]).is_err());
+        assert!(run(&["tcp-join", "--dialect", "aernw1"]).is_err());
     }
 
     #[test]

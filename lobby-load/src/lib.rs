@@ -22,7 +22,7 @@
 //! - one module per family of modes: [`udp_rr`] (the request/reply engine over UDP) with
 //!   [`udp_modes`] (`udp-list`, `udp-create-join`, `echo`) and [`echo_server`]; [`relay`];
 //!   [`tcp_engine`] (connection-per-cycle clients over TCP) with [`tcp_modes`] (`tcp-join`,
-//!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`, their game
+//!   `tcp-idle`), [`tcp_upstream`] (`tcp-join --dialect upstream`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`, their game
 //!   ports answering lobbyd's reachability probe in [`wz_probe`]) and
 //!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`);
 //!   [`hostile`] (`hostile-udp`, `hostile-tcp`, `hostile-wz`, `hostile-lobby`, `hostile-http`:
@@ -50,6 +50,7 @@ pub mod tcp_cycle;
 pub mod tcp_engine;
 pub mod tcp_modes;
 pub mod tcp_probe;
+pub mod tcp_upstream;
 pub mod udp_modes;
 pub mod udp_rr;
 pub mod write_floor;
@@ -207,6 +208,15 @@ impl Mode {
     }
 }
 
+/// The TCP lobby dialect a `tcp-join` client speaks (`--dialect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpDialect {
+    /// RFC R-Type-TCP-001 (docs/protocols/tcp-lobby.md).
+    Rfc,
+    /// The upstream R-Type client's dialect, rooms first (docs/protocols/tcp-lobby-upstream.md).
+    Upstream,
+}
+
 /// Everything a run needs, validated.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -256,6 +266,8 @@ pub struct Options {
     /// `lobby-join`, `lobby-idle`, `lobby-chat`: over lobbyd's WebSocket port (`--target`
     /// is that port), each frame one binary message ([`ws`]).
     pub ws: bool,
+    /// `tcp-join`: the TCP lobby dialect its clients speak.
+    pub dialect: TcpDialect,
     /// Print a JSON summary instead of text.
     pub json: bool,
     /// No progress line.
@@ -289,6 +301,7 @@ impl Options {
             hold: mode.default_hold(),
             spread: None,
             ws: false,
+            dialect: TcpDialect::Rfc,
             json: false,
             quiet: false,
             tty: false,
@@ -375,6 +388,12 @@ fn run_fitted(options: &Options, progress: &mut dyn std::io::Write) -> std::io::
             udp_rr::run_exchange(options, target, echo, progress)
         }
         Mode::Relay => relay::run(options, progress),
+        Mode::TcpJoin if options.dialect == TcpDialect::Upstream => run_tcp(
+            options,
+            tcp_upstream::UpstreamJoin,
+            options.concurrency,
+            progress,
+        ),
         Mode::TcpJoin => run_tcp(
             options,
             tcp_modes::LobbyJoin::new(false, options.concurrency, None),

@@ -38,6 +38,7 @@ use crate::rtype::{PartyConfig, RtypeConfig, RtypeCore};
 
 use general::{GeneralDriver, WsPort};
 use login::{LoginBudget, LoginShared};
+use rtype::game_server::GameServers;
 use rtype::instance::{PortPool, PortRange};
 use rtype::tcp::{TcpLimits, TcpLobby};
 use rtype::udp::UdpLobby;
@@ -83,6 +84,7 @@ pub fn lobby_config(config: &Config) -> RtypeConfig {
             handshake_timeout: config.handshake_timeout,
             ..PartyConfig::default()
         },
+        instance_exec: config.instance_exec.command.is_some(),
     }
 }
 
@@ -270,8 +272,19 @@ fn build(config: &Config) -> std::io::Result<Built> {
         Some((listener, _)) => Some(TcpLobby::new(listener, registry, tcp_limits(config))?),
         None => None,
     };
-    let lobby = RtypeCore::new(lobby_config(config), Instant::now());
-    let rtype = RtypeFrontEnd::new(lobby, udp, tcp);
+    let lobby = RtypeCore::new(
+        lobby_config(config),
+        Instant::now(),
+        rtype::random::OsRandom::hash_source(),
+    );
+    let mut rtype = RtypeFrontEnd::new(lobby, udp, tcp);
+    if let Some(command) = &config.instance_exec.command {
+        log::info!("each room runs its own game server: {command}");
+        let ports = PortPool::new(port_range(config.instance_ports));
+        let grace = config.instance_exec.stop_grace;
+        let servers = GameServers::new(command.clone(), grace, ports, config.bind);
+        rtype = rtype.with_game_servers(servers);
+    }
     // One bound on password checks for every front end (`net::login`).
     let login = LoginShared {
         waker: Arc::clone(&waker),

@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 73] = [
+const FLAGS: [&str; 75] = [
     "-h, --help",
     "-V, --version",
     "--config FILE",
@@ -50,6 +50,8 @@ const FLAGS: [&str; 73] = [
     "--udp-port PORT",
     "--tcp-port PORT",
     "--instance-ports LO-HI",
+    "--instance-exec CMD",
+    "--instance-stop-grace SECS",
     "--max-rooms N",
     "--max-players N",
     "--min-players N",

@@ -18,8 +18,16 @@
 //! one `send` (fewer system calls per join). Timers already due run, and their
 //! frames are written, before the batch's other events ([`FrontEnd::run_due_timers`]): a
 //! countdown is not held up behind a batch of joins. No protocol logic here.
+//!
+//! With `--instance-exec` a room's instance is a game server of the operator's
+//! ([`game_server`]): the core's [`Output::StartInstance`] spawns it, [`Output::CloseInstance`]
+//! stops it, and its exit (an event on its pidfd) goes to the core as
+//! [`RtypeCore::handle_instance_exited`]. At shutdown the front end stops every game server
+//! and keeps the loop's shutdown wait going until they are gone or past their grace.
 
+pub mod game_server;
 pub mod instance;
+pub mod random;
 pub mod stats;
 pub mod tcp;
 pub mod tcp_frames;
@@ -32,12 +40,13 @@ use mio::event::Event;
 use mio::Registry;
 
 use crate::metrics::{LoadSample, RoomView, Snapshot};
-use crate::rtype::{ConnId, Output, RoomId, RtypeCore};
+use crate::rtype::{ConnId, Output, RoomId, RtypeCore, TcpInput};
 use crate::wire::tcp_lobby::validate_name;
 
 use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::TIMERS_PER_PASS;
-use crate::net::rtype::tcp::{Readiness, TcpInput, TcpLobby};
+use crate::net::rtype::game_server::{GameServers, Stream};
+use crate::net::rtype::tcp::{Readiness, TcpLobby};
 use crate::net::rtype::udp::{Batch, ReadSize, Received, UdpLobby};
 use crate::net::server::FrontEnd;
 use crate::net::token::Target;
@@ -81,6 +90,8 @@ pub struct RtypeFrontEnd {
     lobby: RtypeCore,
     udp: UdpLobby,
     tcp: Option<TcpLobby>,
+    /// The rooms' game servers with `--instance-exec` (then no relay socket is bound).
+    servers: Option<GameServers>,
     /// Reused for every relayed DATA datagram.
     destinations: Vec<SocketAddr>,
     /// Reused for the inputs of each TCP lobby readiness event.
@@ -98,9 +109,33 @@ impl RtypeFrontEnd {
             lobby,
             udp,
             tcp,
+            servers: None,
             destinations: Vec::with_capacity(16),
             tcp_inputs: Vec::new(),
             batch_started: None,
+        }
+    }
+
+    /// Runs each room's instance as a game server of `servers` (`--instance-exec`); the
+    /// core must have been configured with [`crate::rtype::RtypeConfig::instance_exec`].
+    pub fn with_game_servers(mut self, servers: GameServers) -> RtypeFrontEnd {
+        self.servers = Some(servers);
+        self
+    }
+
+    /// A game server's pidfd is readable: if it exited, its room goes (core input).
+    fn game_server_exited(&mut self, registry: &Registry, key: usize) {
+        let now = Instant::now();
+        let Some(room) = self.servers.as_mut().and_then(|s| s.exit_event(now, key)) else {
+            return;
+        };
+        self.lobby.handle_instance_exited(now, room);
+        self.dispatch(registry);
+    }
+
+    fn game_server_output(&mut self, registry: &Registry, key: usize, stream: Stream) {
+        if let Some(servers) = self.servers.as_mut() {
+            servers.output_event(registry, Instant::now(), key, stream);
         }
     }
 
@@ -199,7 +234,24 @@ impl RtypeFrontEnd {
                     let port = self.udp.open_instance(registry, now, room);
                     self.lobby.handle_instance_opened(now, room, port);
                 }
-                Output::CloseInstance { room } => self.udp.close_instance(room),
+                Output::StartInstance {
+                    room,
+                    players,
+                    seed,
+                } => {
+                    let now = Instant::now();
+                    let port = match self.servers.as_mut() {
+                        Some(servers) => servers.start(registry, now, room, players, seed),
+                        None => self.udp.open_instance(registry, now, room),
+                    };
+                    self.lobby.handle_instance_opened(now, room, port);
+                }
+                Output::CloseInstance { room } => {
+                    if let Some(servers) = self.servers.as_mut() {
+                        servers.stop(Instant::now(), room);
+                    }
+                    self.udp.close_instance(room);
+                }
                 Output::Tcp { conn, msg } => {
                     if let Some(tcp) = self.tcp.as_mut() {
                         tcp.send(conn, msg, &mut self.lobby);
@@ -258,11 +310,7 @@ impl RtypeFrontEnd {
             if !self.lobby.tcp_conn_is_open(conn) {
                 break;
             }
-            match input {
-                TcpInput::Request(request) => self.lobby.handle_tcp_request(now, conn, request),
-                TcpInput::Violation(reason) => self.lobby.handle_tcp_violation(conn, reason),
-                TcpInput::Closed(why) => self.lobby.handle_tcp_closed(conn, why),
-            }
+            self.lobby.handle_tcp_input(now, conn, input);
             self.dispatch(registry);
         }
         self.tcp_inputs = inputs;
@@ -283,6 +331,9 @@ impl FrontEnd for RtypeFrontEnd {
             Target::Instance(key) => self.instance_readable(registry, key),
             Target::TcpListener => self.tcp_accept(registry),
             Target::TcpConn(key) => self.tcp_ready(registry, key, event),
+            Target::GameServer(key) => self.game_server_exited(registry, key),
+            Target::GameServerOut(key) => self.game_server_output(registry, key, Stream::Out),
+            Target::GameServerErr(key) => self.game_server_output(registry, key, Stream::Err),
             _ => {}
         }
         // No datagram waits past the event that produced it.
@@ -291,6 +342,9 @@ impl FrontEnd for RtypeFrontEnd {
 
     fn run_due_timers(&mut self, registry: &Registry) {
         let now = Instant::now();
+        if let Some(servers) = self.servers.as_mut() {
+            servers.kill_overdue(now);
+        }
         // The loop's deadline may be the transport's (a draining connection), not a timer.
         if !self.lobby.poll_timeout().is_some_and(|at| at <= now) {
             return;
@@ -315,6 +369,10 @@ impl FrontEnd for RtypeFrontEnd {
             self.flush_tcp(registry);
         }
         self.udp.remove_closed(registry, Instant::now());
+        if let Some(servers) = self.servers.as_mut() {
+            servers.kill_overdue(Instant::now());
+            servers.remove_closed(registry, Instant::now());
+        }
     }
 
     fn tidy(&mut self, now: Instant) {
@@ -326,7 +384,11 @@ impl FrontEnd for RtypeFrontEnd {
 
     fn next_deadline(&self) -> Option<Instant> {
         let tcp = self.tcp.as_ref().and_then(TcpLobby::next_deadline);
-        [self.lobby.poll_timeout(), tcp].into_iter().flatten().min()
+        let kills = self.servers.as_ref().and_then(GameServers::next_deadline);
+        [self.lobby.poll_timeout(), tcp, kills]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn load(&self, sample: &mut LoadSample) {
@@ -379,10 +441,18 @@ impl FrontEnd for RtypeFrontEnd {
         }
         snap.open_instances = self.udp.open_instances();
         snap.ports_in_use = self.udp.ports_in_use();
+        if let Some(servers) = self.servers.as_ref() {
+            snap.add_counters(|f| servers.stats.visit(servers.running(), f));
+            snap.open_instances += servers.running();
+            snap.ports_in_use += servers.ports_in_use();
+        }
         snap.rate_table_len = self.lobby.rate_table_len();
     }
 
     fn shutdown(&mut self, registry: &Registry) {
+        if let Some(servers) = self.servers.as_mut() {
+            servers.stop_all(Instant::now());
+        }
         if self.tcp.is_none() {
             return;
         }
@@ -394,10 +464,23 @@ impl FrontEnd for RtypeFrontEnd {
     }
 
     fn flush_shutdown(&mut self, registry: &Registry) -> bool {
-        self.tcp.as_mut().is_some_and(|tcp| tcp.flush_all(registry))
+        let bytes = self.tcp.as_mut().is_some_and(|tcp| tcp.flush_all(registry));
+        let servers = self
+            .servers
+            .as_mut()
+            .is_some_and(|servers| servers.poll_shutdown(Instant::now()));
+        bytes || servers
+    }
+
+    fn shutdown_wake(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.servers.as_ref().and_then(|s| s.shutdown_wake(now))
     }
 
     fn close_all(&mut self, registry: &Registry) {
+        if let Some(servers) = self.servers.as_mut() {
+            servers.close_all();
+        }
         if let Some(tcp) = self.tcp.as_mut() {
             tcp.close_all(registry);
         }
