@@ -58,12 +58,11 @@ use crate::net::io::stream::{tune_listener, AcceptGate, Phase, Stream};
 use crate::net::login::{LoginMetrics, LoginShared, Logins};
 use crate::net::server::FrontEnd;
 use crate::net::token::Target;
-use crate::wire::websocket::frame::{server_close, server_header, OpCode};
 
-use outbound::{conn_id, key_of, Conn, Outbound};
+use outbound::{conn_id, key_of, Conn, Outbound, Transport};
 pub use outbound::{LINGER, SEND_QUEUE_CAP};
 pub use websocket::WsPort;
-use websocket::{Outcome, Step, Transport};
+use websocket::WsReader;
 
 /// Frames of one connection handled per readiness event before serving the others.
 pub const FRAMES_PER_EVENT: usize = 64;
@@ -400,7 +399,17 @@ impl GeneralDriver {
     ) -> bool {
         let tcp = (self.out.conns.get(key)).is_some_and(|c| matches!(c.transport, Transport::Tcp));
         if !tcp {
-            return self.ws_serve(registry, now, key, n, budget);
+            let Some(ws) = self.ws.as_mut() else {
+                return false;
+            };
+            let mut reader = WsReader {
+                out: &mut self.out,
+                ws,
+                read_buf: &mut self.read_buf[..],
+                backlog: &mut self.backlog,
+                frame_cap: HEADER_LEN + self.frames.max_payload,
+            };
+            return reader.serve(registry, now, key, n, budget);
         }
         let id = self.out.id(key);
         let mut at = 0;
@@ -464,11 +473,8 @@ impl GeneralDriver {
 
     /// Marks `key` as having whole frames left for after this batch.
     fn park(&mut self, key: usize) {
-        if let Some(conn) = self.out.conns.get_mut(key) {
-            if !conn.backlogged {
-                conn.backlogged = true;
-                self.backlog.push(key);
-            }
+        if self.out.mark_backlogged(key) {
+            self.backlog.push(key);
         }
     }
 
@@ -481,223 +487,6 @@ impl GeneralDriver {
             }
             // A fresh read also picks up what the socket holds beyond the buffer.
             self.read(registry, now, key);
-        }
-    }
-
-    /// Hands `key`'s bytes to its WebSocket port transport, within `budget`: first what is
-    /// kept from earlier reads, then `read_buf[..n]` (the request head until the upgrade,
-    /// then client frames, unmasked and cut where they lie). The WebSocket counterpart of
-    /// [`Self::serve`], keeping its bytes in the same counted tail; false when the connection
-    /// stopped reading.
-    fn ws_serve(
-        &mut self,
-        registry: &Registry,
-        now: Instant,
-        key: usize,
-        n: usize,
-        budget: &mut usize,
-    ) -> bool {
-        let Some(conn) = self.out.conns.get(key) else {
-            return false;
-        };
-        if matches!(conn.transport, Transport::Http) {
-            if !self.keep_tail(now, key, 0, n) {
-                return false;
-            }
-            return self.serve_head(registry, now, key, budget);
-        }
-        if n == 0 || !conn.input.tail().is_empty() {
-            if !self.keep_tail(now, key, 0, n) {
-                return false;
-            }
-            return self.ws_serve_kept(registry, now, key, budget);
-        }
-        let mut at = 0;
-        while at < n {
-            if *budget == 0 {
-                if self.keep_tail(now, key, at, n) {
-                    self.park(key);
-                }
-                return false;
-            }
-            match self.ws_step(now, key, Some((at, n))) {
-                Step::NeedMore => return self.keep_tail(now, key, at, n),
-                Step::Stop => {
-                    self.out.carry_out(registry, now);
-                    return false;
-                }
-                Step::Took(consumed) => {
-                    at += consumed;
-                    *budget -= 1;
-                    self.out.carry_out(registry, now);
-                    if !self.out.conns.get(key).is_some_and(|c| c.stream.is_open()) {
-                        return false;
-                    }
-                }
-            }
-        }
-        true
-    }
-
-    /// Serves whole frames waiting in an upgraded connection's kept bytes, within `budget`;
-    /// false when the connection stopped reading.
-    fn ws_serve_kept(
-        &mut self,
-        registry: &Registry,
-        now: Instant,
-        key: usize,
-        budget: &mut usize,
-    ) -> bool {
-        loop {
-            let Some(conn) = self.out.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
-                return false;
-            };
-            if conn.input.tail().is_empty() || !conn.transport.is_websocket() {
-                conn.backlogged = false;
-                return true;
-            }
-            if *budget == 0 {
-                self.park(key);
-                return false;
-            }
-            match self.ws_step(now, key, None) {
-                Step::NeedMore => {
-                    if let Some(conn) = self.out.conns.get_mut(key) {
-                        conn.backlogged = false;
-                    }
-                    return true;
-                }
-                Step::Stop => {
-                    self.out.carry_out(registry, now);
-                    return false;
-                }
-                Step::Took(consumed) => {
-                    *budget -= 1;
-                    if let Some(conn) = self.out.conns.get_mut(key) {
-                        conn.input
-                            .tail_mut()
-                            .consume(consumed, &mut self.out.budget);
-                    }
-                    self.out.carry_out(registry, now);
-                }
-            }
-        }
-    }
-
-    /// Appends `read_buf[from..to]` to `key`'s kept bytes, dropping the connections that
-    /// hold the most while `--lobby-memory-budget` has no room for it; false when `key`
-    /// itself was dropped (it held the most).
-    fn keep_tail(&mut self, now: Instant, key: usize, from: usize, to: usize) -> bool {
-        loop {
-            let Some(conn) = self.out.conns.get_mut(key) else {
-                return false;
-            };
-            let bytes = &self.read_buf[from..to];
-            if conn.input.tail_mut().extend(bytes, &mut self.out.budget) {
-                return true;
-            }
-            if self.out.shed(now, key) == key {
-                return false;
-            }
-        }
-    }
-
-    /// Answers the request head in `key`'s kept bytes once it is whole: an upgrade opens
-    /// the connection in the core (and serves any frames that came behind the head), any
-    /// other answer closes it once written.
-    fn serve_head(
-        &mut self,
-        registry: &Registry,
-        now: Instant,
-        key: usize,
-        budget: &mut usize,
-    ) -> bool {
-        let (Some(conn), Some(ws)) = (self.out.conns.get_mut(key), self.ws.as_mut()) else {
-            return false;
-        };
-        let Some((response, upgrade)) = ws.answer(conn.input.tail().bytes()) else {
-            return true;
-        };
-        let ip = conn.ip;
-        match upgrade {
-            Some(head_len) => {
-                (conn.input.tail_mut()).consume(head_len, &mut self.out.budget);
-                conn.transport = Transport::upgraded();
-                if !self.out.queue_local(now, key, &[&response]) {
-                    return false;
-                }
-                let id = self.out.id(key);
-                self.out.core.handle_open_from(now, id, ip);
-                self.out.carry_out(registry, now);
-                self.ws_serve_kept(registry, now, key, budget)
-            }
-            None => {
-                conn.input.clear(&mut self.out.budget);
-                if self.out.queue_local(now, key, &[&response]) {
-                    self.out.finish(now, key);
-                }
-                false
-            }
-        }
-    }
-
-    /// Cuts, checks and handles one client frame of `key`, from `read_buf[from..to]` or
-    /// (`None`) from its kept bytes.
-    fn ws_step(&mut self, now: Instant, key: usize, source: Option<(usize, usize)>) -> Step {
-        let Some(ws) = self.ws.as_mut() else {
-            return Step::Stop;
-        };
-        let frame_cap = HEADER_LEN + self.frames.max_payload;
-        loop {
-            let outcome = websocket::next_outcome(
-                &mut self.out,
-                &mut ws.stats,
-                &mut self.read_buf[..],
-                now,
-                key,
-                source,
-                frame_cap,
-            );
-            let id = self.out.id(key);
-            return match outcome {
-                Outcome::Took(consumed) => Step::Took(consumed),
-                Outcome::NeedMore => Step::NeedMore,
-                Outcome::NeedRoom => {
-                    if self.out.shed(now, key) == key {
-                        return Step::Stop;
-                    }
-                    continue;
-                }
-                Outcome::Pong(payload, len, consumed) => {
-                    ws.stats.pings += 1;
-                    let (head, n) = server_header(OpCode::Pong, len);
-                    if !self
-                        .out
-                        .queue_local(now, key, &[&head[..n], &payload[..len]])
-                    {
-                        return Step::Stop;
-                    }
-                    Step::Took(consumed)
-                }
-                Outcome::PeerClose(code) => {
-                    ws.stats.peer_closes += 1;
-                    // Echo the peer's code (section 5.5.1); a close without one gets none.
-                    let echo = server_close(code);
-                    let reply: &[u8] = if code == 1005 { &[0x88, 0x00] } else { &echo };
-                    if self.out.queue_local(now, key, &[reply]) {
-                        self.out.core.handle_closed(now, id);
-                        self.out.finish(now, key);
-                    }
-                    Step::Stop
-                }
-                Outcome::Refuse(code) => {
-                    if self.out.queue_local(now, key, &[&server_close(code)]) {
-                        self.out.core.handle_closed(now, id);
-                        self.out.finish(now, key);
-                    }
-                    Step::Stop
-                }
-            };
         }
     }
 

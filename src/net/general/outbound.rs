@@ -34,8 +34,6 @@ use crate::wire::general::{next_frame, Next};
 use crate::wire::websocket::close;
 use crate::wire::websocket::frame::{server_close, server_header, OpCode};
 
-use super::websocket::Transport;
-
 /// Most bytes queued for one connection; past it the member is not reading and is dropped.
 /// A full sync (every member and game) of a large lobby is written as it is queued (see
 /// [`FLUSH_EARLY`]), so only a peer that does not read reaches it.
@@ -77,6 +75,37 @@ pub(super) fn conn_id(key: usize, serial: u32) -> ConnId {
 pub(super) fn key_of(conn: ConnId) -> (usize, u32) {
     let raw = conn.0 as u64;
     ((raw & u64::from(u32::MAX)) as usize, (raw >> 32) as u32)
+}
+
+/// What a general lobby connection speaks.
+#[derive(Debug)]
+pub(super) enum Transport {
+    /// The TCP port: frames on the stream.
+    Tcp,
+    /// The WebSocket port, before the upgrade: an HTTP request head is being read.
+    Http,
+    /// The WebSocket port, upgraded.
+    WebSocket {
+        /// A fragmented binary message gathered so far (at most the frame cap).
+        message: PartialFrame,
+        /// A fragmented message has begun: its continuations are expected.
+        in_message: bool,
+    },
+}
+
+impl Transport {
+    /// Just upgraded: no message begun.
+    pub(super) fn upgraded() -> Transport {
+        Transport::WebSocket {
+            message: PartialFrame::default(),
+            in_message: false,
+        }
+    }
+
+    /// An upgraded WebSocket connection.
+    pub(super) fn is_websocket(&self) -> bool {
+        matches!(self, Transport::WebSocket { .. })
+    }
 }
 
 /// One general lobby connection.
@@ -388,6 +417,15 @@ impl Outbound {
             message.clear(&mut self.budget);
         }
         self.mark_dirty(key);
+    }
+
+    /// Marks `key` as having whole frames left past its budget; true the first time (the
+    /// driver then lists it in its backlog).
+    pub(super) fn mark_backlogged(&mut self, key: usize) -> bool {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return false;
+        };
+        !std::mem::replace(&mut conn.backlogged, true)
     }
 
     /// Puts `key` on the list of connections to write after the batch (once).

@@ -33,55 +33,24 @@ use mio::{Interest, Registry};
 
 use crate::config::WsSettings;
 use crate::general::{ConnId, GeneralLobby};
-use crate::net::io::buffers::PartialFrame;
 use crate::net::io::pass::AcceptBacklog;
 use crate::net::io::stream::{tune_listener, Linger};
 use crate::net::token::Target;
 use crate::wire::general::{next_frame, Next as GeneralNext, HEADER_LEN};
 use crate::wire::websocket::frame::{
-    apply_mask, close_code, next_client_frame, Next, OpCode, MAX_CONTROL_PAYLOAD,
+    apply_mask, close_code, next_client_frame, server_close, server_header, Next, OpCode,
+    MAX_CONTROL_PAYLOAD,
 };
 use crate::wire::websocket::handshake::{
     emit_file_head, emit_refusal, emit_switching, parse_request, route, Parsed, Refusal, Route,
 };
 
-use super::outbound::{Conn, Outbound};
+use super::outbound::{Conn, Outbound, Transport};
 use super::stats::{GeneralDriverStats, WsStats};
 use super::web::{Lookup, WebFiles};
 
 /// The path a WebSocket upgrade must ask for.
 pub const WS_PATH: &str = "/lobby";
-
-/// What a general lobby connection speaks.
-#[derive(Debug)]
-pub(super) enum Transport {
-    /// The TCP port: frames on the stream.
-    Tcp,
-    /// The WebSocket port, before the upgrade: an HTTP request head is being read.
-    Http,
-    /// The WebSocket port, upgraded.
-    WebSocket {
-        /// A fragmented binary message gathered so far (at most the frame cap).
-        message: PartialFrame,
-        /// A fragmented message has begun: its continuations are expected.
-        in_message: bool,
-    },
-}
-
-impl Transport {
-    /// Just upgraded: no message begun.
-    pub(super) fn upgraded() -> Transport {
-        Transport::WebSocket {
-            message: PartialFrame::default(),
-            in_message: false,
-        }
-    }
-
-    /// An upgraded WebSocket connection.
-    pub(super) fn is_websocket(&self) -> bool {
-        matches!(self, Transport::WebSocket { .. })
-    }
-}
 
 /// The WebSocket port: its listener, its settings and files, and its counters.
 pub struct WsPort {
@@ -132,7 +101,7 @@ impl WsPort {
     /// Judges the request head at the front of `head`: `None` while it is incomplete, else
     /// the answer to write and, for an upgrade, the head's length (what follows it is
     /// WebSocket frames). Counts the outcome.
-    pub(super) fn answer(&mut self, head: &[u8]) -> Option<(Vec<u8>, Option<usize>)> {
+    fn answer(&mut self, head: &[u8]) -> Option<(Vec<u8>, Option<usize>)> {
         let mut out = Vec::new();
         let (request, head_len) = match parse_request(head) {
             Ok(Parsed::Partial) => return None,
@@ -169,8 +138,245 @@ impl WsPort {
     }
 }
 
+/// The WebSocket way in, for one connection's read: the parts of the driver
+/// (`general/mod.rs`) it reads with, borrowed.
+pub(super) struct WsReader<'a> {
+    pub(super) out: &'a mut Outbound,
+    pub(super) ws: &'a mut WsPort,
+    /// The driver's read buffer, shared by every connection.
+    pub(super) read_buf: &'a mut [u8],
+    /// The driver's connections with frames left past their budget.
+    pub(super) backlog: &'a mut Vec<usize>,
+    /// The longest general lobby frame, header included (`--lobby-max-frame`).
+    pub(super) frame_cap: usize,
+}
+
+impl WsReader<'_> {
+    /// Hands `key`'s bytes to its WebSocket port transport, within `budget`: first what is
+    /// kept from earlier reads, then `read_buf[..n]` (the request head until the upgrade,
+    /// then client frames, unmasked and cut where they lie). The WebSocket counterpart of the
+    /// driver's `serve`, keeping its bytes in the same counted tail; false when the
+    /// connection stopped reading.
+    pub(super) fn serve(
+        &mut self,
+        registry: &Registry,
+        now: Instant,
+        key: usize,
+        n: usize,
+        budget: &mut usize,
+    ) -> bool {
+        let Some(conn) = self.out.conns.get(key) else {
+            return false;
+        };
+        if matches!(conn.transport, Transport::Http) {
+            if !self.keep_tail(now, key, 0, n) {
+                return false;
+            }
+            return self.serve_head(registry, now, key, budget);
+        }
+        if n == 0 || !conn.input.tail().is_empty() {
+            if !self.keep_tail(now, key, 0, n) {
+                return false;
+            }
+            return self.serve_kept(registry, now, key, budget);
+        }
+        let mut at = 0;
+        while at < n {
+            if *budget == 0 {
+                if self.keep_tail(now, key, at, n) {
+                    self.park(key);
+                }
+                return false;
+            }
+            match self.step(now, key, Some((at, n))) {
+                Step::NeedMore => return self.keep_tail(now, key, at, n),
+                Step::Stop => {
+                    self.out.carry_out(registry, now);
+                    return false;
+                }
+                Step::Took(consumed) => {
+                    at += consumed;
+                    *budget -= 1;
+                    self.out.carry_out(registry, now);
+                    if !self.out.conns.get(key).is_some_and(|c| c.stream.is_open()) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Serves whole frames waiting in an upgraded connection's kept bytes, within `budget`;
+    /// false when the connection stopped reading.
+    fn serve_kept(
+        &mut self,
+        registry: &Registry,
+        now: Instant,
+        key: usize,
+        budget: &mut usize,
+    ) -> bool {
+        loop {
+            let Some(conn) = self.out.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
+                return false;
+            };
+            if conn.input.tail().is_empty() || !conn.transport.is_websocket() {
+                conn.backlogged = false;
+                return true;
+            }
+            if *budget == 0 {
+                self.park(key);
+                return false;
+            }
+            match self.step(now, key, None) {
+                Step::NeedMore => {
+                    if let Some(conn) = self.out.conns.get_mut(key) {
+                        conn.backlogged = false;
+                    }
+                    return true;
+                }
+                Step::Stop => {
+                    self.out.carry_out(registry, now);
+                    return false;
+                }
+                Step::Took(consumed) => {
+                    *budget -= 1;
+                    if let Some(conn) = self.out.conns.get_mut(key) {
+                        conn.input
+                            .tail_mut()
+                            .consume(consumed, &mut self.out.budget);
+                    }
+                    self.out.carry_out(registry, now);
+                }
+            }
+        }
+    }
+
+    /// Appends `read_buf[from..to]` to `key`'s kept bytes, dropping the connections that
+    /// hold the most while `--lobby-memory-budget` has no room for it; false when `key`
+    /// itself was dropped (it held the most).
+    fn keep_tail(&mut self, now: Instant, key: usize, from: usize, to: usize) -> bool {
+        loop {
+            let Some(conn) = self.out.conns.get_mut(key) else {
+                return false;
+            };
+            let bytes = &self.read_buf[from..to];
+            if conn.input.tail_mut().extend(bytes, &mut self.out.budget) {
+                return true;
+            }
+            if self.out.shed(now, key) == key {
+                return false;
+            }
+        }
+    }
+
+    /// Answers the request head in `key`'s kept bytes once it is whole: an upgrade opens
+    /// the connection in the core (and serves any frames that came behind the head), any
+    /// other answer closes it once written.
+    fn serve_head(
+        &mut self,
+        registry: &Registry,
+        now: Instant,
+        key: usize,
+        budget: &mut usize,
+    ) -> bool {
+        let (Some(conn), Some(ws)) = (self.out.conns.get_mut(key), Some(&mut *self.ws)) else {
+            return false;
+        };
+        let Some((response, upgrade)) = ws.answer(conn.input.tail().bytes()) else {
+            return true;
+        };
+        let ip = conn.ip;
+        match upgrade {
+            Some(head_len) => {
+                (conn.input.tail_mut()).consume(head_len, &mut self.out.budget);
+                conn.transport = Transport::upgraded();
+                if !self.out.queue_local(now, key, &[&response]) {
+                    return false;
+                }
+                let id = self.out.id(key);
+                self.out.core.handle_open_from(now, id, ip);
+                self.out.carry_out(registry, now);
+                self.serve_kept(registry, now, key, budget)
+            }
+            None => {
+                conn.input.clear(&mut self.out.budget);
+                if self.out.queue_local(now, key, &[&response]) {
+                    self.out.finish(now, key);
+                }
+                false
+            }
+        }
+    }
+
+    /// Cuts, checks and handles one client frame of `key`, from `read_buf[from..to]` or
+    /// (`None`) from its kept bytes.
+    fn step(&mut self, now: Instant, key: usize, source: Option<(usize, usize)>) -> Step {
+        let ws = &mut *self.ws;
+        let frame_cap = self.frame_cap;
+        loop {
+            let outcome = next_outcome(
+                self.out,
+                &mut ws.stats,
+                self.read_buf,
+                now,
+                key,
+                source,
+                frame_cap,
+            );
+            let id = self.out.id(key);
+            return match outcome {
+                Outcome::Took(consumed) => Step::Took(consumed),
+                Outcome::NeedMore => Step::NeedMore,
+                Outcome::NeedRoom => {
+                    if self.out.shed(now, key) == key {
+                        return Step::Stop;
+                    }
+                    continue;
+                }
+                Outcome::Pong(payload, len, consumed) => {
+                    ws.stats.pings += 1;
+                    let (head, n) = server_header(OpCode::Pong, len);
+                    if !self
+                        .out
+                        .queue_local(now, key, &[&head[..n], &payload[..len]])
+                    {
+                        return Step::Stop;
+                    }
+                    Step::Took(consumed)
+                }
+                Outcome::PeerClose(code) => {
+                    ws.stats.peer_closes += 1;
+                    // Echo the peer's code (section 5.5.1); a close without one gets none.
+                    let echo = server_close(code);
+                    let reply: &[u8] = if code == 1005 { &[0x88, 0x00] } else { &echo };
+                    if self.out.queue_local(now, key, &[reply]) {
+                        self.out.core.handle_closed(now, id);
+                        self.out.finish(now, key);
+                    }
+                    Step::Stop
+                }
+                Outcome::Refuse(code) => {
+                    if self.out.queue_local(now, key, &[&server_close(code)]) {
+                        self.out.core.handle_closed(now, id);
+                        self.out.finish(now, key);
+                    }
+                    Step::Stop
+                }
+            };
+        }
+    }
+
+    /// Marks `key` as having whole frames left for after this batch.
+    fn park(&mut self, key: usize) {
+        if self.out.mark_backlogged(key) {
+            self.backlog.push(key);
+        }
+    }
+}
+
 /// What one client frame came to, for the driver's reader (`ws_step`).
-pub(super) enum Step {
+enum Step {
     /// The frame is handled: drain `consumed` bytes.
     Took(usize),
     /// Not a whole frame yet.
@@ -180,7 +386,7 @@ pub(super) enum Step {
 }
 
 /// What a frame asks of the driver once the bytes' borrow is over ([`next_outcome`]).
-pub(super) enum Outcome {
+enum Outcome {
     Took(usize),
     NeedMore,
     Pong([u8; MAX_CONTROL_PAYLOAD], usize, usize),
@@ -217,7 +423,7 @@ fn deliver(
 /// Cuts and checks one client frame of `key`, from `read_buf[from..to]` or (`None`) from
 /// its kept bytes, unmasking it where it lies, and hands a whole binary message to the core:
 /// what the frame asks of the driver (the driver's `ws_step` carries it out).
-pub(super) fn next_outcome(
+fn next_outcome(
     out: &mut Outbound,
     stats: &mut WsStats,
     read_buf: &mut [u8],
