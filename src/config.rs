@@ -30,6 +30,7 @@ mod general;
 mod instance_exec;
 mod parse;
 mod rtype;
+mod websocket;
 mod wz;
 
 pub use directory::{DirectoryAddr, DirectorySettings};
@@ -39,6 +40,7 @@ pub use parse::UsageError;
 pub use rtype::{
     InstancePorts, RtypeSettings, EPHEMERAL_DEFAULT_MAX_ROOMS, MAX_LIST_ROOMS, MAX_PLAYERS,
 };
+pub use websocket::{WsSettings, DEFAULT_LOBBY_WS_PORT};
 pub use wz::{WzSettings, DEFAULT_WZ_PORT};
 
 use file::FileValue;
@@ -160,6 +162,9 @@ pub struct Config {
     /// This node's place in a group of processes (`--node-id`, `--directory`,
     /// `--reuse-port`; see [`DirectorySettings`]).
     pub directory: DirectorySettings,
+    /// The general lobby's WebSocket port (`--lobby-ws-*`, `--lobby-web`; see
+    /// [`WsSettings`]).
+    pub lobby_ws: WsSettings,
 }
 
 impl Default for Config {
@@ -226,6 +231,7 @@ impl Default for Config {
             instance_exec: InstanceExecSettings::default(),
             general: GeneralSettings::default(),
             directory: DirectorySettings::default(),
+            lobby_ws: WsSettings::default(),
         }
     }
 }
@@ -572,6 +578,7 @@ fn options(d: &Config) -> Options {
     wz::declare(&mut options, &d.wz);
     general::declare(&mut options, &d.general);
     directory::declare(&mut options);
+    websocket::declare(&mut options, &d.lobby_ws);
     options
 }
 
@@ -625,6 +632,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
     )?;
     let mut general = general::settings_from(m, d.general.clone(), idle_timeout)?;
     general.core.sign_in_timeout = handshake_timeout;
+    let lobby_ws = websocket::settings_from(m, d.lobby_ws.clone())?;
     let log = match m.opt_str("log") {
         Some(text) => Some(parse_log_level(&text)?),
         None => None,
@@ -678,6 +686,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         instance_exec,
         general,
         directory,
+        lobby_ws,
     })
 }
 

@@ -54,6 +54,7 @@ pub mod tcp_upstream;
 pub mod udp_modes;
 pub mod udp_rr;
 pub mod write_floor;
+pub mod ws;
 pub mod wz_modes;
 pub mod wz_probe;
 
@@ -262,6 +263,9 @@ pub struct Options {
     /// `tcp-cycle`: parties start in rounds, at random phases over this
     /// ([`start_rounds`]); `None`: each party starts as soon as it is ready.
     pub spread: Option<Duration>,
+    /// `lobby-join`, `lobby-idle`, `lobby-chat`: over lobbyd's WebSocket port (`--target`
+    /// is that port), each frame one binary message ([`ws`]).
+    pub ws: bool,
     /// `tcp-join`: the TCP lobby dialect its clients speak.
     pub dialect: TcpDialect,
     /// Print a JSON summary instead of text.
@@ -296,6 +300,7 @@ impl Options {
             blocking: false,
             hold: mode.default_hold(),
             spread: None,
+            ws: false,
             dialect: TcpDialect::Rfc,
             json: false,
             quiet: false,

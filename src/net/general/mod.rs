@@ -1,5 +1,8 @@
-//! The general lobby's sockets: the `--lobby-port` listener and its TCP connections, around
-//! the sans-IO [`GeneralLobby`] core (docs/protocols/general-lobby.md, "Transport").
+//! The general lobby's sockets: the `--lobby-port` listener and its TCP connections, and the
+//! `--lobby-ws-port` listener and its WebSocket connections (a second way in to the same
+//! core and the same connection slab; `general/websocket.rs`), around the sans-IO
+//! [`GeneralLobby`] core (docs/protocols/general-lobby.md, "Transport", "WebSocket
+//! transport").
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`), runs on the shared
 //! stream transport ([`crate::net::io::stream`]) and checks passwords through the login bridge
@@ -28,6 +31,8 @@
 
 mod outbound;
 pub mod stats;
+mod web;
+pub mod websocket;
 
 use std::io::{self, Read};
 use std::net::SocketAddr;
@@ -53,8 +58,10 @@ use crate::net::login::{LoginMetrics, LoginShared, Logins};
 use crate::net::server::FrontEnd;
 use crate::net::token::Target;
 
-use outbound::{conn_id, key_of, Conn, Outbound};
+use outbound::{conn_id, key_of, Conn, Outbound, Transport};
 pub use outbound::{LINGER, SEND_QUEUE_CAP};
+pub use websocket::WsPort;
+use websocket::WsReader;
 
 /// Frames of one connection handled per readiness event before serving the others.
 pub const FRAMES_PER_EVENT: usize = 64;
@@ -88,9 +95,19 @@ impl LengthRule for ClientFrames {
     }
 }
 
-/// The general lobby's way in: the listener, admission at accept, and the reader that cuts
-/// each connection's bytes into frames for the core; what follows a frame (the core, the
-/// connections, their send queues and closing) is the [`Outbound`] side.
+/// Which of the general lobby's ports a connection came through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Port {
+    /// `--lobby-port`.
+    Tcp,
+    /// `--lobby-ws-port`.
+    WebSocket,
+}
+
+/// The general lobby's way in: the listener (and the WebSocket port's), admission at
+/// accept, and the reader that cuts each connection's bytes into frames for the core; what
+/// follows a frame (the core, the connections, their send queues and closing) is the
+/// [`Outbound`] side.
 pub struct GeneralDriver {
     listener: TcpListener,
     /// `--lobby-conn-rate` and `--lobby-max-conns-per-ip`.
@@ -106,6 +123,8 @@ pub struct GeneralDriver {
     read_buf: Box<[u8; READ_CHUNK]>,
     /// The core, the connections and the way out of the core's outputs.
     out: Outbound,
+    /// The WebSocket port, when served.
+    ws: Option<WsPort>,
 }
 
 impl GeneralDriver {
@@ -117,6 +136,7 @@ impl GeneralDriver {
         settings: &GeneralSettings,
         db: &std::path::Path,
         login: LoginShared,
+        ws: Option<WsPort>,
     ) -> io::Result<GeneralDriver> {
         let config: GeneralConfig = settings.core.clone();
         let logins = match config.login {
@@ -153,13 +173,18 @@ impl GeneralDriver {
                 MemoryBudget::new(settings.memory_budget),
                 now,
             ),
+            ws,
         })
     }
 
     /// Accepts until `WouldBlock`, `--lobby-max-conns` or this pass's budget (the rest after
     /// the next poll).
-    fn accept(&mut self, registry: &Registry, now: Instant) {
-        self.accepts.begin();
+    fn accept(&mut self, registry: &Registry, now: Instant, port: Port) {
+        match (port, self.ws.as_mut()) {
+            (Port::Tcp, _) => self.accepts.begin(),
+            (Port::WebSocket, Some(ws)) => ws.accepts.begin(),
+            (Port::WebSocket, None) => return,
+        }
         loop {
             // Closed connections leave the slab after the batch; they no longer count.
             let open = self.out.conns.len() - self.out.closing.len();
@@ -169,7 +194,11 @@ impl GeneralDriver {
                 self.pause_accepting();
                 return;
             }
-            let (stream, peer) = match self.accepts.accept(&self.listener) {
+            let accepted = match (port, self.ws.as_mut()) {
+                (Port::WebSocket, Some(ws)) => ws.accepts.accept(&ws.listener),
+                _ => self.accepts.accept(&self.listener),
+            };
+            let (stream, peer) = match accepted {
                 Accepted::Conn(stream, peer) => (stream, peer),
                 Accepted::Drained | Accepted::BudgetSpent => return,
                 Accepted::Failed(e) => {
@@ -184,7 +213,7 @@ impl GeneralDriver {
                     return;
                 }
             };
-            self.admit(registry, now, stream, peer, full);
+            self.admit(registry, now, stream, peer, full, port);
         }
     }
 
@@ -195,6 +224,7 @@ impl GeneralDriver {
         mut stream: TcpStream,
         peer: SocketAddr,
         full: bool,
+        port: Port,
     ) {
         // Dropping the stream closes it at once, without a word.
         let ip = match self.admission.check(now, peer) {
@@ -229,8 +259,18 @@ impl GeneralDriver {
             backlogged: false,
             in_dirty: false,
             in_gathering: false,
+            transport: match port {
+                Port::Tcp => Transport::Tcp,
+                Port::WebSocket => Transport::Http,
+            },
         });
         self.admission.opened(ip);
+        if let (Port::WebSocket, Some(ws)) = (port, self.ws.as_mut()) {
+            // The core meets it once upgraded; until then the port's own deadline runs.
+            ws.stats.accepted += 1;
+            ws.upgrades.start(now, key, self.next_serial);
+            return;
+        }
         self.out.stats.accepted += 1;
         self.out
             .core
@@ -332,6 +372,20 @@ impl GeneralDriver {
         n: usize,
         budget: &mut usize,
     ) -> bool {
+        let tcp = (self.out.conns.get(key)).is_some_and(|c| matches!(c.transport, Transport::Tcp));
+        if !tcp {
+            let Some(ws) = self.ws.as_mut() else {
+                return false;
+            };
+            let mut reader = WsReader {
+                out: &mut self.out,
+                ws,
+                read_buf: &mut self.read_buf[..],
+                backlog: &mut self.backlog,
+                frame_cap: HEADER_LEN + self.frames.max_payload,
+            };
+            return reader.serve(registry, now, key, n, budget);
+        }
         let id = self.out.id(key);
         let mut at = 0;
         loop {
@@ -394,11 +448,8 @@ impl GeneralDriver {
 
     /// Marks `key` as having whole frames left for after this batch.
     fn park(&mut self, key: usize) {
-        if let Some(conn) = self.out.conns.get_mut(key) {
-            if !conn.backlogged {
-                conn.backlogged = true;
-                self.backlog.push(key);
-            }
+        if self.out.mark_backlogged(key) {
+            self.backlog.push(key);
         }
     }
 
@@ -414,8 +465,39 @@ impl GeneralDriver {
         }
     }
 
+    /// Closes the connections whose request head did not come whole in time.
+    fn expire_upgrades(&mut self, now: Instant) {
+        while let Some((key, serial)) = self.ws.as_mut().and_then(|ws| ws.upgrades.expired(now)) {
+            let waiting = self.out.conns.get(key).is_some_and(|c| {
+                c.stream.serial() == serial
+                    && c.stream.is_open()
+                    && matches!(c.transport, Transport::Http)
+            });
+            if waiting {
+                if let Some(ws) = self.ws.as_mut() {
+                    ws.stats.upgrade_timeouts += 1;
+                }
+                self.out.close(now, key);
+            }
+        }
+    }
+
+    /// WebSocket connections upgraded, and of them those carrying a member.
+    fn ws_counts(&self) -> (usize, usize) {
+        let mut open = 0;
+        let mut members = 0;
+        for (key, conn) in &self.out.conns {
+            if conn.transport.is_websocket() && conn.stream.is_open() {
+                open += 1;
+                members += usize::from(self.out.core.is_member_conn(self.out.id(key)));
+            }
+        }
+        (open, members)
+    }
+
     /// Games and gauges for the operators' pages, and the first `named` members by name.
     fn games_snapshot(&self, named: usize) -> GeneralSnapshot {
+        let (ws_connections, ws_members) = self.ws_counts();
         GeneralSnapshot {
             members: self.out.core.member_count(),
             member_list: self
@@ -433,6 +515,8 @@ impl GeneralDriver {
                 .collect(),
             members_away: self.out.core.member_count() - self.out.core.present_count(),
             connections: self.out.conns.len(),
+            ws_connections,
+            ws_members,
             buffered_bytes: self.out.budget.held(),
             buffered_peak: self.out.budget.peak(),
             games: self
@@ -457,7 +541,8 @@ impl FrontEnd for GeneralDriver {
     fn ready(&mut self, registry: &Registry, target: Target, event: &Event) {
         let now = Instant::now();
         match target {
-            Target::GeneralListener => self.accept(registry, now),
+            Target::GeneralListener => self.accept(registry, now, Port::Tcp),
+            Target::GeneralWsListener => self.accept(registry, now, Port::WebSocket),
             Target::GeneralConn(key) => {
                 if event.is_writable() {
                     self.out.flush(registry, now, key);
@@ -501,9 +586,15 @@ impl FrontEnd for GeneralDriver {
         self.out
             .closing
             .release_slice(&mut self.out.conns, registry, |c| &c.stream, take);
+        self.expire_upgrades(now);
         let resumed = self.gate.try_resume(self.out.conns.len(), now);
         if (self.accepts.take_pending() && !self.gate.is_paused()) || resumed {
-            self.accept(registry, now);
+            self.accept(registry, now, Port::Tcp);
+            self.out.settle(registry, now);
+        }
+        let ws_pending = self.ws.as_mut().is_some_and(|ws| ws.accepts.take_pending());
+        if (ws_pending && !self.gate.is_paused()) || (resumed && self.ws.is_some()) {
+            self.accept(registry, now, Port::WebSocket);
             self.out.settle(registry, now);
         }
     }
@@ -522,6 +613,7 @@ impl FrontEnd for GeneralDriver {
             !self.backlog.is_empty()
                 || !self.out.dirty.is_empty()
                 || self.accepts.is_pending()
+                || self.ws.as_ref().is_some_and(|ws| ws.accepts.is_pending())
                 || !self.out.closing.is_empty(),
         );
         [
@@ -529,6 +621,7 @@ impl FrontEnd for GeneralDriver {
             self.out.core.poll_timeout(),
             self.out.lingering.next_deadline(),
             self.gate.deadline(),
+            self.ws.as_ref().and_then(|ws| ws.upgrades.next_deadline()),
             backlog,
         ]
         .into_iter()
@@ -550,11 +643,16 @@ impl FrontEnd for GeneralDriver {
         if let Some(logins) = self.out.logins.as_ref() {
             snap.add_counters(|f| logins.visit(f));
         }
+        if let Some(ws) = self.ws.as_ref() {
+            snap.add_counters(|f| ws.stats.visit(f));
+        }
         snap.general = Some(self.games_snapshot(snap.detail_rows));
     }
 
     fn shutdown(&mut self, registry: &Registry) {
         let now = Instant::now();
+        // The WebSocket close code is then 1001 (going away).
+        self.out.shutting_down = true;
         self.pause_accepting();
         // ERROR(0, 0, "server shutting down") to every connection, then close after flush.
         self.out.core.handle_shutdown(now);

@@ -9,7 +9,9 @@
 //! gets one write per period whatever the traffic; a queue past [`FLUSH_EARLY`] is written at
 //! once; and writes go a slice at a time ([`FLUSH_SLICE`]) so requests are served between
 //! slices of a large fan-out. Closes wait for the queue to drain (the driver's linger), and
-//! password checks go to the login bridge.
+//! password checks go to the login bridge. A WebSocket connection (`general/websocket.rs`)
+//! gets each of the core's frames as one binary message in the same queue, and a close frame
+//! before its socket closes.
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -28,6 +30,9 @@ use crate::net::io::stream::{Flushed, Linger, Phase, Stream};
 use crate::net::login::Logins;
 use crate::net::token::Target;
 use crate::net::warn::WarnBudget;
+use crate::wire::general::{next_frame, Next};
+use crate::wire::websocket::close;
+use crate::wire::websocket::frame::{server_close, server_header, OpCode};
 
 /// Most bytes queued for one connection; past it the member is not reading and is dropped.
 /// A full sync (every member and game) of a large lobby is written as it is queued (see
@@ -72,6 +77,37 @@ pub(super) fn key_of(conn: ConnId) -> (usize, u32) {
     ((raw & u64::from(u32::MAX)) as usize, (raw >> 32) as u32)
 }
 
+/// What a general lobby connection speaks.
+#[derive(Debug)]
+pub(super) enum Transport {
+    /// The TCP port: frames on the stream.
+    Tcp,
+    /// The WebSocket port, before the upgrade: an HTTP request head is being read.
+    Http,
+    /// The WebSocket port, upgraded.
+    WebSocket {
+        /// A fragmented binary message gathered so far (at most the frame cap).
+        message: PartialFrame,
+        /// A fragmented message has begun: its continuations are expected.
+        in_message: bool,
+    },
+}
+
+impl Transport {
+    /// Just upgraded: no message begun.
+    pub(super) fn upgraded() -> Transport {
+        Transport::WebSocket {
+            message: PartialFrame::default(),
+            in_message: false,
+        }
+    }
+
+    /// An upgraded WebSocket connection.
+    pub(super) fn is_websocket(&self) -> bool {
+        matches!(self, Transport::WebSocket { .. })
+    }
+}
+
 /// One general lobby connection.
 #[derive(Debug)]
 pub(super) struct Conn {
@@ -86,6 +122,8 @@ pub(super) struct Conn {
     pub(super) in_dirty: bool,
     /// The key waits in the driver's `gathering` list for a write.
     pub(super) in_gathering: bool,
+    /// The TCP port's frames, or the WebSocket port's HTTP head and messages.
+    pub(super) transport: Transport,
 }
 
 /// The general lobby past its reader: the core, its connections, and the way out of the
@@ -120,6 +158,8 @@ pub(super) struct Outbound {
     /// Connections that sent frames in this event batch: their replies are written first,
     /// ahead of the fan-out to everybody else.
     pub(super) served: Vec<usize>,
+    /// The server is shutting down: the WebSocket close code is 1001 (going away).
+    pub(super) shutting_down: bool,
 }
 
 impl Outbound {
@@ -144,6 +184,7 @@ impl Outbound {
             dirty: VecDeque::new(),
             gathering: VecDeque::new(),
             served: Vec::new(),
+            shutting_down: false,
         }
     }
 
@@ -210,6 +251,20 @@ impl Outbound {
                 }
                 GeneralOutput::Close { conn } => {
                     let (key, serial) = key_of(conn);
+                    let websocket = (self.conns.get(key))
+                        .filter(|c| c.stream.serial() == serial && c.stream.is_open())
+                        .is_some_and(|c| c.transport.is_websocket());
+                    if websocket {
+                        // The close frame goes after the lobby's last frame.
+                        let code = if self.shutting_down {
+                            close::GOING_AWAY
+                        } else {
+                            close::NORMAL
+                        };
+                        if !self.queue_local(now, key, &[&server_close(code)]) {
+                            continue;
+                        }
+                    }
                     if let Some(c) = self
                         .conns
                         .get_mut(key)
@@ -258,6 +313,9 @@ impl Outbound {
         key: usize,
         frames: FrameRef,
     ) -> Result<(), QueueFull> {
+        if (self.conns.get(key)).is_some_and(|c| c.transport.is_websocket()) {
+            return self.queue_ws_frames(now, key, frames);
+        }
         loop {
             let Some(c) = self.conns.get_mut(key) else {
                 return Err(QueueFull::Closed);
@@ -272,6 +330,102 @@ impl Outbound {
                 other => return other,
             }
         }
+    }
+
+    /// Queues the core's `frames` (a run of whole frames) for the upgraded connection `key`,
+    /// each as one binary message, within the budget (the connection holding the most is
+    /// dropped while it has no room: `key` itself when it is that one).
+    fn queue_ws_frames(
+        &mut self,
+        now: Instant,
+        key: usize,
+        frames: FrameRef,
+    ) -> Result<(), QueueFull> {
+        let mut at = 0;
+        loop {
+            let Some(c) = self.conns.get_mut(key) else {
+                return Err(QueueFull::Closed);
+            };
+            let run = self.core.frame(frames);
+            let Some(rest) = run.get(at..).filter(|rest| !rest.is_empty()) else {
+                return Ok(());
+            };
+            let len = match next_frame(rest, usize::MAX) {
+                Next::Frame { consumed, .. } => consumed,
+                // The core's runs are whole frames; anything else goes as it is.
+                _ => rest.len(),
+            };
+            let (head, n) = server_header(OpCode::Binary, len);
+            match c.stream.queue_parts(
+                &[&head[..n], &rest[..len]],
+                SEND_QUEUE_CAP,
+                &mut self.budget,
+            ) {
+                Ok(()) => at += len,
+                Err(QueueFull::Budget) => {
+                    if self.shed(now, key) == key {
+                        return Err(QueueFull::Budget);
+                    }
+                }
+                Err(other) => return Err(other),
+            }
+        }
+    }
+
+    /// Queues bytes of the driver's own (an HTTP answer, a pong, a close frame) for `key`,
+    /// all or none, within the memory budget and the slow-reader cap; false when `key` was
+    /// dropped instead.
+    pub(super) fn queue_local(&mut self, now: Instant, key: usize, parts: &[&[u8]]) -> bool {
+        loop {
+            let Some(conn) = self.conns.get_mut(key) else {
+                return false;
+            };
+            match conn
+                .stream
+                .queue_parts(parts, SEND_QUEUE_CAP, &mut self.budget)
+            {
+                Ok(()) => {
+                    self.mark_dirty(key);
+                    return true;
+                }
+                Err(QueueFull::Budget) => {
+                    if self.shed(now, key) == key {
+                        return false;
+                    }
+                }
+                Err(QueueFull::Cap) => {
+                    self.stats.slow_readers += 1;
+                    self.close(now, key);
+                    return false;
+                }
+                Err(QueueFull::Closed) => return false,
+            }
+        }
+    }
+
+    /// Stops reading `key` and closes it once what is queued is written (within
+    /// [`LINGER`]); its buffers go now.
+    pub(super) fn finish(&mut self, now: Instant, key: usize) {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return;
+        };
+        if conn.stream.start_draining() {
+            self.lingering.start(now, key, conn.stream.serial());
+        }
+        conn.input.clear(&mut self.budget);
+        if let Transport::WebSocket { message, .. } = &mut conn.transport {
+            message.clear(&mut self.budget);
+        }
+        self.mark_dirty(key);
+    }
+
+    /// Marks `key` as having whole frames left past its budget; true the first time (the
+    /// driver then lists it in its backlog).
+    pub(super) fn mark_backlogged(&mut self, key: usize) -> bool {
+        let Some(conn) = self.conns.get_mut(key) else {
+            return false;
+        };
+        !std::mem::replace(&mut conn.backlogged, true)
     }
 
     /// Puts `key` on the list of connections to write after the batch (once).
@@ -405,6 +559,9 @@ impl Outbound {
             return None;
         }
         conn.input.clear(&mut self.budget);
+        if let Transport::WebSocket { message, .. } = &mut conn.transport {
+            message.clear(&mut self.budget);
+        }
         self.closing.push(key);
         Some(self.id(key))
     }
@@ -413,7 +570,13 @@ impl Outbound {
     /// send queue and partial frame hold the most (`asking` itself when nobody else holds
     /// more, or when nobody holds anything), counts and logs it. Returns its key.
     pub(super) fn shed(&mut self, now: Instant, asking: usize) -> usize {
-        let holds = |c: &Conn| c.stream.held() + c.input.tail().capacity();
+        let holds = |c: &Conn| {
+            let message = match &c.transport {
+                Transport::WebSocket { message, .. } => message.capacity(),
+                Transport::Tcp | Transport::Http => 0,
+            };
+            c.stream.held() + c.input.tail().capacity() + message
+        };
         let live = (self.conns.iter()).filter(|(_, c)| c.stream.phase() != Phase::Closed);
         let victim = largest_holder(live.map(|(key, c)| (key, holds(c))), asking);
         let held = self.conns.get(victim).map_or(0, holds);

@@ -273,6 +273,13 @@ impl<T: Tail> FrameReader<T> {
     pub fn tail(&self) -> &T {
         &self.kept
     }
+
+    /// The tail itself, for a front end whose frames' length no fixed header tells (the
+    /// general lobby's WebSocket port keeps its request head and client frames here, and
+    /// unmasks them in place): it must not mix that with [`Self::next`] on one connection.
+    pub fn tail_mut(&mut self) -> &mut T {
+        &mut self.kept
+    }
 }
 
 #[cfg(test)]
