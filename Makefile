@@ -1,7 +1,7 @@
 # lobbyd: the two commands a newcomer needs are `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run build test lint fmt bench soak hostile hostile-lobby clean
+.PHONY: run build test test-js test-browser lint fmt bench soak hostile hostile-lobby clean
 
 # The status page and /metrics on loopback (METRICS=ADDR to move them); ARGS="..." passes more
 # flags to lobbyd (`lobbyd --help`).
@@ -17,8 +17,25 @@ build:
 # Every crate of the workspace: unit tests, one integration-test binary per crate (tests/it/,
 # lobby-load/tests/it/), doctests, the examples built. The criterion benches are
 # compiled by `make lint` and run by `cargo bench`, not here.
-test:
+test: test-js
 	$(CARGO) test --workspace
+
+# The JavaScript client's unit tests (clients/js/: golden frames, the client on a scripted
+# socket), Node's own runner, nothing to install; a loud skip line where node is missing.
+test-js:
+	@if command -v node >/dev/null 2>&1; then \
+		node --test clients/js/*.test.js; \
+	else \
+		echo "*** SKIPPED clients/js tests: node not found (Debian: apt-get install nodejs) ***"; \
+	fi
+
+# The lobby page (examples/web) in Debian's chromium against a lobbyd built here
+# (tests/browser/: playwright-core pinned by its package-lock.json; CHROMIUM=PATH moves the
+# browser); screenshots in target/browser/.
+test-browser:
+	$(CARGO) build --bin lobbyd
+	cd tests/browser && npm ci --no-audit --no-fund
+	cd tests/browser && LOBBYD_BIN=$(CURDIR)/target/debug/lobbyd node --test lobby-page.test.js
 
 lint:
 	$(CARGO) fmt --all -- --check
