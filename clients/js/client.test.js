@@ -80,15 +80,22 @@ async function signedIn() {
   return { socket, client };
 }
 
-test('connect resolves at HELLO, through a passed-in WebSocket constructor', async () => {
-  let socket;
+/** A WebSocket constructor over ScriptedSocket, and the sockets it made. */
+function socketConstructor() {
+  const opened = [];
   const Socket = class extends ScriptedSocket {
     constructor(url) {
       super(url);
-      socket = this; // eslint-disable-line consistent-this
+      opened.push(this);
     }
   };
+  return { Socket, opened };
+}
+
+test('connect resolves at HELLO, through a passed-in WebSocket constructor', async () => {
+  const { Socket, opened } = socketConstructor();
   const connecting = LobbyClient.connect('ws://127.0.0.1:4244/lobby', { WebSocket: Socket, keepAlive: 0 });
+  const [socket] = opened;
   assert.equal(socket.url, 'ws://127.0.0.1:4244/lobby');
   assert.equal(socket.binaryType, 'arraybuffer');
   socket.serve({ type: 'hello', serverName: 'lobbyd', version: 1 });
@@ -99,14 +106,9 @@ test('connect resolves at HELLO, through a passed-in WebSocket constructor', asy
 });
 
 test('connect rejects with ConnectionClosed when the socket closes before HELLO', async () => {
-  let socket;
-  const Socket = class extends ScriptedSocket {
-    constructor(url) {
-      super(url);
-      socket = this; // eslint-disable-line consistent-this
-    }
-  };
+  const { Socket, opened } = socketConstructor();
   const connecting = LobbyClient.connect('ws://x/lobby', { WebSocket: Socket, keepAlive: 0 });
+  const [socket] = opened;
   socket.close(1006);
   const error = await connecting.catch((e) => e);
   assert.ok(error instanceof ConnectionClosed);
