@@ -29,13 +29,16 @@ test-js:
 		echo "*** SKIPPED clients/js tests: node not found (Debian: apt-get install nodejs) ***"; \
 	fi
 
-# The lobby page (examples/web) in Debian's chromium against a lobbyd built here
-# (tests/browser/: playwright-core pinned by its package-lock.json; CHROMIUM=PATH moves the
-# browser); screenshots in target/browser/.
+# The lobby page (examples/web) in Debian's chromium, and clients/js/lobby.js in Node, against
+# a lobbyd built here (tests/browser/: playwright-core pinned by its package-lock.json;
+# CHROMIUM=PATH moves the browser); screenshots in target/browser/. Node 20 has a global
+# WebSocket only behind a flag, given when needed.
+NODE_WEBSOCKET = $(shell node -e "process.exit(typeof WebSocket === 'function' ? 0 : 1)" 2>/dev/null || echo --experimental-websocket)
 test-browser:
 	$(CARGO) build --bin lobbyd
 	cd tests/browser && npm ci --no-audit --no-fund
-	cd tests/browser && LOBBYD_BIN=$(CURDIR)/target/debug/lobbyd node --test lobby-page.test.js
+	cd tests/browser && LOBBYD_BIN=$(CURDIR)/target/debug/lobbyd \
+		node $(NODE_WEBSOCKET) --test lobby-page.test.js lobbyd-client.test.js
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -4,78 +4,27 @@
 // ready flag and alice's start reach both. Screenshots go to target/browser/.
 //
 // Run with `make test-browser` (builds lobbyd, `npm ci` here, then `node --test`). It starts
-// its own lobbyd (LOBBYD_BIN, else target/debug/lobbyd) on free loopback ports and kills it at
-// the end; CHROMIUM names the browser (default /usr/bin/chromium). Every wait is bounded.
+// its own lobbyd (lobbyd.js) and stops it at the end; CHROMIUM names the browser (default
+// /usr/bin/chromium). Every wait is bounded.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, existsSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { ROOT, startLobbyd } from './lobbyd.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ARTIFACTS = join(ROOT, 'target', 'browser');
 const WAIT = 10_000; // ms, for anything one page waits for
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
-/** A port free on loopback now (the OS's pick, released for lobbyd to bind). */
-function freePort() {
-  return new Promise((ok, fail) => {
-    const server = createServer();
-    server.on('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => ok(port));
-    });
-  });
-}
-
-/** Resolves once something accepts TCP connections on the port, or rejects after `ms`. */
-async function listening(port, ms, exited) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (exited()) throw new Error('lobbyd exited before listening');
-    const up = await new Promise((ok) => {
-      const socket = connect(port, '127.0.0.1', () => { socket.destroy(); ok(true); });
-      socket.on('error', () => ok(false));
-    });
-    if (up) return;
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
-  throw new Error(`nothing listening on ${port} after ${ms} ms`);
-}
-
 let lobbyd;
-let lobbydLog = '';
-let dataDir;
 let browser;
-let baseUrl;
 const problems = []; // console errors and page errors, from every page
 
 before(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  const binary = process.env.LOBBYD_BIN ?? join(ROOT, 'target', 'debug', 'lobbyd');
-  assert.ok(existsSync(binary), `${binary} not built (make test-browser builds it)`);
-  dataDir = mkdtempSync(join(tmpdir(), 'lobbyd-browser-'));
-  const [wsPort, lobbyPort] = [await freePort(), await freePort()];
-  // Only the general lobby, on loopback: its TCP port and its WebSocket port with the page.
-  lobbyd = spawn(binary, [
-    '--bind', '127.0.0.1', '--udp-port', '0', '--tcp-port', '0', '--wz-port', '0',
-    '--instance-ports', '0', '--lobby-port', String(lobbyPort),
-    '--lobby-ws-port', String(wsPort), '--lobby-web', join(ROOT, 'examples', 'web'),
-    '--db', join(dataDir, 'lobbyd.sqlite'), '--log', 'warn',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let exited = false;
-  lobbyd.on('exit', () => { exited = true; });
-  for (const stream of [lobbyd.stdout, lobbyd.stderr]) {
-    stream.on('data', (chunk) => { lobbydLog = (lobbydLog + chunk).slice(-8000); });
-  }
-  await listening(wsPort, 10_000, () => exited);
-  baseUrl = `http://127.0.0.1:${wsPort}/`;
+  lobbyd = await startLobbyd();
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -87,14 +36,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close().catch(() => {});
-  if (lobbyd && lobbyd.exitCode === null) {
-    const gone = new Promise((ok) => lobbyd.once('exit', ok));
-    lobbyd.kill('SIGTERM');
-    const timer = setTimeout(() => lobbyd.kill('SIGKILL'), 3000);
-    await gone;
-    clearTimeout(timer);
-  }
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  await lobbyd?.stop();
 });
 
 /** A fresh browser context with the page open and signed in as `name`. */
@@ -106,7 +48,7 @@ async function signedInPage(name) {
     if (message.type() === 'error') problems.push(`${name} console: ${message.text()}`);
   });
   page.on('pageerror', (error) => problems.push(`${name} page error: ${error.message}`));
-  await page.goto(baseUrl);
+  await page.goto(lobbyd.httpUrl);
   await page.locator('#connection', { hasText: 'connected to' }).waitFor();
   await page.fill('#name', name);
   await page.click('#signin-form button[type=submit]');
@@ -140,7 +82,7 @@ test('two members in two pages: chat, create, ask to join, approve, ready, start
     // The screenshots are the test's artifacts, kept whether it passed or not.
     await alice.screenshot({ path: join(ARTIFACTS, 'lobby-alice.png'), fullPage: true }).catch(() => {});
     await bob.screenshot({ path: join(ARTIFACTS, 'lobby-bob.png'), fullPage: true }).catch(() => {});
-    if (problems.length || !t.passed) console.error(`lobbyd's log:\n${lobbydLog}`);
+    if (problems.length || !t.passed) console.error(`lobbyd's log:\n${lobbyd.log()}`);
   });
 
   // Each page lists both members.
