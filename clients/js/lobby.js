@@ -517,12 +517,14 @@ export class LobbyClient {
    * token (`options.token`). Resolves with `{ member, token }` once the sync is done.
    */
   signIn(username, password = '', options = {}) {
-    this.username = username;
     const message = { type: 'sign_in', username, password, resume: options.token ?? null };
     return this.#request(message, {
       observe: (m, entry) => { if (m.type === 'welcome') entry.welcome = m; },
       match: (m, entry) => {
-        if (m.type === 'sync_done' && entry.welcome) return { ok: { member: entry.welcome.member, token: entry.welcome.token } };
+        if (m.type === 'sync_done' && entry.welcome) {
+          this.username = username;
+          return { ok: { member: entry.welcome.member, token: entry.welcome.token } };
+        }
         if (m.type === 'challenge' && m.failed) return { err: new SignInRefused(m.text) };
         return undefined;
       },

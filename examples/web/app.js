@@ -1,6 +1,6 @@
 // The lobby page (examples/web/index.html) on lobby.js: sign in, the member list, lobby chat,
 // the game list, creating a game, asking to join one, the owner's approve/refuse prompt, ready
-// and start. It connects to ws://<this page's host>/lobby (lobbyd --lobby-web serves this folder
+// and start. At sign-in it connects to ws://<this page's host>/lobby (lobbyd --lobby-web serves this folder
 // on its --lobby-ws-port); `?ws=URL` points it elsewhere. Text from the server goes into the page
 // through textContent only.
 
@@ -171,6 +171,8 @@ async function signIn(event) {
   const form = $('#signin-form');
   form.querySelector('button').disabled = true;
   try {
+    // Connected at sign-in, not on load: the server closes a connection that has not signed
+    // in within its handshake timeout (5 s by default).
     if (!lobby) await connect();
     await lobby.signIn($('#name').value.trim(), $('#password').value);
     form.hidden = true;
@@ -181,7 +183,8 @@ async function signIn(event) {
     renderAsks();
     $('#chat-text').focus();
   } catch (error) {
-    status(explain(error), true);
+    status(error instanceof ConnectionClosed && !lobby
+      ? `cannot reach ${url} (is lobbyd running with --lobby-web?)` : explain(error), true);
   } finally {
     form.querySelector('button').disabled = false;
   }
@@ -202,9 +205,13 @@ async function connect() {
   lobby.on('game_started', (m) => say(`${lobby.games.get(m.game)?.name ?? `game ${m.game}`} started`, { className: 'system' }));
   lobby.on('kicked', (m) => say(`you were removed from game ${m.game}: ${m.reason}`, { className: 'system' }));
   lobby.on('close', (error) => {
-    $('#connection').textContent = 'disconnected';
-    status(`${error.message}; reload the page to sign in again`, true);
+    const wasSignedIn = !$('#lobby').hidden;
+    $('#connection').textContent = 'not connected';
+    $('#whoami').textContent = '';
     lobby = undefined;
+    $('#lobby').hidden = true;
+    $('#signin-form').hidden = false;
+    if (wasSignedIn) status(`${error.message}; sign in to come back`, true);
   });
 }
 
@@ -233,7 +240,3 @@ $('#create-form').addEventListener('submit', async (event) => {
   }
 });
 
-connect().catch((error) => {
-  $('#connection').textContent = 'not connected';
-  status(`${explain(error)} (is lobbyd running with --lobby-web?)`, true);
-});

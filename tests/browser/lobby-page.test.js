@@ -49,10 +49,11 @@ async function signedInPage(name) {
   });
   page.on('pageerror', (error) => problems.push(`${name} page error: ${error.message}`));
   await page.goto(lobbyd.httpUrl);
-  await page.locator('#connection', { hasText: 'connected to' }).waitFor();
   await page.fill('#name', name);
   await page.click('#signin-form button[type=submit]');
   await page.locator('#lobby').waitFor({ state: 'visible' });
+  assert.equal(await page.textContent('#connection'), 'connected to lobbyd');
+  assert.equal(await page.textContent('#whoami'), `signed in as ${name} (member ${name === 'alice' ? 1 : 2})`);
   return page;
 }
 
