@@ -8,8 +8,12 @@ CARGO ?= cargo
 METRICS ?= 127.0.0.1:9100
 ARGS ?=
 
+# The lobby page of examples/web/ (when present) is served on the general lobby's WebSocket
+# port: http://127.0.0.1:4244/
+WEB := $(if $(wildcard examples/web/index.html),--lobby-web examples/web)
+
 run:
-	$(CARGO) run --release --bin lobbyd -- --metrics $(METRICS) $(ARGS)
+	$(CARGO) run --release --bin lobbyd -- --metrics $(METRICS) $(WEB) $(ARGS)
 
 build:
 	$(CARGO) build --release

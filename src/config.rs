@@ -26,10 +26,12 @@ use getopts::{Matches, Options};
 mod file;
 mod general;
 mod parse;
+mod websocket;
 mod wz;
 
 pub use general::{frame_buffer_len, GeneralSettings, DEFAULT_LOBBY_PORT};
 pub use parse::UsageError;
+pub use websocket::{WsSettings, DEFAULT_LOBBY_WS_PORT};
 pub use wz::{WzSettings, DEFAULT_WZ_PORT};
 
 use file::FileValue;
@@ -197,6 +199,9 @@ pub struct Config {
     pub wz: WzSettings,
     /// The general lobby (`--lobby-*`; see [`GeneralSettings`]).
     pub general: GeneralSettings,
+    /// The general lobby's WebSocket port (`--lobby-ws-*`, `--lobby-web`; see
+    /// [`WsSettings`]).
+    pub lobby_ws: WsSettings,
 }
 
 impl Default for Config {
@@ -241,6 +246,7 @@ impl Default for Config {
             log: None,
             wz: WzSettings::default(),
             general: GeneralSettings::default(),
+            lobby_ws: WsSettings::default(),
         }
     }
 }
@@ -716,6 +722,7 @@ fn options(d: &Config) -> Options {
     }
     wz::declare(&mut options, &d.wz);
     general::declare(&mut options, &d.general);
+    websocket::declare(&mut options, &d.lobby_ws);
     options
 }
 
@@ -779,6 +786,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
     let idle_timeout = seconds(m, "idle-timeout", timeouts.clone(), d.idle_timeout)?;
     let mut general = general::settings_from(m, d.general.clone(), idle_timeout)?;
     general.core.sign_in_timeout = handshake_timeout;
+    let lobby_ws = websocket::settings_from(m, d.lobby_ws.clone())?;
     let spawns = match m.opt_str("spawns") {
         Some(text) => parse_spawns(&text)?,
         None => d.spawns,
@@ -877,6 +885,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         log,
         wz,
         general,
+        lobby_ws,
     })
 }
 

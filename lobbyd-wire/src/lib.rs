@@ -40,6 +40,9 @@
 //!   JSON documents whose strings are at most `MAX_STRING` bytes and whose nesting is at most
 //!   `MAX_DEPTH` levels, both checked before copying or recursing; a document tree allocates
 //!   at most a small multiple of its already bounded frame body.
+//! - [`websocket`]: the general lobby's second transport (RFC 6455): an upgrade request head
+//!   decided within `MAX_HEAD` bytes, client frames refused over the caller's cap from their
+//!   header alone and unmasked in place.
 //!
 //! Both families: every parser is total, any byte string yields a value or a typed error and
 //! never a panic; an emitter panics only on its caller's bug (a buffer shorter than it said it
@@ -63,4 +66,5 @@ pub mod general;
 pub mod instance;
 pub mod tcp_lobby;
 pub mod udp_lobby;
+pub mod websocket;
 pub mod wz;

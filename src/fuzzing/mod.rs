@@ -6,7 +6,7 @@
 //! Two families, one file each:
 //! - parser targets, `wire_*`: bytes into every parser of a wire module; whatever parses is
 //!   emitted again and must parse back the same ([`wire_rtype`], [`wire_wz`],
-//!   [`wire_general`], [`wire_http`]);
+//!   [`wire_general`], [`wire_http`], [`wire_websocket`]);
 //! - core targets, `core_*`: the input is a script ([`script`]) of connections, requests,
 //!   disconnects and clock advances for a sans-IO core and a fake driver, with the core's
 //!   invariants asserted after every step ([`core_rtype`], [`core_wz`], [`core_general`]).
@@ -22,6 +22,7 @@ pub mod script;
 pub mod wire_general;
 pub mod wire_http;
 pub mod wire_rtype;
+pub mod wire_websocket;
 pub mod wire_wz;
 
 /// A fuzz target: its name (the file in `fuzz/fuzz_targets/`, the folder in `fuzz/corpus/`)
@@ -29,7 +30,7 @@ pub mod wire_wz;
 pub type FuzzTarget = (&'static str, fn(&[u8]));
 
 /// Every fuzz target.
-pub const TARGETS: [FuzzTarget; 13] = [
+pub const TARGETS: [FuzzTarget; 15] = [
     ("wire_udp_lobby", wire_rtype::udp_lobby),
     ("wire_instance", wire_rtype::instance),
     ("wire_tcp_lobby", wire_rtype::tcp_lobby),
@@ -37,6 +38,8 @@ pub const TARGETS: [FuzzTarget; 13] = [
     ("wire_wz_gamestruct", wire_wz::gamestruct),
     ("wire_wz_v4", wire_wz::v4),
     ("wire_http", wire_http::http),
+    ("wire_ws_upgrade", wire_websocket::upgrade),
+    ("wire_ws_frames", wire_websocket::frames),
     ("wire_general_frames", wire_general::frames),
     ("wire_general_params", wire_general::params),
     ("core_rtype_udp", core_rtype::fuzz_udp),

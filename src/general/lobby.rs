@@ -343,6 +343,12 @@ impl GeneralLobby {
         self.members.connections()
     }
 
+    /// True if `conn` carries a signed-in member (the driver counts its members by
+    /// transport).
+    pub fn is_member_conn(&self, conn: ConnId) -> bool {
+        self.members.is_member_conn(conn)
+    }
+
     /// Connections that have not signed in.
     pub fn guest_count(&self) -> usize {
         self.members.guests()

@@ -715,6 +715,13 @@ impl Members {
             .is_some_and(|state| state.phase != Phase::Closing)
     }
 
+    /// True if the connection carries a signed-in member.
+    pub(crate) fn is_member_conn(&self, conn: ConnId) -> bool {
+        self.conns
+            .get(&conn)
+            .is_some_and(|state| matches!(state.phase, Phase::Member(_)))
+    }
+
     /// True if a member has this id.
     pub(crate) fn contains(&self, member: MemberId) -> bool {
         self.by_id.contains_key(&member)

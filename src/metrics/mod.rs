@@ -100,6 +100,15 @@ pub fn render_prometheus(snap: &Snapshot, out: &mut String) {
         page.sample("general_games", "member", general.games.len() - hosted);
         page.sample("general_games", "server", hosted);
         page.sample("general_connections", "", general.connections);
+        let present = general.members - away;
+        let tcp_members = present.saturating_sub(general.ws_members);
+        page.sample("general_members_by_transport", "tcp", tcp_members);
+        page.sample(
+            "general_members_by_transport",
+            "websocket",
+            general.ws_members,
+        );
+        page.sample("general_ws_connections", "", general.ws_connections);
         page.sample("general_buffered_bytes", "", general.buffered_bytes);
         page.sample("general_buffered_peak_bytes", "", general.buffered_peak);
     }

@@ -130,8 +130,12 @@ pub struct GeneralSnapshot {
     pub member_list: Vec<GeneralMemberInfo>,
     /// Of those, members away.
     pub members_away: usize,
-    /// Open connections, signed in or not.
+    /// Open connections, signed in or not, both ports.
     pub connections: usize,
+    /// Of those, upgraded WebSocket connections (`--lobby-ws-port`).
+    pub ws_connections: usize,
+    /// Present members on a WebSocket connection (the others present are on TCP).
+    pub ws_members: usize,
     /// Bytes the connections' send queues and partial frames hold (`--lobby-memory-budget`
     /// bounds it).
     pub buffered_bytes: usize,

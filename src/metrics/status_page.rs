@@ -266,9 +266,13 @@ fn general(snap: &Snapshot, out: &mut String) {
         return;
     };
     let columns = ["id", "username", "display name", "state", "games"];
+    let present = general.members - general.members_away;
     let title = format!(
-        "General lobby members, {} away, {} connections",
-        general.members_away, general.connections
+        "General lobby members, {} on TCP, {} on WebSocket, {} away, {} connections",
+        present.saturating_sub(general.ws_members),
+        general.ws_members,
+        general.members_away,
+        general.connections
     );
     let mut table = Table::open(out, &title, general.members, &columns);
     for m in general.member_list.iter().take(STATUS_ROWS) {
@@ -420,6 +424,8 @@ mod tests {
                 }],
                 members_away: 0,
                 connections: 1,
+                ws_connections: 0,
+                ws_members: 0,
                 buffered_bytes: 0,
                 buffered_peak: 0,
                 games: vec![GeneralGameInfo {

@@ -36,7 +36,7 @@ use crate::metrics::{ListenerView, Snapshot};
 use crate::ratelimit::PerIpConfig;
 use crate::rtype::{PartyConfig, RtypeConfig, RtypeCore};
 
-use general::GeneralDriver;
+use general::{GeneralDriver, WsPort};
 use login::{LoginBudget, LoginShared};
 use rtype::instance::{PortPool, PortRange};
 use rtype::tcp::{TcpLimits, TcpLobby};
@@ -109,6 +109,7 @@ struct Bound {
     metrics: Option<SocketAddr>,
     wz: Option<SocketAddr>,
     general: Option<SocketAddr>,
+    general_ws: Option<SocketAddr>,
 }
 
 impl Bound {
@@ -135,6 +136,7 @@ impl Bound {
             view("TCP lobby", "tcp", self.tcp_lobby),
             view("Warzone master server", "tcp", self.wz),
             view("general lobby", "tcp", self.general),
+            view("general lobby WebSocket (/lobby)", "tcp", self.general_ws),
             view("metrics and status page", "tcp", self.metrics),
         ]
         .into_iter()
@@ -244,6 +246,22 @@ fn build(config: &Config) -> std::io::Result<Built> {
         }
     };
     let general = general_listener.as_ref().map(|(_, bound)| *bound);
+    // The WebSocket port is a second way into the general lobby: served with it.
+    let general_ws_listener = match (config.general.port, config.lobby_ws.port) {
+        (Some(_), Some(port)) => Some(listen(
+            "general lobby websocket",
+            SocketAddr::new(config.bind, port),
+        )?),
+        (None, Some(_)) => {
+            log::info!("general lobby websocket disabled with the general lobby");
+            None
+        }
+        (_, None) => {
+            log::info!("general lobby websocket disabled (--lobby-ws-port 0)");
+            None
+        }
+    };
+    let general_ws = general_ws_listener.as_ref().map(|(_, bound)| *bound);
 
     let registry = server.registry();
     let ports = PortPool::new(port_range(config.instance_ports));
@@ -271,12 +289,22 @@ fn build(config: &Config) -> std::io::Result<Built> {
     let general_driver = match general_listener {
         Some((listener, _)) => {
             let db = &config.wz.db;
+            let ws = match general_ws_listener {
+                Some((listener, _)) => Some(WsPort::new(
+                    listener,
+                    registry,
+                    &config.lobby_ws,
+                    config.general.core.sign_in_timeout,
+                )?),
+                None => None,
+            };
             Some(GeneralDriver::new(
                 listener,
                 registry,
                 &config.general,
                 db,
                 login,
+                ws,
             )?)
         }
         None => None,
@@ -297,6 +325,7 @@ fn build(config: &Config) -> std::io::Result<Built> {
         metrics,
         wz,
         general,
+        general_ws,
     };
     server.set_listeners(addrs.listeners(config));
     Ok(Built {
@@ -395,6 +424,11 @@ impl ServerHandle {
     /// The general lobby's bound address, if enabled.
     pub fn general_addr(&self) -> Option<SocketAddr> {
         self.addrs.general
+    }
+
+    /// The general lobby's WebSocket port's bound address, if enabled.
+    pub fn general_ws_addr(&self) -> Option<SocketAddr> {
+        self.addrs.general_ws
     }
 
     /// The counters and rooms, as the loop sees them between two events, with the names of

@@ -33,8 +33,10 @@ pub enum Target {
     WzProbe(usize),
     /// The general lobby's listener.
     GeneralListener,
-    /// A general lobby connection, by its key in the driver's slab.
+    /// A general lobby connection (TCP or WebSocket), by its key in the driver's slab.
     GeneralConn(usize),
+    /// The general lobby's WebSocket listener.
+    GeneralWsListener,
     /// The timerfd that wakes the loop at its next deadline (`net::io::wake`).
     Timer,
 }
@@ -56,6 +58,7 @@ const KIND_WZ_CONN: usize = 31;
 const KIND_WZ_PROBE: usize = 32;
 const KIND_GENERAL_LISTENER: usize = 40;
 const KIND_GENERAL_CONN: usize = 41;
+const KIND_GENERAL_WS_LISTENER: usize = 42;
 
 /// The front ends plugged into the loop, each owning its own tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +93,7 @@ impl Target {
             Target::WzProbe(key) => (KIND_WZ_PROBE, key & KEY_MASK),
             Target::GeneralListener => (KIND_GENERAL_LISTENER, 0),
             Target::GeneralConn(key) => (KIND_GENERAL_CONN, key & KEY_MASK),
+            Target::GeneralWsListener => (KIND_GENERAL_WS_LISTENER, 0),
             Target::Timer => (KIND_TIMER, 0),
         };
         Token((kind << KIND_SHIFT) | key)
@@ -112,6 +116,7 @@ impl Target {
             KIND_WZ_PROBE => Some(Target::WzProbe(key)),
             KIND_GENERAL_LISTENER => Some(Target::GeneralListener),
             KIND_GENERAL_CONN => Some(Target::GeneralConn(key)),
+            KIND_GENERAL_WS_LISTENER => Some(Target::GeneralWsListener),
             KIND_TIMER => Some(Target::Timer),
             _ => None,
         }
@@ -127,7 +132,9 @@ impl Target {
                 Some(FrontEndKind::Rtype)
             }
             Target::WzListener | Target::WzConn(_) | Target::WzProbe(_) => Some(FrontEndKind::Wz),
-            Target::GeneralListener | Target::GeneralConn(_) => Some(FrontEndKind::General),
+            Target::GeneralListener | Target::GeneralConn(_) | Target::GeneralWsListener => {
+                Some(FrontEndKind::General)
+            }
             Target::Waker
             | Target::Signals
             | Target::Timer
@@ -158,6 +165,7 @@ mod tests {
             Target::WzProbe(9),
             Target::GeneralListener,
             Target::GeneralConn(11),
+            Target::GeneralWsListener,
             Target::Timer,
         ] {
             assert_eq!(Target::from_token(target.token()), Some(target));

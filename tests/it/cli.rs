@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 70] = [
+const FLAGS: [&str; 73] = [
     "-h, --help",
     "-V, --version",
     "--config FILE",
@@ -112,6 +112,9 @@ const FLAGS: [&str; 70] = [
     "--lobby-chat-budget BYTES",
     "--lobby-max-games-per-ip N",
     "--lobby-game-data-per-ip BYTES",
+    "--lobby-ws-port PORT",
+    "--lobby-ws-origins LIST",
+    "--lobby-web DIR",
 ];
 
 /// A sample of defaults the help text must quote.
@@ -524,6 +527,7 @@ fn help_is_grouped_by_front_end() {
         ("--wz-login", 3),
         ("--motd TEXT", 3),
         ("--lobby-port PORT", 4),
+        ("--lobby-ws-port PORT", 4),
         ("--metrics ADDR", 5),
     ] {
         let flag_at = at(flag);

@@ -86,7 +86,7 @@ fn replay_one() {
 #[test]
 #[ignore = "writes files; run by hand to regenerate the seed corpora"]
 fn write_seed_corpora() -> io::Result<()> {
-    let seeds: [(&str, Vec<Vec<u8>>); 13] = [
+    let seeds: [(&str, Vec<Vec<u8>>); 15] = [
         ("wire_udp_lobby", udp_lobby()),
         ("wire_instance", instance()),
         ("wire_tcp_lobby", tcp_lobby()),
@@ -97,6 +97,8 @@ fn write_seed_corpora() -> io::Result<()> {
         ),
         ("wire_wz_v4", wz_v4()),
         ("wire_http", http()),
+        ("wire_ws_upgrade", ws_upgrade()),
+        ("wire_ws_frames", ws_frames()),
         ("wire_general_frames", general_frames()),
         ("wire_general_params", general_params()),
         ("core_rtype_udp", scripts(1)),
@@ -328,6 +330,53 @@ fn http() -> Vec<Vec<u8>> {
     ]
     .map(|text| text.as_bytes().to_vec())
     .to_vec()
+}
+
+fn ws_upgrade() -> Vec<Vec<u8>> {
+    let upgrade = "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+                   Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
+    [
+        format!("GET /lobby HTTP/1.1\r\nHost: 127.0.0.1:4244\r\n{upgrade}\r\n"),
+        format!("GET /lobby HTTP/1.1\r\n{upgrade}Origin: https://game.example\r\n\r\n"),
+        format!("GET /chat HTTP/1.1\r\n{upgrade}\r\n"),
+        "GET /index.html?v=1 HTTP/1.1\r\nHost: x\r\n\r\n".into(),
+        "GET /lobby HTTP/1.1\r\n\r\n".into(),
+        "HEAD /../x HTTP/1.1\r\n\r\n".into(),
+    ]
+    .map(String::into_bytes)
+    .to_vec()
+}
+
+fn ws_frames() -> Vec<Vec<u8>> {
+    use lobbyd::wire::websocket::frame::{emit_client_frame, OpCode};
+    let key = [0x37, 0xfa, 0x21, 0x3d];
+    let ping = general_frames().remove(0);
+    let mut seeds = Vec::new();
+    // flags (bit 0: a message has begun), the cap (u16 LE), then the stream.
+    let mut one = vec![0, 0x00, 0x40];
+    emit_client_frame(&mut one, true, OpCode::Binary, key, &ping);
+    emit_client_frame(&mut one, true, OpCode::Ping, key, b"hi");
+    seeds.push(one);
+    let mut fragmented = vec![0, 0x00, 0x02];
+    emit_client_frame(&mut fragmented, false, OpCode::Binary, key, &ping[..4]);
+    emit_client_frame(&mut fragmented, true, OpCode::Pong, key, b"");
+    emit_client_frame(&mut fragmented, true, OpCode::Continuation, key, &ping[4..]);
+    emit_client_frame(
+        &mut fragmented,
+        true,
+        OpCode::Close,
+        key,
+        &1000u16.to_be_bytes(),
+    );
+    seeds.push(fragmented);
+    let mut refused = vec![1, 0xff, 0xff];
+    emit_client_frame(&mut refused, true, OpCode::Continuation, key, &[0; 300]);
+    emit_client_frame(&mut refused, true, OpCode::Text, key, b"text");
+    seeds.push(refused);
+    seeds.push(vec![
+        0, 0x10, 0x00, 0x82, 0x05, b'h', b'e', b'l', b'l', b'o',
+    ]);
+    seeds
 }
 
 fn general_frames() -> Vec<Vec<u8>> {

@@ -24,3 +24,4 @@ mod resume;
 mod sign_in;
 mod sign_in_under_attack;
 mod transport;
+mod websocket;

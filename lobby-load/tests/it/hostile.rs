@@ -70,6 +70,7 @@ impl Lobbyd {
             .args(&common::LOOPBACK_ARGS[..6])
             .args(["--wz-port", &wz_port.to_string()])
             .args(["--lobby-port", &lobby_port.to_string()])
+            .args(["--lobby-ws-port", "0"])
             .args(["--metrics", "127.0.0.1:0", "--log", "info"])
             // Caps a crowd of a few hundred reaches, and lobby-join's members leave as they go.
             .args(["--max-conns", "300", "--wz-max-conns", "200"])

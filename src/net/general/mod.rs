@@ -26,6 +26,8 @@
 
 mod outbound;
 pub mod stats;
+mod web;
+pub mod websocket;
 
 use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
@@ -59,6 +61,9 @@ use crate::net::token::Target;
 use crate::net::warn::WarnBudget;
 
 pub use outbound::SEND_QUEUE_CAP;
+pub use websocket::WsPort;
+
+use websocket::Transport;
 
 /// How long a connection the core closed may take to read what is queued for it.
 pub const LINGER: Duration = Duration::from_secs(2);
@@ -100,6 +105,17 @@ struct Conn {
     in_dirty: bool,
     /// The key waits in the driver's `gathering` list for a write.
     in_gathering: bool,
+    /// The TCP port's frames, or the WebSocket port's HTTP head and messages.
+    transport: Transport,
+}
+
+/// Which of the general lobby's ports a connection came through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Port {
+    /// `--lobby-port`.
+    Tcp,
+    /// `--lobby-ws-port`.
+    WebSocket,
 }
 
 /// The general lobby's listener, connections and logins.
@@ -144,6 +160,10 @@ pub struct GeneralDriver {
     read_buf: Box<[u8; READ_CHUNK]>,
     stats: GeneralDriverStats,
     warnings: WarnBudget,
+    /// The WebSocket port, when served.
+    ws: Option<WsPort>,
+    /// The server is shutting down: the WebSocket close code is 1001.
+    shutting_down: bool,
 }
 
 /// Resume tokens from the OS CSPRNG. Should the OS refuse (it does not on Linux once
@@ -179,6 +199,7 @@ impl GeneralDriver {
         settings: &GeneralSettings,
         db: &std::path::Path,
         login: LoginShared,
+        ws: Option<WsPort>,
     ) -> io::Result<GeneralDriver> {
         let config: GeneralConfig = settings.core.clone();
         let logins = match config.login {
@@ -230,13 +251,19 @@ impl GeneralDriver {
             read_buf: Box::new([0; READ_CHUNK]),
             stats: GeneralDriverStats::default(),
             warnings: WarnBudget::new(now, 60, 20),
+            ws,
+            shutting_down: false,
         })
     }
 
     /// Accepts until `WouldBlock`, `--lobby-max-conns` or this pass's budget (the rest after
     /// the next poll).
-    fn accept(&mut self, registry: &Registry, now: Instant) {
-        self.accepts.begin();
+    fn accept(&mut self, registry: &Registry, now: Instant, port: Port) {
+        match (port, self.ws.as_mut()) {
+            (Port::Tcp, _) => self.accepts.begin(),
+            (Port::WebSocket, Some(ws)) => ws.accepts.begin(),
+            (Port::WebSocket, None) => return,
+        }
         loop {
             // Closed connections leave the slab after the batch; they no longer count.
             let open = self.conns.len() - self.closing.len();
@@ -246,7 +273,11 @@ impl GeneralDriver {
                 self.pause_accepting();
                 return;
             }
-            let (stream, peer) = match self.accepts.accept(&self.listener) {
+            let accepted = match (port, self.ws.as_mut()) {
+                (Port::WebSocket, Some(ws)) => ws.accepts.accept(&ws.listener),
+                _ => self.accepts.accept(&self.listener),
+            };
+            let (stream, peer) = match accepted {
                 Accepted::Conn(stream, peer) => (stream, peer),
                 Accepted::Drained | Accepted::BudgetSpent => return,
                 Accepted::Failed(e) => {
@@ -260,7 +291,7 @@ impl GeneralDriver {
                     return;
                 }
             };
-            self.admit(registry, now, stream, peer, full);
+            self.admit(registry, now, stream, peer, full, port);
         }
     }
 
@@ -271,6 +302,7 @@ impl GeneralDriver {
         mut stream: TcpStream,
         peer: SocketAddr,
         full: bool,
+        port: Port,
     ) {
         let ip = canonical_ip(peer.ip());
         // Dropping the stream closes it at once, without a word.
@@ -303,8 +335,18 @@ impl GeneralDriver {
             backlogged: false,
             in_dirty: false,
             in_gathering: false,
+            transport: match port {
+                Port::Tcp => Transport::Tcp,
+                Port::WebSocket => Transport::Http,
+            },
         });
         self.per_ip.add(ip);
+        if let (Port::WebSocket, Some(ws)) = (port, self.ws.as_mut()) {
+            // The core meets it once upgraded; until then the port's own deadline runs.
+            ws.stats.accepted += 1;
+            ws.upgrades.start(now, key, self.next_serial);
+            return;
+        }
         self.stats.accepted += 1;
         self.core
             .handle_open_from(now, conn_id(key, self.next_serial), ip);
@@ -341,7 +383,16 @@ impl GeneralDriver {
         let mut budget = FRAMES_PER_EVENT;
         self.served.push(key);
         // Frames left over from the last event come first.
-        if !self.serve_partial(registry, now, key, &mut budget) {
+        let tcp = self
+            .conns
+            .get(key)
+            .is_some_and(|c| matches!(c.transport, Transport::Tcp));
+        let served = if tcp {
+            self.serve_partial(registry, now, key, &mut budget)
+        } else {
+            self.ws_serve_partial(registry, now, key, &mut budget)
+        };
+        if !served {
             return;
         }
         for _ in 0..READ_BUDGET {
@@ -400,6 +451,9 @@ impl GeneralDriver {
         let Some(conn) = self.conns.get_mut(key) else {
             return false;
         };
+        if !matches!(conn.transport, Transport::Tcp) {
+            return self.ws_take_bytes(registry, now, key, n, budget);
+        }
         if !conn.partial.is_empty() {
             // The bytes continue a split frame. `partial` holds at most one read and one
             // frame: a connection over its budget is not read again until it is served.
@@ -599,6 +653,7 @@ impl GeneralDriver {
 
     /// Games and gauges for the operators' pages, and the first `named` members by name.
     fn games_snapshot(&self, named: usize) -> GeneralSnapshot {
+        let (ws_connections, ws_members) = self.ws_counts();
         GeneralSnapshot {
             members: self.core.member_count(),
             member_list: self
@@ -615,6 +670,8 @@ impl GeneralDriver {
                 .collect(),
             members_away: self.core.member_count() - self.core.present_count(),
             connections: self.conns.len(),
+            ws_connections,
+            ws_members,
             buffered_bytes: self.budget.held(),
             buffered_peak: self.budget.peak(),
             games: self
@@ -638,7 +695,8 @@ impl FrontEnd for GeneralDriver {
     fn ready(&mut self, registry: &Registry, target: Target, event: &Event) {
         let now = Instant::now();
         match target {
-            Target::GeneralListener => self.accept(registry, now),
+            Target::GeneralListener => self.accept(registry, now, Port::Tcp),
+            Target::GeneralWsListener => self.accept(registry, now, Port::WebSocket),
             Target::GeneralConn(key) => {
                 if event.is_writable() {
                     self.flush(registry, now, key);
@@ -681,9 +739,15 @@ impl FrontEnd for GeneralDriver {
         };
         self.closing
             .release_slice(&mut self.conns, registry, |c| &c.stream, take);
+        self.expire_upgrades(now);
         let resumed = self.gate.try_resume(self.conns.len(), now);
         if (self.accepts.take_pending() && !self.gate.is_paused()) || resumed {
-            self.accept(registry, now);
+            self.accept(registry, now, Port::Tcp);
+            self.settle(registry, now);
+        }
+        let ws_pending = self.ws.as_mut().is_some_and(|ws| ws.accepts.take_pending());
+        if (ws_pending && !self.gate.is_paused()) || (resumed && self.ws.is_some()) {
+            self.accept(registry, now, Port::WebSocket);
             self.settle(registry, now);
         }
     }
@@ -703,6 +767,7 @@ impl FrontEnd for GeneralDriver {
             !self.backlog.is_empty()
                 || !self.dirty.is_empty()
                 || self.accepts.is_pending()
+                || self.ws.as_ref().is_some_and(|ws| ws.accepts.is_pending())
                 || !self.closing.is_empty(),
         );
         [
@@ -710,6 +775,7 @@ impl FrontEnd for GeneralDriver {
             self.core.poll_timeout(),
             self.lingering.next_deadline(),
             self.gate.deadline(),
+            self.ws.as_ref().and_then(|ws| ws.upgrades.next_deadline()),
             backlog,
         ]
         .into_iter()
@@ -731,11 +797,15 @@ impl FrontEnd for GeneralDriver {
         if let Some(logins) = self.logins.as_ref() {
             snap.add_counters(|f| logins.visit(f));
         }
+        if let Some(ws) = self.ws.as_ref() {
+            snap.add_counters(|f| ws.stats.visit(f));
+        }
         snap.general = Some(self.games_snapshot(snap.detail_rows));
     }
 
     fn shutdown(&mut self, registry: &Registry) {
         let now = Instant::now();
+        self.shutting_down = true;
         self.pause_accepting();
         // ERROR(0, 0, "server shutting down") to every connection, then close after flush.
         self.core.handle_shutdown(now);

@@ -17,6 +17,8 @@ use crate::general::{Delivery, FrameRef, GeneralOutput};
 use crate::net::io::buffers::QueueFull;
 use crate::net::io::stream::{Flushed, Phase};
 use crate::net::token::Target;
+use crate::wire::websocket::close;
+use crate::wire::websocket::frame::server_close;
 
 use super::{key_of, GeneralDriver};
 
@@ -111,6 +113,20 @@ impl GeneralDriver {
                 }
                 GeneralOutput::Close { conn } => {
                     let (key, serial) = key_of(conn);
+                    let websocket = (self.conns.get(key))
+                        .filter(|c| c.stream.serial() == serial && c.stream.is_open())
+                        .is_some_and(|c| c.transport.is_websocket());
+                    if websocket {
+                        // The close frame goes after the lobby's last frame.
+                        let code = if self.shutting_down {
+                            close::GOING_AWAY
+                        } else {
+                            close::NORMAL
+                        };
+                        if !self.queue_local(now, key, &[&server_close(code)]) {
+                            continue;
+                        }
+                    }
                     if let Some(c) = self
                         .conns
                         .get_mut(key)
@@ -159,6 +175,13 @@ impl GeneralDriver {
         key: usize,
         frames: FrameRef,
     ) -> Result<(), QueueFull> {
+        if self
+            .conns
+            .get(key)
+            .is_some_and(|c| c.transport.is_websocket())
+        {
+            return self.queue_ws_frames(now, key, frames);
+        }
         loop {
             let Some(c) = self.conns.get_mut(key) else {
                 return Err(QueueFull::Closed);
@@ -176,7 +199,7 @@ impl GeneralDriver {
     }
 
     /// Puts `key` on the list of connections to write after the batch (once).
-    fn mark_dirty(&mut self, key: usize) {
+    pub(super) fn mark_dirty(&mut self, key: usize) {
         if let Some(conn) = self.conns.get_mut(key) {
             if !conn.in_dirty {
                 conn.in_dirty = true;

@@ -156,23 +156,37 @@ impl SendQueue {
         cap: usize,
         budget: &mut MemoryBudget,
     ) -> Result<(), QueueFull> {
-        if self.pending() + bytes.len() > cap {
+        self.push_parts(&[bytes], cap, budget)
+    }
+
+    /// Queues `parts` one after the other, all or none (a frame header and its payload),
+    /// with [`SendQueue::push`]'s refusals.
+    pub fn push_parts(
+        &mut self,
+        parts: &[&[u8]],
+        cap: usize,
+        budget: &mut MemoryBudget,
+    ) -> Result<(), QueueFull> {
+        let len: usize = parts.iter().map(|part| part.len()).sum();
+        if self.pending() + len > cap {
             return Err(QueueFull::Cap);
         }
-        if self.written > 0 && (self.written >= self.buf.len() / 2 || self.must_compact(bytes)) {
+        if self.written > 0 && (self.written >= self.buf.len() / 2 || self.must_compact(len)) {
             self.buf.drain(..self.written);
             self.written = 0;
         }
-        if !reserve_counted(&mut self.buf, bytes.len(), cap, budget) {
+        if !reserve_counted(&mut self.buf, len, cap, budget) {
             return Err(QueueFull::Budget);
         }
-        self.buf.extend_from_slice(bytes);
+        for part in parts {
+            self.buf.extend_from_slice(part);
+        }
         Ok(())
     }
 
     /// The written head must go to make room within the cap.
-    fn must_compact(&self, bytes: &[u8]) -> bool {
-        self.buf.len() + bytes.len() > self.buf.capacity()
+    fn must_compact(&self, len: usize) -> bool {
+        self.buf.len() + len > self.buf.capacity()
     }
 
     /// Writes until done or `WouldBlock` and returns the bytes written; frees the buffer
@@ -224,6 +238,11 @@ impl PartialFrame {
     /// The bytes held.
     pub fn bytes(&self) -> &[u8] {
         &self.buf
+    }
+
+    /// The bytes held, to change in place (a WebSocket frame is unmasked where it lies).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
     }
 
     /// Nothing held.

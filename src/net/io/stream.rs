@@ -155,6 +155,20 @@ impl Stream {
         self.out.push(bytes, cap, budget)
     }
 
+    /// Queues `parts` one after the other, all or none (a WebSocket frame's header and its
+    /// payload), with [`Stream::queue`]'s refusals.
+    pub fn queue_parts(
+        &mut self,
+        parts: &[&[u8]],
+        cap: usize,
+        budget: &mut MemoryBudget,
+    ) -> Result<(), QueueFull> {
+        if self.phase == Phase::Closed {
+            return Err(QueueFull::Closed);
+        }
+        self.out.push_parts(parts, cap, budget)
+    }
+
     /// Stops reading and closes once flushed. True the first time (the caller then starts
     /// its linger deadline).
     pub fn start_draining(&mut self) -> bool {

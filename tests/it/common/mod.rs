@@ -9,14 +9,14 @@ use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
 use lobbyd::accounts::store::AccountStore;
-use lobbyd::config::{Config, GeneralSettings, InstancePorts, WzSettings};
+use lobbyd::config::{Config, GeneralSettings, InstancePorts, WsSettings, WzSettings};
 use lobbyd::metrics::Snapshot;
 use lobbyd::net::{self, ServerHandle};
 
 /// Flags that make the `lobbyd` binary serve on loopback with OS-chosen UDP/TCP lobby and
-/// instance ports, without the general lobby (its default port would collide between tests;
-/// the Warzone port is the caller's: `--wz-port 0` disables it).
-pub const LOOPBACK_ARGS: [&str; 8] = [
+/// instance ports, without the general lobby and its WebSocket port (their default ports
+/// would collide between tests; the Warzone port is the caller's: `--wz-port 0` disables it).
+pub const LOOPBACK_ARGS: [&str; 10] = [
     "--bind",
     "127.0.0.1",
     "--port",
@@ -24,6 +24,8 @@ pub const LOOPBACK_ARGS: [&str; 8] = [
     "--instance-ports",
     "0",
     "--lobby-port",
+    "0",
+    "--lobby-ws-port",
     "0",
 ];
 
@@ -46,6 +48,10 @@ pub fn test_config() -> Config {
         general: GeneralSettings {
             port: None,
             ..GeneralSettings::default()
+        },
+        lobby_ws: WsSettings {
+            port: None,
+            ..WsSettings::default()
         },
         ..Config::default()
     }

@@ -16,7 +16,14 @@ use lobbyd::wire::general::{
     next_frame, ClientRepr, ErrorCode, Frame, GameInfo, Next, ServerRepr, Words, TOKEN_LEN,
 };
 
+use lobbyd::wire::websocket::frame::{emit_client_frame, next_server_frame, OpCode};
+use lobbyd::wire::websocket::handshake::emit_client_request;
+
 use crate::common::{start, test_config, REPLY_WAIT};
+
+/// RFC 6455 section 1.3's sample `Sec-WebSocket-Key` (its accept value is
+/// `s3pPLMBiTxaQ9kYGzzhZRbK+xOo=`).
+pub const SAMPLE_KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
 
 /// How long a reply that needs a password check (argon2 on a busy machine) may take.
 pub const VERIFY_WAIT: Duration = Duration::from_secs(20);
@@ -125,6 +132,11 @@ pub struct Client {
     /// The resume token from the last WELCOME.
     pub token: [u8; TOKEN_LEN],
     pings: u32,
+    /// Over the WebSocket port: each frame goes as one masked binary message, and each
+    /// binary message read is one frame (`websocket.rs`).
+    websocket: bool,
+    /// The WebSocket control frames and text messages read meanwhile, as (opcode, payload).
+    pub ws_other: Vec<(OpCode, Vec<u8>)>,
 }
 
 impl Client {
@@ -149,6 +161,95 @@ impl Client {
             name: String::new(),
             token: [0; TOKEN_LEN],
             pings: 0,
+            websocket: false,
+            ws_other: Vec::new(),
+        }
+    }
+
+    /// Connects to the WebSocket port and upgrades on `path` with the RFC's sample key
+    /// (checking the 101 and its `Sec-WebSocket-Accept` byte for byte), without reading on.
+    pub fn ws_connect(addr: SocketAddr, path: &str) -> Client {
+        let mut client = Client::connect(addr);
+        let mut request = Vec::new();
+        emit_client_request(&addr.to_string(), path, SAMPLE_KEY, None, &mut request);
+        client.send_raw(&request);
+        let head = client.read_head();
+        assert_eq!(
+            head,
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+             Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+        );
+        client.websocket = true;
+        client
+    }
+
+    /// Over the WebSocket port, upgraded and greeted (the same golden HELLO and CHALLENGE
+    /// as on TCP, each its own binary message).
+    pub fn ws_greeted(addr: SocketAddr) -> Client {
+        let mut client = Client::ws_connect(addr, "/lobby");
+        client.expect_greeting();
+        client
+    }
+
+    /// [`Client::enter`] over the WebSocket port.
+    pub fn ws_enter(addr: SocketAddr, name: &str, present: &mut [&mut Client]) -> Client {
+        let mut client = Client::ws_greeted(addr);
+        client.sign_in(name, "", None);
+        client.read_sync();
+        let info = member_info(client.id, 0, name, name);
+        expect_all(present, &info);
+        client
+    }
+
+    /// Reads an HTTP response head (to its blank line) and returns it; what follows stays.
+    pub fn read_head(&mut self) -> String {
+        let deadline = Instant::now() + REPLY_WAIT;
+        loop {
+            if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head: Vec<u8> = self.buf.drain(..end + 4).collect();
+                return String::from_utf8(head).expect("ASCII head");
+            }
+            match self.fill(deadline) {
+                Fill::Data => {}
+                Fill::Timeout | Fill::Closed => panic!("no response head: {:?}", self.buf),
+            }
+        }
+    }
+
+    /// Everything until the server closes (within [`REPLY_WAIT`]), raw.
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        let deadline = Instant::now() + REPLY_WAIT;
+        loop {
+            match self.fill(deadline) {
+                Fill::Data => {}
+                Fill::Closed => return std::mem::take(&mut self.buf),
+                Fill::Timeout => panic!("not closed; have {:?}", self.buf),
+            }
+        }
+    }
+
+    /// Writes `bytes` as they are, WebSocket or not.
+    pub fn send_wire(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("send");
+    }
+
+    /// The next WebSocket frame the server sends, raw: (opcode, payload), or `None` when it
+    /// closes the connection first.
+    pub fn recv_ws_frame(&mut self) -> Option<(OpCode, Vec<u8>)> {
+        let deadline = Instant::now() + REPLY_WAIT;
+        loop {
+            if let Some((header, range, end)) = next_server_frame(&self.buf).expect("server frame")
+            {
+                let payload = self.buf[range].to_vec();
+                self.buf.drain(..end);
+                assert!(header.fin && header.rsv == 0, "{header:?}");
+                return Some((header.opcode, payload));
+            }
+            match self.fill(deadline) {
+                Fill::Data => {}
+                Fill::Closed => return None,
+                Fill::Timeout => panic!("no WebSocket frame; have {:02x?}", self.buf),
+            }
         }
     }
 
@@ -192,8 +293,20 @@ impl Client {
         self.send_raw(&client_bytes(&request));
     }
 
-    /// Sends raw bytes in one write.
+    /// Sends raw bytes in one write (over WebSocket: as one masked binary message).
     pub fn send_raw(&mut self, bytes: &[u8]) {
+        if self.websocket {
+            let mut message = Vec::new();
+            emit_client_frame(
+                &mut message,
+                true,
+                OpCode::Binary,
+                [0x5a, 0x17, 0xc3, 0x01],
+                bytes,
+            );
+            self.stream.write_all(&message).expect("send");
+            return;
+        }
         self.stream.write_all(bytes).expect("send");
     }
 
@@ -250,6 +363,22 @@ impl Client {
 
     /// The next whole frame already read, if any.
     fn take_frame(&mut self) -> Option<Reply> {
+        while self.websocket {
+            let (header, range, end) = next_server_frame(&self.buf).expect("server frame")?;
+            let payload = self.buf[range].to_vec();
+            self.buf.drain(..end);
+            assert!(header.fin, "the server sends no fragments");
+            if header.opcode != OpCode::Binary {
+                self.ws_other.push((header.opcode, payload));
+                continue;
+            }
+            match next_frame(&payload, usize::MAX) {
+                Next::Frame { consumed, .. } if consumed == payload.len() => {
+                    return Some(Reply(payload));
+                }
+                _ => panic!("a binary message that is not one frame: {payload:02x?}"),
+            }
+        }
         match next_frame(&self.buf, usize::MAX) {
             Next::Frame { consumed, .. } => Some(Reply(self.buf.drain(..consumed).collect())),
             _ => None,
@@ -423,6 +552,8 @@ impl Client {
             name: self.name.clone(),
             token: self.token,
             pings: 0,
+            websocket: self.websocket,
+            ws_other: Vec::new(),
         }
     }
 }
