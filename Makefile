@@ -36,8 +36,9 @@ test-js:
 # The lobby page (examples/web) in Debian's chromium, and clients/js/lobby.js in Node, against
 # a lobbyd built here (tests/browser/: playwright-core pinned by its package-lock.json;
 # CHROMIUM=PATH moves the browser); screenshots in target/browser/. Node 20 has a global
-# WebSocket only behind a flag, given when needed.
-NODE_WEBSOCKET = $(shell node -e "process.exit(typeof WebSocket === 'function' ? 0 : 1)" 2>/dev/null || echo --experimental-websocket)
+# WebSocket only behind a flag, given when needed (without one, the Node test says it skips).
+HAS_WEBSOCKET = -e "process.exit(typeof WebSocket === 'function' ? 0 : 1)"
+NODE_WEBSOCKET = $(shell node $(HAS_WEBSOCKET) 2>/dev/null || { node --experimental-websocket $(HAS_WEBSOCKET) 2>/dev/null && echo --experimental-websocket; })
 test-browser:
 	$(CARGO) build --bin lobbyd
 	cd tests/browser && npm ci --no-audit --no-fund
