@@ -142,6 +142,12 @@ fn spec() -> getopts::Options {
         "blocking",
         "echo: a blocking std server, one recv + one send per datagram (default: a mio loop).",
     );
+    o.optflag(
+        "",
+        "ws",
+        "lobby-join, lobby-idle, lobby-chat: over lobbyd's WebSocket port (--target is that \
+         port, path /lobby), each frame one binary message.",
+    );
     o.optflag("", "json", "Print the summary as JSON.");
     o.optflag(
         "q",
@@ -246,6 +252,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     }
     o.start = m.opt_present("start");
     o.blocking = m.opt_present("blocking");
+    o.ws = m.opt_present("ws");
     o.json = m.opt_present("json");
     o.quiet = m.opt_present("quiet");
     Ok(Command::Run(Box::new(o)))

@@ -53,6 +53,7 @@ use super::general_modes::{
 use super::runner::{drive, Pacer, Workload};
 use super::stats::{Stats, Summary};
 use super::tcp_engine::{connect_blocking, Step, MAX_UNSENT};
+use super::ws::WsCodec;
 use super::Options;
 
 /// Characters of the stamp at the front of each line.
@@ -89,6 +90,28 @@ struct Member {
     /// When the member last wrote a frame (lobbyd's idle clock restarts then).
     last_sent: Instant,
     alive: bool,
+    /// `--ws`: the connection's WebSocket framing.
+    ws: Option<WsCodec>,
+}
+
+/// Reads through `ws`'s framing when there is one.
+fn read_via(
+    stream: &mut (impl Read + Write),
+    ws: &mut Option<WsCodec>,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    match ws {
+        Some(ws) => ws.read(stream, buf),
+        None => stream.read(buf),
+    }
+}
+
+/// Writes through `ws`'s framing when there is one.
+fn write_via(stream: &mut impl Write, ws: &mut Option<WsCodec>, buf: &[u8]) -> io::Result<usize> {
+    match ws {
+        Some(ws) => ws.write(stream, buf),
+        None => stream.write(buf),
+    }
 }
 
 /// Silent members' PINGs: how often, and when the members are next looked at.
@@ -162,6 +185,7 @@ impl Signed {
             let stats = &mut self.stats;
             pump(
                 &mut member.stream,
+                &mut member.ws,
                 &mut member.carry,
                 &mut self.chunk,
                 |repr| ledger.frame(repr, now, stats),
@@ -217,7 +241,8 @@ pub struct Chat {
 /// Reads `stream` until it would block, handing each whole frame to `each`; the tail of a
 /// frame split across reads waits in `carry`. An error names why the connection is unusable.
 fn pump(
-    stream: &mut impl Read,
+    stream: &mut (impl Read + Write),
+    ws: &mut Option<WsCodec>,
     carry: &mut Vec<u8>,
     chunk: &mut [u8],
     mut each: impl FnMut(ServerRepr<'_>),
@@ -233,7 +258,7 @@ fn pump(
         }
     };
     loop {
-        let n = match stream.read(chunk) {
+        let n = match read_via(stream, ws, chunk) {
             Ok(0) => return Err("closed_by_server"),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -264,6 +289,7 @@ fn pump(
 /// passed. Returns the member id, the bytes read after SYNC_DONE and when SIGN_IN was written.
 fn sign_in_blocking(
     stream: &mut std::net::TcpStream,
+    ws: &mut Option<WsCodec>,
     name: &str,
     chunk: &mut [u8],
     deadline: Instant,
@@ -274,7 +300,7 @@ fn sign_in_blocking(
     let mut out = Vec::new();
     let mut signed_at = Instant::now();
     loop {
-        let n = match stream.read(chunk) {
+        let n = match read_via(stream, ws, chunk) {
             Ok(0) => return Err(io::Error::other("the server closed the connection")),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -317,10 +343,13 @@ fn sign_in_blocking(
         if let Some(member) = synced {
             return Ok((member, carry, signed_at));
         }
-        if !out.is_empty() {
-            stream.write_all(&out)?;
+        while !out.is_empty() {
+            let n = write_via(stream, ws, &out)?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            out.drain(..n);
             signed_at = Instant::now();
-            out.clear();
         }
         if carry.len() > MAX_FRAME {
             return Err(io::Error::other("oversized_reply"));
@@ -411,14 +440,24 @@ impl Chat {
             let name = names.next_name();
             let signed_in = connect_blocking(source, options.target, wait).and_then(|mut s| {
                 s.set_read_timeout(Some(SETUP_TICK))?;
+                let mut ws = options.ws.then(WsCodec::default);
+                if let Some(ws) = ws.as_mut() {
+                    ws.start(&mut s, &options.target.to_string())?;
+                }
                 let deadline = Instant::now() + wait;
                 let mut between = || signed.tend(false);
-                let (member, rest, signed_at) =
-                    sign_in_blocking(&mut s, &name, &mut sign_in_chunk, deadline, &mut between)?;
+                let (member, rest, signed_at) = sign_in_blocking(
+                    &mut s,
+                    &mut ws,
+                    &name,
+                    &mut sign_in_chunk,
+                    deadline,
+                    &mut between,
+                )?;
                 s.set_nonblocking(true)?;
-                Ok((s, member, rest, signed_at))
+                Ok((s, member, rest, signed_at, ws))
             });
-            let (stream, member, carry, last_sent) = signed_in.map_err(|e| {
+            let (stream, member, carry, last_sent, ws) = signed_in.map_err(|e| {
                 io::Error::other(format!(
                     "member {k} of {} could not sign in from {source} to {}: {e}; lobbyd's \
                      --lobby-max-conns-per-ip, --lobby-conn-rate and --lobby-max-members \
@@ -433,6 +472,7 @@ impl Chat {
                 unsent: Vec::new(),
                 last_sent,
                 alive: true,
+                ws,
             });
             signed.tend((k + 1) % DRAIN_EVERY == 0 || k + 1 == options.members)?;
         }
@@ -558,7 +598,7 @@ impl Chat {
 /// Writes what `member` has queued, keeping what the socket would not take.
 fn flush(member: &mut Member) -> Result<(), &'static str> {
     while !member.unsent.is_empty() {
-        match member.stream.write(&member.unsent) {
+        match write_via(&mut member.stream, &mut member.ws, &member.unsent) {
             Ok(0) => return Err("send_failed"),
             Ok(n) => {
                 member.unsent.drain(..n);
@@ -579,6 +619,7 @@ impl Workload for Chat {
         let ledger = &mut self.ledger;
         let read = pump(
             &mut member.stream,
+            &mut member.ws,
             &mut member.carry,
             &mut self.chunk,
             |repr| ledger.frame(repr, now, stats),
@@ -682,7 +723,9 @@ mod tests {
         let mut chunk = [0u8; 64];
         let mut seen = 0;
         // A cursor at its end reads 0: the server closed, after one whole frame.
-        let end = pump(&mut reader, &mut carry, &mut chunk, |_| seen += 1);
+        let end = pump(&mut reader, &mut None, &mut carry, &mut chunk, |_| {
+            seen += 1
+        });
         assert_eq!(end, Err("closed_by_server"));
         assert_eq!((seen, carry.len()), (1, 6));
     }

@@ -53,6 +53,7 @@ pub mod tcp_probe;
 pub mod udp_modes;
 pub mod udp_rr;
 pub mod write_floor;
+pub mod ws;
 pub mod wz_modes;
 pub mod wz_probe;
 
@@ -252,6 +253,9 @@ pub struct Options {
     /// `tcp-cycle`: parties start in rounds, at random phases over this
     /// ([`start_rounds`]); `None`: each party starts as soon as it is ready.
     pub spread: Option<Duration>,
+    /// `lobby-join`, `lobby-idle`, `lobby-chat`: over lobbyd's WebSocket port (`--target`
+    /// is that port), each frame one binary message ([`ws`]).
+    pub ws: bool,
     /// Print a JSON summary instead of text.
     pub json: bool,
     /// No progress line.
@@ -284,6 +288,7 @@ impl Options {
             blocking: false,
             hold: mode.default_hold(),
             spread: None,
+            ws: false,
             json: false,
             quiet: false,
             tty: false,

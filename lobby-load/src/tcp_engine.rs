@@ -29,6 +29,7 @@ use super::caps::SourcePool;
 use super::fit::source_pool;
 use super::runner::{Pacer, Workload};
 use super::stats::Stats;
+use super::ws::WsCodec;
 use super::Options;
 use lobbyd::net::io::rx_time::{self, Stamp};
 
@@ -151,6 +152,8 @@ struct Slot<C> {
     sleeping: bool,
     /// The pool address of the current cycle.
     source: Option<usize>,
+    /// `--ws`: the connection's WebSocket framing.
+    ws: Option<WsCodec>,
     state: C,
 }
 
@@ -177,6 +180,8 @@ pub struct TcpEngine<S: Script> {
     out: Vec<u8>,
     /// Clients [`Script::wake_due`] named (kept to reuse its allocation).
     due: Vec<usize>,
+    /// `--ws`: every connection upgrades to WebSocket first.
+    ws: bool,
 }
 
 /// A non-blocking TCP connection from `source` (port chosen by the OS) to `target`, with
@@ -338,6 +343,7 @@ impl<S: Script> TcpEngine<S> {
                     deadline: None,
                     sleeping: false,
                     source: None,
+                    ws: None,
                     state: S::Client::default(),
                 })
                 .collect(),
@@ -355,6 +361,7 @@ impl<S: Script> TcpEngine<S> {
             control: rx_time::control_buffer(),
             out: Vec::with_capacity(1024),
             due: Vec::new(),
+            ws: options.ws,
         }
     }
 
@@ -383,6 +390,7 @@ impl<S: Script> TcpEngine<S> {
                 slot.source = Some(k);
                 slot.carry.clear();
                 slot.unsent.clear();
+                slot.ws = self.ws.then(WsCodec::default);
                 self.busy += 1;
                 stats.sent += 1;
             }
@@ -479,7 +487,11 @@ impl<S: Script> TcpEngine<S> {
             return Ok(());
         };
         while !slot.unsent.is_empty() {
-            match stream.write(&slot.unsent) {
+            let written = match slot.ws.as_mut() {
+                Some(ws) => ws.write(stream, &slot.unsent),
+                None => stream.write(&slot.unsent),
+            };
+            match written {
                 Ok(0) => return Err("send_failed"),
                 Ok(n) => {
                     slot.unsent.drain(..n);
@@ -542,6 +554,11 @@ impl<S: Script> TcpEngine<S> {
             Err(_) => return self.apply(i, Step::Fail("connect_failed"), now, stats),
         }
         slot.phase = Phase::Open;
+        if let (Some(ws), Some(stream)) = (slot.ws.as_mut(), slot.stream.as_mut()) {
+            if ws.start(stream, &self.target.to_string()).is_err() {
+                return self.apply(i, Step::Fail("send_failed"), now, stats);
+            }
+        }
         self.hook(i, registry, now, stats, |script, client, ctx| {
             script.opened(i, client, ctx)
         });
@@ -565,6 +582,8 @@ impl<S: Script> TcpEngine<S> {
                     Ok((len, stamp)) => (Ok(len), stamp.and_then(Stamp::to_instant).unwrap_or(now)),
                     Err(e) => (Err(e), now),
                 }
+            } else if let Some(ws) = slot.ws.as_mut() {
+                (ws.read(stream, &mut self.chunk), now)
             } else {
                 (stream.read(&mut self.chunk), now)
             };

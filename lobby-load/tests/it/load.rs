@@ -384,6 +384,36 @@ fn lobby_chat_counts_every_copy_of_every_line() {
     assert!(said + 3 >= summary.sent, "{said} of {}", summary.sent);
 }
 
+/// `--ws`: `lobby-join` and `lobby-chat` over the WebSocket port sign in, play and chat as
+/// over TCP, and lobbyd counts them as WebSocket members.
+#[test]
+fn lobby_join_and_chat_over_websocket() {
+    let mut config = general_config();
+    config.lobby_ws.port = Some(0);
+    let server = start(config);
+    let ws = server.general_ws_addr().unwrap();
+    let mut options = tcp_options(Mode::LobbyJoin, ws);
+    options.hold = Duration::from_millis(100);
+    options.ws = true;
+    let summary = run(&options);
+    let count = |name: &str| summary.extra.get(name).copied().unwrap_or(0);
+    assert!(count("joins_accepted") > 0, "{}", summary.to_text());
+    assert_eq!(summary.failures(), 0, "{}", summary.to_text());
+    let upgrades = snapshot(&server)
+        .counter("general_ws_upgrades_total", "")
+        .unwrap_or(0);
+    assert!(upgrades >= summary.completed, "{upgrades}");
+
+    let mut options = tcp_options(Mode::LobbyChat, ws);
+    options.members = 8;
+    options.concurrency = 2;
+    options.ws = true;
+    let summary = run(&options);
+    assert_eq!(summary.extra["members"], 8);
+    assert!(summary.completed > 0, "{}", summary.to_text());
+    assert_eq!(summary.extra["late_copies"], 0);
+}
+
 #[test]
 fn lobby_chat_open_loop_keeps_its_rate() {
     let server = start(general_config());
