@@ -13,6 +13,7 @@ PORT="${LOBBYD_PORT:-24242}"
 METRICS_PORT="${LOBBYD_METRICS_PORT:-24243}"
 WZ_PORT="${LOBBYD_WZ_PORT:-24290}"
 LOBBY_PORT="${LOBBYD_LOBBY_PORT:-24244}"
+LOBBY_WS_PORT="${LOBBYD_LOBBY_WS_PORT:-24245}"
 INSTANCE_PORTS="${LOBBYD_INSTANCE_PORTS:-24300-24799}"
 
 log() { printf '%s\n' "$*" >&2; }
@@ -41,6 +42,7 @@ start_lobbyd() {
   local extra=()
   if lobbyd_has_flag --wz-port; then extra+=(--wz-port "$WZ_PORT"); fi
   if lobbyd_has_flag --lobby-port; then extra+=(--lobby-port "$LOBBY_PORT"); fi
+  if lobbyd_has_flag --lobby-ws-port; then extra+=(--lobby-ws-port "$LOBBY_WS_PORT"); fi
   "$LOBBYD" --bind 127.0.0.1 --port "$PORT" --instance-ports "$INSTANCE_PORTS" \
     --metrics "127.0.0.1:$METRICS_PORT" --log warn "${extra[@]}" "$@" >"$logfile" 2>&1 &
   LOBBYD_PID=$!
