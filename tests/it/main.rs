@@ -12,6 +12,7 @@ mod common;
 
 mod cli;
 mod deploy;
+mod deploy_wss;
 mod fuzz_corpora;
 mod general_lobby;
 mod instance;
