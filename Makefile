@@ -1,7 +1,7 @@
 # lobbyd: the two commands a newcomer needs are `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run build test lint fmt bench criterion soak hostile hostile-lobby cluster clean
+.PHONY: run build test test-js test-browser lint fmt bench criterion soak hostile hostile-lobby cluster clean
 
 # The status page and /metrics on loopback (METRICS=ADDR to move them); ARGS="..." passes more
 # flags to lobbyd (`lobbyd --help`).
@@ -23,8 +23,29 @@ build:
 # workspace of their own so that criterion is never compiled here) are linted by `make lint`
 # and run by `make criterion`. The workspace's own crates build unoptimized and their
 # dependencies at opt-level 1 (`[profile.test]` in Cargo.toml).
-test:
+test: test-js
 	$(CARGO) test --workspace
+
+# The JavaScript client's unit tests (clients/js/: golden frames, the client on a scripted
+# socket), Node's own runner, nothing to install; a loud skip line where node is missing.
+test-js:
+	@if command -v node >/dev/null 2>&1; then \
+		node --test clients/js/*.test.js; \
+	else \
+		echo "*** SKIPPED clients/js tests: node not found (Debian: apt-get install nodejs) ***"; \
+	fi
+
+# The lobby page (examples/web) in Debian's chromium, and clients/js/lobby.js in Node, against
+# a lobbyd built here (tests/browser/: playwright-core pinned by its package-lock.json;
+# CHROMIUM=PATH moves the browser); screenshots in target/browser/. Node 20 has a global
+# WebSocket only behind a flag, given when needed (without one, the Node test says it skips).
+HAS_WEBSOCKET = -e "process.exit(typeof WebSocket === 'function' ? 0 : 1)"
+NODE_WEBSOCKET = $(shell node $(HAS_WEBSOCKET) 2>/dev/null || { node --experimental-websocket $(HAS_WEBSOCKET) 2>/dev/null && echo --experimental-websocket; })
+test-browser:
+	$(CARGO) build --bin lobbyd
+	cd tests/browser && npm ci --no-audit --no-fund
+	cd tests/browser && LOBBYD_BIN=$(CURDIR)/target/debug/lobbyd \
+		node $(NODE_WEBSOCKET) --test lobby-page.test.js lobbyd-client.test.js
 
 lint:
 	$(CARGO) fmt --all -- --check
