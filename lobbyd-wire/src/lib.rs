@@ -63,4 +63,5 @@ pub mod general;
 pub mod instance;
 pub mod tcp_lobby;
 pub mod udp_lobby;
+pub mod udp_upstream;
 pub mod wz;
