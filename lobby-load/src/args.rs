@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use getopts::Matches;
 
+use super::dialect::Dialect;
 use super::sources::{check_local, parse_sources};
 use super::{Mode, Options};
 
@@ -127,6 +128,14 @@ fn spec() -> getopts::Options {
          as soon as it is ready.",
         "MS",
     );
+    o.optopt(
+        "",
+        "dialect",
+        "udp-list, udp-create-join: the UDP lobby's spelling: seed (the default), or the \
+         upstream R-Type client's, its room list read as lobbyd's --rtype-udp-records says: \
+         upstream-v1 or upstream-v3.",
+        "NAME",
+    );
     o.optflag(
         "",
         "allow-remote",
@@ -243,6 +252,14 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         o.spread = Some(Duration::from_millis(parse_in::<u64>(
             "spread", &text, 0, 60_000,
         )?));
+    }
+    if let Some(text) = m.opt_str("dialect") {
+        o.dialect = Dialect::from_name(&text).ok_or_else(|| {
+            format!(
+                "--dialect: '{text}' is none of {}",
+                Dialect::NAMES.join(", ")
+            )
+        })?;
     }
     o.start = m.opt_present("start");
     o.blocking = m.opt_present("blocking");

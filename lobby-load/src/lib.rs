@@ -34,6 +34,7 @@
 
 pub mod args;
 pub mod caps;
+pub mod dialect;
 pub mod echo_server;
 pub mod fit;
 pub mod general_chat;
@@ -252,6 +253,8 @@ pub struct Options {
     /// `tcp-cycle`: parties start in rounds, at random phases over this
     /// ([`start_rounds`]); `None`: each party starts as soon as it is ready.
     pub spread: Option<Duration>,
+    /// `udp-list`, `udp-create-join`: the spelling of the UDP lobby (`--dialect`).
+    pub dialect: dialect::Dialect,
     /// Print a JSON summary instead of text.
     pub json: bool,
     /// No progress line.
@@ -284,6 +287,7 @@ impl Options {
             blocking: false,
             hold: mode.default_hold(),
             spread: None,
+            dialect: dialect::Dialect::Seed,
             json: false,
             quiet: false,
             tty: false,
