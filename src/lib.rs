@@ -24,7 +24,13 @@
 //!   crate.
 //! - [`rtype`]: the R-Type core, sans-IO: UDP rooms, seats, countdowns, game-instance
 //!   membership and the TCP lobby's parties (parties are rooms). `handle_*` in,
-//!   `poll_output`/`poll_timeout` out. May import `wire`, `time`, `ratelimit`.
+//!   `poll_output`/`poll_timeout` out; a checked TCP frame becomes an input here
+//!   (`tcp_codec.rs`), player hashes come from an injected source. The general lobby's shape:
+//!   the façade `RtypeCore` (`mod.rs`) over components that each own their state (`rooms.rs`
+//!   the room table, UDP lobby and instances; `parties.rs` the parties; `conns.rs` the TCP
+//!   connections; `tcp.rs` the handlers joining those two), each handler given a `Ctx`
+//!   (`context.rs`); a ladder of files without circles. May import `wire`, `time`,
+//!   `ratelimit`.
 //! - [`wz`]: the Warzone 2100 master server core, sans-IO: game table, legacy and v4
 //!   connections, probes, name and version policy; a ladder of files without circles. May
 //!   import `wire`, `time`, `ratelimit`, `accounts` (types only).
@@ -42,7 +48,8 @@
 //!   `server.rs` is the loop and documents the one seam (`FrontEnd`) every front end plugs
 //!   into. One folder per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`,
 //!   its TCP lobby in `tcp.rs` and `tcp_frames.rs`, the game instances' ports in
-//!   `instance.rs`, the driver's counters in `stats.rs`), `wz/` (with the reachability
+//!   `instance.rs`, the OS source of player hashes in `random.rs`, the driver's counters in
+//!   `stats.rs`), `wz/` (with the reachability
 //!   probe in `probe.rs`), `general/` (its send queues and fan-out in `outbound.rs`, its
 //!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`,
 //!   the one TCP stream transport under the three TCP front ends (its counted send queues

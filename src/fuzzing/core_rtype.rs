@@ -5,8 +5,9 @@
 //! and `core_rtype_tcp` steer it with their input ([`super::script`]).
 //!
 //! The fake driver binds instance ports from a pool smaller than `max_rooms` (so "no port"
-//! happens too) and feeds TCP bytes through the real driver's decoding
-//! ([`crate::net::rtype::tcp_frames::FrameReader`] and `net::rtype::tcp::input_of`). After every step:
+//! happens too) and feeds TCP bytes as the real driver does: cut into frames by the wire
+//! crate's `next_frame` (an oversized payload skipped), each frame made an input by the
+//! core's own [`TcpInput::of_frame`]. It imports nothing of the driver. After every step:
 //! - no room has more members, or members plus reservations, than seats; at most
 //!   `max_rooms` rooms exist; room ids only grow and are never reused;
 //! - the listed rooms are exactly the UDP rooms whose instance socket is open (no ghost
@@ -28,14 +29,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use crate::net::rtype::tcp::{input_of, server_repr, TcpInput};
-use crate::net::rtype::tcp_frames::FrameReader;
 use crate::rtype::{
-    ConnClose, ConnId, InstanceRequest, LobbyReply, LobbyRequest, Output, PartyConfig, RoomId,
-    RoomKind, RoomState, RtypeConfig, RtypeCore, RtypeStats, TcpMessage, TcpRequest,
+    server_repr, ConnClose, ConnId, InstanceRequest, LobbyReply, LobbyRequest, Output, PartyConfig,
+    RoomId, RoomKind, RoomState, RtypeConfig, RtypeCore, RtypeStats, TcpInput, TcpMessage,
+    TcpRequest,
 };
 use crate::wire::tcp_lobby::{
-    self as wire, name_field, next_frame_max, ClientRepr, Next, ServerRepr, MAX_SERVER_PAYLOAD,
+    self as wire, name_field, next_frame, next_frame_max, ClientRepr, Next, ServerRepr,
+    MAX_SERVER_PAYLOAD,
 };
 
 use super::script::{Choices, Script, ScriptRng};
@@ -65,8 +66,8 @@ pub struct RtypeSim {
     known_rooms: Vec<RoomId>,
     last_created: u32,
     max_rooms: usize,
-    /// TCP connections the fake driver has open, each with its frame reader.
-    conns: BTreeMap<usize, FrameReader>,
+    /// TCP connections the fake driver has open, each with what is left of its stream.
+    conns: BTreeMap<usize, StreamCut>,
     next_conn: usize,
     /// Player hashes handed out (CONNECT_ACK) and not yet known gone, by connection.
     hashes: BTreeMap<usize, u64>,
@@ -115,7 +116,7 @@ impl RtypeSim {
         let mut hash_rng = ScriptRng(hash_seed);
         let hashes = Box::new(move || hash_rng.below(64));
         RtypeSim {
-            lobby: RtypeCore::with_hash_source(config, now, hashes),
+            lobby: RtypeCore::new(config, now, hashes),
             now,
             mix,
             // Fewer ports than rooms allowed, so "no instance port" happens too.
@@ -325,7 +326,7 @@ impl RtypeSim {
             9 => self.data(from, choices),
             12 | 13 => {
                 self.next_conn += 1;
-                self.conns.insert(self.next_conn, FrameReader::default());
+                self.conns.insert(self.next_conn, StreamCut::default());
                 self.lobby
                     .handle_tcp_open(self.now, ConnId(self.next_conn), from);
                 self.drain();
@@ -446,11 +447,7 @@ impl RtypeSim {
         let Some(reader) = self.conns.get_mut(&conn) else {
             return;
         };
-        let mut inputs = Vec::new();
-        reader.push(bytes, &mut |piece| {
-            inputs.push(input_of(conn, piece));
-            true
-        });
+        let inputs = reader.push(bytes);
         for input in inputs {
             self.input(conn, input);
         }
@@ -518,6 +515,46 @@ impl RtypeSim {
             self.conns.is_empty(),
             "the core never closed some connections"
         );
+    }
+}
+
+/// One connection's stream as the fake driver cuts it: the bytes of an incomplete frame, and
+/// how much of an oversized payload is still to be skipped. (The real driver keeps the same
+/// two things in a fixed array; the `wire_tcp_lobby` target checks that its cuts do not depend
+/// on how the stream is split, so cutting the joined bytes gives the same inputs.)
+#[derive(Debug, Default)]
+struct StreamCut {
+    partial: Vec<u8>,
+    skip: usize,
+}
+
+impl StreamCut {
+    /// Appends `bytes` and returns the inputs of every piece they complete, in order.
+    fn push(&mut self, mut bytes: &[u8]) -> Vec<TcpInput> {
+        let skipped = self.skip.min(bytes.len());
+        self.skip -= skipped;
+        bytes = &bytes[skipped..];
+        self.partial.extend_from_slice(bytes);
+        let mut inputs = Vec::new();
+        let mut at = 0;
+        loop {
+            match next_frame(&self.partial[at..]) {
+                Next::Frame { frame, consumed } => {
+                    inputs.push(TcpInput::of_frame(&frame));
+                    at += consumed;
+                }
+                Next::Oversized { declared, .. } => {
+                    inputs.push(TcpInput::OVERSIZED);
+                    at += wire::HEADER_LEN;
+                    let skipped = declared.min(self.partial.len() - at);
+                    at += skipped;
+                    self.skip = declared - skipped;
+                }
+                Next::NeedMore => break,
+            }
+        }
+        self.partial.drain(..at);
+        inputs
     }
 }
 

@@ -252,7 +252,11 @@ fn build(config: &Config) -> std::io::Result<Built> {
         Some((listener, _)) => Some(TcpLobby::new(listener, registry, tcp_limits(config))?),
         None => None,
     };
-    let lobby = RtypeCore::new(lobby_config(config), Instant::now());
+    let lobby = RtypeCore::new(
+        lobby_config(config),
+        Instant::now(),
+        rtype::random::OsRandom::hash_source(),
+    );
     let rtype = RtypeFrontEnd::new(lobby, udp, tcp);
     // One bound on password checks for every front end (`net::login`).
     let login = LoginShared {

@@ -1,12 +1,11 @@
-//! The operator's limits as the R-Type core sees them: [`RtypeConfig`]. The server builds it
-//! from its flags (`net::lobby_config`; docs/OPERATING.md, "Running"); [`RtypeConfig::default`] holds the
-//! flags' defaults with a 1 ms timer tick, for tests and simulations.
+//! The operator's limits as the R-Type core sees them: [`RtypeConfig`], with the TCP lobby's
+//! share in [`PartyConfig`]. The server builds it from its flags (`net::lobby_config`;
+//! docs/OPERATING.md, "Running"); [`RtypeConfig::default`] holds the flags' defaults with a
+//! 1 ms timer tick, for tests and simulations.
 
 use std::time::Duration;
 
 use crate::ratelimit::PerIpConfig;
-
-use super::party::PartyConfig;
 
 /// What the core needs to know about the operator's limits.
 #[derive(Clone, Debug)]
@@ -56,6 +55,54 @@ impl Default for RtypeConfig {
             },
             timer_tick: Duration::from_millis(1),
             party: PartyConfig::default(),
+        }
+    }
+}
+
+/// The TCP lobby's settings.
+#[derive(Clone, Debug)]
+pub struct PartyConfig {
+    /// Members a party needs before START_REQ (or `auto_start`) may start it.
+    pub min_players: u8,
+    /// First COUNTDOWN value.
+    pub countdown: Duration,
+    /// Interval between COUNTDOWN messages.
+    pub countdown_tick: Duration,
+    /// Start the countdown by itself once every member is ready and `min_players` are in.
+    pub auto_start: bool,
+    /// Protocol violations tolerated; the connection is closed at this many.
+    pub max_violations: u32,
+    /// Spawn position of each slot (index `slot - 1`); at least `max_players` of them.
+    pub spawns: Vec<(f32, f32)>,
+    /// How long after GAME_START the server closes a connection the client kept open.
+    pub linger: Duration,
+    /// A connection without CONNECT_ACK this long after it was accepted is closed, whatever
+    /// it sends (`--handshake-timeout`).
+    pub handshake_timeout: Duration,
+    /// Requests per second one connection may make; one over it is a `flood` violation.
+    pub request_rate: u64,
+    /// Requests one connection may make back to back.
+    pub request_burst: u64,
+}
+
+impl Default for PartyConfig {
+    fn default() -> Self {
+        PartyConfig {
+            min_players: 2,
+            countdown: Duration::from_secs(5),
+            countdown_tick: Duration::from_millis(100),
+            auto_start: false,
+            max_violations: 5,
+            spawns: vec![
+                (100.0, 100.0),
+                (100.0, 200.0),
+                (100.0, 300.0),
+                (100.0, 400.0),
+            ],
+            linger: Duration::from_secs(5),
+            handshake_timeout: Duration::from_secs(5),
+            request_rate: 20,
+            request_burst: 40,
         }
     }
 }

@@ -7,9 +7,9 @@
 
 use std::net::SocketAddr;
 
-use super::party::{ConnId, TcpMessage};
 use super::room::{RoomId, RoomState, Slot};
 use super::stats::JoinFailure;
+use super::tcp_messages::{ConnId, TcpMessage};
 
 /// A request of the UDP room lobby, decoded by the driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

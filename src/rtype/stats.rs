@@ -126,7 +126,7 @@ pub struct RtypeStats {
     /// Countdowns that reached STARTED.
     pub games_started: u64,
     /// The TCP lobby's counters.
-    pub tcp: super::party::PartyStats,
+    pub tcp: super::tcp_stats::PartyStats,
 }
 
 impl RtypeStats {

@@ -20,6 +20,7 @@
 //! countdown is not held up behind a batch of joins. No protocol logic here.
 
 pub mod instance;
+pub mod random;
 pub mod stats;
 pub mod tcp;
 pub mod tcp_frames;
@@ -32,12 +33,12 @@ use mio::event::Event;
 use mio::Registry;
 
 use crate::metrics::{LoadSample, RoomView, Snapshot};
-use crate::rtype::{ConnId, Output, RoomId, RtypeCore};
+use crate::rtype::{ConnId, Output, RoomId, RtypeCore, TcpInput};
 use crate::wire::tcp_lobby::validate_name;
 
 use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::TIMERS_PER_PASS;
-use crate::net::rtype::tcp::{Readiness, TcpInput, TcpLobby};
+use crate::net::rtype::tcp::{Readiness, TcpLobby};
 use crate::net::rtype::udp::{Batch, ReadSize, Received, UdpLobby};
 use crate::net::server::FrontEnd;
 use crate::net::token::Target;
@@ -258,11 +259,7 @@ impl RtypeFrontEnd {
             if !self.lobby.tcp_conn_is_open(conn) {
                 break;
             }
-            match input {
-                TcpInput::Request(request) => self.lobby.handle_tcp_request(now, conn, request),
-                TcpInput::Violation(reason) => self.lobby.handle_tcp_violation(conn, reason),
-                TcpInput::Closed(why) => self.lobby.handle_tcp_closed(conn, why),
-            }
+            self.lobby.handle_tcp_input(now, conn, input);
             self.dispatch(registry);
         }
         self.tcp_inputs = inputs;

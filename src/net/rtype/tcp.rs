@@ -7,10 +7,11 @@
 //! framing ([`crate::net::rtype::tcp_frames`]), and the shared stream transport ([`crate::net::io::stream`]: capped
 //! send queues that survive partial writes and exist only while bytes are in flight, close
 //! after flush). What the bytes mean is decided by the [`RtypeCore`] core, which the R-Type front
-//! end (`net::rtype`) owns: [`TcpLobby::ready`] hands back decoded [`TcpInput`]s, the front
-//! end gives them to the core one at a time and carries out each one's outputs (so replies
-//! are written as they are produced), and [`TcpLobby::send`] turns messages into frames. This
-//! file maps bytes to inputs and messages to frames, and nothing else.
+//! end (`net::rtype`) owns: [`TcpLobby::ready`] hands back [`TcpInput`]s, the front end gives
+//! them to the core one at a time and carries out each one's outputs (so replies are written
+//! as they are produced), and [`TcpLobby::send`] turns messages into frames. What a frame
+//! means, and a message's wire form, the core decides ([`TcpInput::of_frame`],
+//! [`server_repr`]); this file cuts bytes into frames and writes frames, and nothing else.
 //!
 //! The cost of a flood lands on the flooder: at most [`FRAMES_PER_EVENT`] frames of one
 //! connection are decoded per readiness event, by reading at most three bytes (the smallest
@@ -30,10 +31,8 @@ use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
-use crate::rtype::{ConnClose, ConnId, RtypeCore, TcpMessage, TcpRequest, Violation};
-use crate::wire::tcp_lobby::{
-    self as wire, ClientRepr, ErrorCode, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD,
-};
+use crate::rtype::{server_repr, ConnClose, ConnId, RtypeCore, TcpInput, TcpMessage};
+use crate::wire::tcp_lobby::{self as wire, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD};
 
 use crate::net::io::buffers::{largest_holder, MemoryBudget, QueueFull};
 use crate::net::io::heap::FORGET_PER_TIDY;
@@ -148,17 +147,6 @@ pub struct Readiness {
     pub closed: bool,
     /// The send buffer has room again.
     pub writable: bool,
-}
-
-/// What a connection's bytes (or its end) mean for the core, in stream order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TcpInput {
-    /// A well-formed request: [`RtypeCore::handle_tcp_request`].
-    Request(TcpRequest),
-    /// A malformed frame or an oversized header: [`RtypeCore::handle_tcp_violation`].
-    Violation(Violation),
-    /// The driver closed the connection (EOF, read error): [`RtypeCore::handle_tcp_closed`].
-    Closed(ConnClose),
 }
 
 /// One TCP lobby connection.
@@ -730,17 +718,17 @@ fn local_ipv4(stream: &TcpStream) -> Ipv4Addr {
     }
 }
 
-/// What one piece of `key`'s stream means for the core (also the fuzzing simulation's
-/// decoder, so it feeds the core exactly what the driver would).
-pub(crate) fn input_of(key: usize, piece: Piece<'_>) -> TcpInput {
+/// What one piece of `key`'s stream means for the core: the core decides
+/// ([`TcpInput::of_frame`]); the driver only logs a violation.
+fn input_of(key: usize, piece: Piece<'_>) -> TcpInput {
     match piece {
-        Piece::Frame(frame) => match ClientRepr::parse(&frame) {
-            Ok(repr) => TcpInput::Request(request_of(repr)),
-            Err(error) => {
-                log::debug!("tcp lobby: conn {key}: {error}");
-                TcpInput::Violation(violation_of(error))
+        Piece::Frame(frame) => {
+            let input = TcpInput::of_frame(&frame);
+            if let TcpInput::Violation(violation) = input {
+                log::debug!("tcp lobby: conn {key}: {}", violation.as_str());
             }
-        },
+            input
+        }
         Piece::Oversized {
             packet_type,
             declared,
@@ -748,59 +736,9 @@ pub(crate) fn input_of(key: usize, piece: Piece<'_>) -> TcpInput {
             log::debug!(
                 "tcp lobby: conn {key}: type {packet_type:#04x} declares {declared} bytes, skipped"
             );
-            TcpInput::Violation(Violation::Oversized)
+            TcpInput::OVERSIZED
         }
     }
-}
-
-fn request_of(repr: ClientRepr<'_>) -> TcpRequest {
-    match repr {
-        ClientRepr::ConnectReq { name } => TcpRequest::Connect { name: *name },
-        ClientRepr::ReadyReq { ready } => TcpRequest::Ready(ready),
-        ClientRepr::StartReq => TcpRequest::Start,
-        ClientRepr::Disconnect => TcpRequest::Disconnect,
-    }
-}
-
-fn violation_of(error: wire::Error) -> Violation {
-    match error {
-        wire::Error::UnknownType => Violation::UnknownType,
-        wire::Error::WrongDirection => Violation::WrongDirection,
-        wire::Error::BadValue => Violation::BadValue,
-        // Truncated never comes from `next_frame`; count it with the size errors.
-        wire::Error::BadPayloadSize | wire::Error::Truncated => Violation::BadPayloadSize,
-    }
-}
-
-/// Every message but GAME_START (which needs the party's roster), as its wire form.
-pub(crate) fn server_repr(msg: &TcpMessage) -> Option<ServerRepr<'_>> {
-    Some(match *msg {
-        TcpMessage::ConnectAck { hash, slot } => ServerRepr::ConnectAck { hash, number: slot },
-        TcpMessage::PlayerJoin {
-            slot,
-            hash,
-            ref name,
-            ready,
-        } => ServerRepr::PlayerJoin {
-            number: slot,
-            hash,
-            name,
-            ready,
-        },
-        TcpMessage::PlayerReady { slot, ready } => ServerRepr::PlayerReady {
-            number: slot,
-            ready,
-        },
-        TcpMessage::PlayerLeft(slot) => ServerRepr::PlayerLeft { number: slot },
-        TcpMessage::Countdown(left) => ServerRepr::Countdown {
-            remaining: left.as_secs_f32(),
-        },
-        TcpMessage::Error(error) => ServerRepr::Error {
-            code: ErrorCode::from(error.code()),
-            message: error.text(),
-        },
-        TcpMessage::GameStart(_) => return None,
-    })
 }
 
 #[cfg(test)]

@@ -34,7 +34,18 @@ pub fn lobby(now: Instant) -> RtypeCore {
             ..RtypeConfig::default()
         },
         now,
+        // The UDP hot path draws no player hashes; a fixed sequence keeps runs the same.
+        Box::new(counting_hashes()),
     )
+}
+
+/// Player hashes 1, 2, 3, ...
+fn counting_hashes() -> impl FnMut() -> u64 + Send {
+    let mut next = 0u64;
+    move || {
+        next += 1;
+        next
+    }
 }
 
 /// Creates `n` rooms, each with its instance bound on port 5000 + i; returns their ids.

@@ -1,10 +1,10 @@
 //! Unit tests of the TCP lobby's connection records against hostile clients:
 //! the handshake deadline, the eviction order, the request rate, and the output queue after
-//! a burst. Same virtual clock and harness as `party/tests.rs`.
+//! a burst. Same virtual clock and harness as `parties.rs`.
 
 use std::time::Duration;
 
-use super::super::tests::{closed, config, error, name, to, Harness};
+use super::parties::{closed, config, error, name, to, Harness};
 use crate::rtype::{
     CloseCause, ConnClose, ConnId, Output, PartyConfig, RtypeConfig, TcpError, TcpMessage,
     TcpRequest, Violation, OUTPUT_KEEP,

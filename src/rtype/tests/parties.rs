@@ -1,10 +1,13 @@
 //! Unit tests of the TCP lobby parties, with a virtual clock, a seeded hash source and a
 //! fake driver that binds instance ports on request.
 
-use super::*;
+use super::super::*;
+use super::seeded_hashes;
 use crate::rtype::{InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, RtypeConfig};
 use crate::rtype::{RejectReason, RoomKind};
+use crate::wire::tcp_lobby::name_field;
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -27,13 +30,8 @@ pub(super) struct Harness {
 impl Harness {
     pub(super) fn new(config: RtypeConfig) -> Harness {
         let now = Instant::now();
-        let mut counter = 0u64;
-        let source = Box::new(move || {
-            counter += 1;
-            counter.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        });
         Harness {
-            lobby: RtypeCore::with_hash_source(config, now, source),
+            lobby: RtypeCore::new(config, now, seeded_hashes()),
             now,
             ports_left: usize::MAX,
             next_port: 4300,
@@ -731,7 +729,7 @@ fn hashes_are_non_zero_and_unique_even_from_a_bad_source() {
     let mut values = vec![0, 7, 7, 0, 7, 9].into_iter();
     let source = Box::new(move || values.next().unwrap_or(7));
     let mut h = Harness::new(config());
-    h.lobby = RtypeCore::with_hash_source(config(), h.now, source);
+    h.lobby = RtypeCore::new(config(), h.now, source);
     let (a, _) = h.join(1, "A");
     let (b, _) = h.join(2, "B");
     assert_eq!((a, b), (7, 9));
@@ -768,7 +766,7 @@ fn started_room_is_reaped_when_nobody_says_hello() {
     let out = h.advance(Duration::from_secs(3)); // and is reaped
     assert!(out.contains(&Output::CloseInstance { room: id }), "{out:?}");
     assert!(h.lobby.room(id).is_none());
-    assert!(h.lobby.tcp.hashes.is_empty());
+    assert_eq!(h.lobby.parties.live_hashes(), 0);
 }
 
 /// Found by the `core_rtype_tcp` fuzz target (its reproducer is in
@@ -798,14 +796,4 @@ fn a_party_that_dissolves_while_its_socket_is_bound_gives_the_socket_back() {
         h.open_ports.is_empty(),
         "a dissolved party's socket stays bound"
     );
-}
-
-#[test]
-fn os_random_hands_out_each_batched_value_once() {
-    let mut random = OsRandom::default();
-    // Three batches and a bit: values are fresh across refills (a zero or a repeat out of
-    // 100 draws of 64 random bits would mean a broken buffer, not bad luck).
-    let drawn: HashSet<u64> = (0..100).map(|_| random.next_u64()).collect();
-    assert_eq!(drawn.len(), 100);
-    assert!(!drawn.contains(&0));
 }

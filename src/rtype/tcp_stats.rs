@@ -1,8 +1,8 @@
 //! The TCP lobby core's counters, by reason, as `/metrics` exports them.
 
-use super::messages::{TcpError, Violation};
+use super::tcp_messages::{TcpError, Violation};
 
-/// Why the core closed a connection (and for [`super::ConnClose`], why the driver did).
+/// Why the core closed a connection (and for [`super::tcp_messages::ConnClose`], why the driver did).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CloseCause {
     /// DISCONNECT.
@@ -129,6 +129,7 @@ impl PartyStats {
     }
 }
 
+/// Where `item` stands in `all` (the index of its counter).
 pub(super) fn index_of<T: PartialEq>(all: &[T], item: T) -> Option<usize> {
     all.iter().position(|x| *x == item)
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::rtype::room::{RoomId, Slot};
+use super::room::{RoomId, Slot};
 use crate::wire::tcp_lobby::NAME_LEN;
 
 /// A TCP lobby connection, named by the driver (its slab key). The driver tells the core when

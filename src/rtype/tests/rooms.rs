@@ -1,8 +1,11 @@
-//! Unit tests of the R-Type core, driven with a virtual clock and a fake driver.
+//! Unit tests of the R-Type core's rooms (the UDP room lobby and the instances), driven with a
+//! virtual clock and a fake driver.
 
-use super::*;
+use super::super::*;
+use super::seeded_hashes;
 use crate::ratelimit::PerIpConfig;
 use std::net::Ipv4Addr;
+use std::time::Duration;
 
 fn addr(last: u8, port: u16) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::new(127, 0, 0, last), port))
@@ -21,7 +24,7 @@ impl Harness {
     fn new(config: RtypeConfig) -> Harness {
         let now = Instant::now();
         Harness {
-            lobby: RtypeCore::new(config, now),
+            lobby: RtypeCore::new(config, now, seeded_hashes()),
             now,
             next_port: 4300,
             ports_left: usize::MAX,

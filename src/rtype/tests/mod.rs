@@ -1,0 +1,16 @@
+//! Unit tests of the R-Type core, one file per component: `rooms.rs` (the UDP room lobby and
+//! the instances), `parties.rs` (TCP lobby parties), `conns.rs` (TCP connections' deadlines,
+//! rates and eviction).
+
+mod conns;
+mod parties;
+mod rooms;
+
+/// Player hashes for tests: distinct, non-zero, the same on every run.
+fn seeded_hashes() -> super::HashSource {
+    let mut counter = 0u64;
+    Box::new(move || {
+        counter += 1;
+        counter.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    })
+}
