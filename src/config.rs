@@ -23,6 +23,8 @@ use std::time::Duration;
 
 use getopts::{Matches, Options};
 
+use crate::wire::udp_upstream::records::RecordLayout;
+
 mod file;
 mod general;
 mod parse;
@@ -158,6 +160,9 @@ pub struct Config {
     pub rate_table_size: usize,
     /// Most rooms in one LIST reply (`--max-list-rooms`, default 112, 1 to 112).
     pub max_list_rooms: usize,
+    /// The ROOM_LIST record layout of the upstream R-Type UDP dialect
+    /// (`--rtype-udp-records v1|v3`, default v3).
+    pub rtype_udp_records: RecordLayout,
     /// Server IP sent in TCP GAME_START (`--public-host`); `None` means the local address
     /// of the client's own connection.
     pub public_host: Option<Ipv4Addr>,
@@ -222,6 +227,7 @@ impl Default for Config {
             udp_reply_bytes: 64_000,
             rate_table_size: 65_536,
             max_list_rooms: MAX_LIST_ROOMS,
+            rtype_udp_records: RecordLayout::V3,
             public_host: None,
             spawns: vec![
                 (100.0, 100.0),
@@ -450,7 +456,7 @@ impl HelpGroup {
         match name {
             "udp-port" | "instance-ports" | "max-rooms" | "max-rooms-per-ip" | "max-players"
             | "countdown" | "seat-timeout" | "reap-grace" | "udp-rate" | "udp-reply-bytes"
-            | "rate-table-size" | "max-list-rooms" => HelpGroup::UdpLobby,
+            | "rate-table-size" | "max-list-rooms" | "rtype-udp-records" => HelpGroup::UdpLobby,
             "tcp-port" | "min-players" | "countdown-tick" | "auto-start" | "public-host"
             | "spawns" | "max-violations" | "conn-rate" | "max-conns" | "max-conns-per-ip"
             | "tcp-memory-budget" => HelpGroup::TcpLobby,
@@ -462,7 +468,7 @@ impl HelpGroup {
 /// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
 fn options(d: &Config) -> Options {
     // (long name, value hint or "" for a plain switch, description), in help order.
-    let flags: [(&str, &str, String); 34] = [
+    let flags: [(&str, &str, String); 35] = [
         ("help", "", "Print this help and exit.".into()),
         ("version", "", "Print the version and exit.".into()),
         (
@@ -608,6 +614,15 @@ fn options(d: &Config) -> Options {
             format!(
                 "Most rooms per LIST reply, 1-{MAX_LIST_ROOMS} (default {}).",
                 d.max_list_rooms
+            ),
+        ),
+        (
+            "rtype-udp-records",
+            "v1|v3",
+            format!(
+                "ROOM_LIST records of the upstream R-Type UDP client: v1 (11 bytes, its \
+                 first version) or v3 (named rooms, today's client) (default {}).",
+                d.rtype_udp_records.as_str()
             ),
         ),
         (
@@ -795,6 +810,14 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         None => None,
     };
     let public_host = parsed::<Ipv4Addr>(m, "public-host", "an IPv4 address")?;
+    let rtype_udp_records = match m.opt_str("rtype-udp-records") {
+        None => d.rtype_udp_records,
+        Some(text) => RecordLayout::from_name(&text).ok_or_else(|| {
+            UsageError::new(format!(
+                "--rtype-udp-records: {text:?} is neither v1 nor v3"
+            ))
+        })?,
+    };
     let metrics = parsed::<SocketAddr>(m, "metrics", "an address like 127.0.0.1:9100")?;
     if public_host.is_some_and(|ip| ip.is_unspecified()) {
         return Err(UsageError::new(
@@ -839,6 +862,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
             1..=MAX_LIST_ROOMS,
             d.max_list_rooms,
         )?,
+        rtype_udp_records,
         public_host,
         spawns,
         max_violations: number(m, "max-violations", WHOLE, 1..=u32::MAX, d.max_violations)?,

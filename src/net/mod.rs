@@ -59,6 +59,7 @@ pub fn lobby_config(config: &Config) -> RtypeConfig {
         seat_timeout: config.seat_timeout,
         reap_grace: config.reap_grace,
         max_list_rooms: config.max_list_rooms,
+        upstream_records: config.rtype_udp_records,
         rate: PerIpConfig {
             rate: udp_rate,
             per: Duration::from_secs(1),
@@ -247,7 +248,13 @@ fn build(config: &Config) -> std::io::Result<Built> {
 
     let registry = server.registry();
     let ports = PortPool::new(port_range(config.instance_ports));
-    let udp = UdpLobby::new(udp_socket, registry, ports, config.bind)?;
+    let udp = UdpLobby::new(
+        udp_socket,
+        registry,
+        ports,
+        config.bind,
+        config.rtype_udp_records,
+    )?;
     let tcp = match tcp_listener {
         Some((listener, _)) => Some(TcpLobby::new(listener, registry, tcp_limits(config))?),
         None => None,

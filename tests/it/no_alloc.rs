@@ -26,6 +26,7 @@ use lobbyd::net::token::Target;
 use lobbyd::wire::instance::{self, ClientMsg, ClientRepr, ServerMsg, ServerRepr};
 use lobbyd::wire::tcp_lobby::{self, Next};
 use lobbyd::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
+use lobbyd::wire::udp_upstream::records::RecordLayout;
 use mio::{Events, Poll};
 
 struct Counting;
@@ -180,7 +181,8 @@ impl Served {
         let lobby_addr = socket.local_addr().unwrap();
         let ip = Ipv4Addr::LOCALHOST.into();
         let pool = PortPool::new(PortRange::Ephemeral);
-        let udp = UdpLobby::new(Some(socket), poll.registry(), pool, ip).unwrap();
+        let records = RecordLayout::V3;
+        let udp = UdpLobby::new(Some(socket), poll.registry(), pool, ip, records).unwrap();
         Served {
             poll,
             events: Events::with_capacity(64),

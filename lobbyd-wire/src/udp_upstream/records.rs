@@ -75,6 +75,14 @@ pub enum RecordLayout {
 }
 
 impl RecordLayout {
+    /// Both layouts.
+    pub const ALL: [RecordLayout; 2] = [RecordLayout::V1, RecordLayout::V3];
+
+    /// The layout a flag value (`v1`, `v3`) names.
+    pub fn from_name(name: &str) -> Option<RecordLayout> {
+        RecordLayout::ALL.into_iter().find(|l| l.as_str() == name)
+    }
+
     /// The flag value naming this layout (`v1`, `v3`).
     pub const fn as_str(&self) -> &'static str {
         match self {
