@@ -17,6 +17,7 @@ mod general_lobby;
 mod instance;
 mod metrics;
 mod no_alloc;
+mod rtype_dialects;
 mod simulation;
 mod simulation_general;
 mod simulation_wz;
