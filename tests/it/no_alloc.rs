@@ -26,6 +26,9 @@ use lobbyd::net::token::Target;
 use lobbyd::wire::instance::{self, ClientMsg, ClientRepr, ServerMsg, ServerRepr};
 use lobbyd::wire::tcp_lobby::{self, Next};
 use lobbyd::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
+use lobbyd::wire::udp_upstream::lobby::{
+    Request as UpstreamRequest, RequestRepr as UpstreamRequestRepr,
+};
 use lobbyd::wire::udp_upstream::records::RecordLayout;
 use mio::{Events, Poll};
 
@@ -348,6 +351,44 @@ fn batch_path_allocates_nothing() {
         count
     };
     // Warm-up: the lister's rate-limiter entry, the thread's `recvmmsg` headers.
+    round(&mut served);
+    assert_eq!(round(&mut served), 0);
+}
+
+/// The upstream dialect's LIST_ROOMS through the same batch path: sniffed, parsed, answered
+/// from the cached v3 records, no allocation once warm.
+#[test]
+fn upstream_list_path_allocates_nothing() {
+    let mut served = Served::start();
+    let creator = client(11);
+    for seq in 0..63 {
+        creator
+            .send_to(&lobby_request(seq, Request::CreateRoom), served.lobby)
+            .unwrap();
+        served.answer(&creator);
+    }
+    let lister = client(12);
+    let lists: Vec<Vec<u8>> = (0..32u16)
+        .map(|seq| {
+            let repr = UpstreamRequestRepr {
+                seq,
+                request: UpstreamRequest::ListRooms,
+            };
+            let mut buf = vec![0u8; repr.buffer_len()];
+            repr.emit(&mut buf);
+            buf
+        })
+        .collect();
+    // 63 v3 records named "New Room", 31 bytes each.
+    let len = 23 + 63 * 31;
+    let round = |served: &mut Served| -> u64 {
+        for list in &lists {
+            lister.send_to(list, served.lobby).unwrap();
+        }
+        allocations(|| {
+            served.serve_until(&[&lister], 32, len);
+        })
+    };
     round(&mut served);
     assert_eq!(round(&mut served), 0);
 }
