@@ -106,7 +106,10 @@ fn udp_modes_speak_the_upstream_dialect() {
         assert!(summary.extra["cycles"] > 0);
         let snap = snapshot(&server);
         assert!(snap.counter("udp_upstream_datagrams_in_total", "") > Some(0));
-        assert_eq!(snap.counter("udp_upstream_dropped_total", "bad_checksum"), Some(0));
+        assert_eq!(
+            snap.counter("udp_upstream_dropped_total", "bad_checksum"),
+            Some(0)
+        );
     }
 }
 

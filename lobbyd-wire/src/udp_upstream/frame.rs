@@ -22,6 +22,7 @@
 use core::fmt;
 
 pub use crate::frame::PacketType;
+pub(crate) use crate::frame::{read_u16, read_u32};
 
 mod field {
     use crate::Field;
@@ -352,16 +353,6 @@ pub fn open(buf: &[u8], expected: PacketType) -> Result<Frame<&[u8]>, Error> {
         return Err(Error::BadPacketType);
     }
     Ok(frame)
-}
-
-/// Reads a big-endian `u16` from a two-byte slice taken at a field offset.
-pub(crate) fn read_u16(bytes: &[u8]) -> u16 {
-    u16::from_be_bytes([bytes[0], bytes[1]])
-}
-
-/// Reads a big-endian `u32` from a four-byte slice taken at a field offset.
-pub(crate) fn read_u32(bytes: &[u8]) -> u32 {
-    u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
 }
 
 #[cfg(test)]
