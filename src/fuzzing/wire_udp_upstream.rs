@@ -10,8 +10,8 @@
 //! an upstream message. Nothing here may panic but these assertions.
 
 use crate::wire::udp_lobby;
-use crate::wire::udp_upstream::lobby::{Reply, ReplyRepr, Request, RequestRepr};
-use crate::wire::udp_upstream::records::{emit_room_list, RecordLayout, MAX_ROOM_LIST_LEN};
+use crate::wire::udp_upstream::lobby::{emit_room_list, Reply, ReplyRepr, Request, RequestRepr};
+use crate::wire::udp_upstream::records::{RecordLayout, MAX_ROOM_LIST_LEN};
 use crate::wire::udp_upstream::{sniff, Dialect, Error, Frame, MAGIC, MIN_LEN};
 
 use super::emitted;

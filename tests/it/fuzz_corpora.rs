@@ -126,9 +126,10 @@ fn emit(len: usize, emit: impl FnOnce(&mut [u8]) -> usize) -> Vec<u8> {
 /// compressed LIST_ROOMS.
 fn udp_upstream() -> Vec<Vec<u8>> {
     use lobbyd::wire::udp_upstream::lobby::{
-        CreateRoom, JoinCredentials, Reply, ReplyRepr, Request, RequestRepr, RoomConfig,
+        emit_room_list, CreateRoom, JoinCredentials, Reply, ReplyRepr, Request, RequestRepr,
+        RoomConfig,
     };
-    use lobbyd::wire::udp_upstream::records::{emit_room_list, ListedRoom, RecordLayout};
+    use lobbyd::wire::udp_upstream::records::{ListedRoom, RecordLayout};
     let mut out: Vec<Vec<u8>> = [
         Request::ListRooms,
         Request::CreateRoom(None),

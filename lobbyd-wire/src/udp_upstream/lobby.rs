@@ -17,6 +17,9 @@
 //!                                      score u16 (percent), lives u8
 //! ```
 //!
+//! The server writes a ROOM_LIST without allocating: `records::write_room_records`, then
+//! [`finish_room_list`] (or both at once, [`emit_room_list`]).
+//!
 //! [`RequestRepr::parse`] accepts exactly these layouts (upstream's own reader tolerates
 //! partial ones; its client never sends them). Any other code a client may send (the game,
 //! auth, room administration, chat and leaderboard messages) parses to [`Request::Other`], for
@@ -24,7 +27,9 @@
 //! [`Error::WrongDirection`]. Strings are bytes borrowed from the datagram, unchecked.
 
 use super::frame::{emit_frame, open, read_u16, read_u32, PacketType, MIN_LEN};
-use super::records::{RecordLayout, RoomList};
+use super::records::{
+    write_room_records, ListedRoom, RecordLayout, RoomList, WrittenRecords, ROOM_COUNT_LEN,
+};
 use super::Error;
 
 mod field {
@@ -454,7 +459,7 @@ impl RoomConfig {
 /// A message the lobby sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reply<'a> {
-    /// ROOM_LIST (0x41). The server writes lists with `records::emit_room_list`; this
+    /// ROOM_LIST (0x41). The server writes lists with [`emit_room_list`]; this
     /// variant is for clients, tests and re-emitting a parsed list.
     RoomList(RoomList<'a>),
     /// ROOM_CREATED (0x43).
@@ -571,4 +576,36 @@ fn read_room_port(payload: &[u8]) -> Result<(u32, u16), Error> {
         read_u32(&payload[field::REPLY_ROOM_ID]),
         read_u16(&payload[field::REPLY_PORT]),
     ))
+}
+
+/// Frames the records [`write_room_records`] left in `buf` as a ROOM_LIST answering `seq`:
+/// header, count and checksum around them. Returns the datagram's length.
+///
+/// # Panics
+/// If `written` does not describe records that fit in `buf` (the caller's bug).
+pub fn finish_room_list(buf: &mut [u8], seq: u16, written: WrittenRecords) -> usize {
+    let count = u16::try_from(written.count).expect("at most 65,535 records");
+    emit_frame(
+        buf,
+        PacketType::SERVER_TO_CLIENT,
+        MessageType::RoomList.into(),
+        seq,
+        ROOM_COUNT_LEN + written.len,
+        |payload| payload[..ROOM_COUNT_LEN].copy_from_slice(&count.to_be_bytes()),
+    )
+}
+
+/// Writes a whole ROOM_LIST answering `seq` into `buf` and returns its length:
+/// [`write_room_records`] then [`finish_room_list`].
+///
+/// # Panics
+/// If `buf` is shorter than an empty list, `room_list_len(0)` = 23 bytes.
+pub fn emit_room_list<'r>(
+    buf: &mut [u8],
+    seq: u16,
+    layout: RecordLayout,
+    rooms: impl IntoIterator<Item = ListedRoom<'r>>,
+) -> usize {
+    let written = write_room_records(buf, layout, rooms);
+    finish_room_list(buf, seq, written)
 }

@@ -14,9 +14,10 @@
 //! server's choice, not something a datagram says. The upstream client reads a reply into a
 //! 2048-byte buffer: a list never exceeds [`MAX_ROOM_LIST_LEN`] (184 v1 records).
 //! [`RoomList::parse`] validates every record once; iterating afterwards cannot fail or panic.
-//! Writers fill a caller's buffer and never allocate.
+//! [`write_room_records`] fills a caller's buffer and never allocates; framing the records as
+//! a ROOM_LIST datagram is `lobby.rs`'s (`finish_room_list`, `emit_room_list`).
 
-use super::frame::{self, emit_frame, read_u16, read_u32, PacketType, MIN_LEN};
+use super::frame::{self, read_u16, read_u32, MIN_LEN};
 use super::Error;
 
 mod field {
@@ -291,7 +292,7 @@ pub struct WrittenRecords {
 }
 
 /// Writes ROOM_LIST records in `layout` into their place in `buf` (after header and count)
-/// and says how many fit; [`finish_room_list`] then frames them, as many times as needed with
+/// and says how many fit; `lobby::finish_room_list` then frames them, as many times as needed with
 /// other sequence ids (the driver keeps them while the list does not change).
 ///
 /// Stops at the first room whose record would take the datagram past `buf` or
@@ -321,36 +322,4 @@ pub fn write_room_records<'r>(
         written.len += len;
     }
     written
-}
-
-/// Frames the records [`write_room_records`] left in `buf` as a ROOM_LIST answering `seq`:
-/// header, count and checksum around them. Returns the datagram's length.
-///
-/// # Panics
-/// If `written` does not describe records that fit in `buf` (the caller's bug).
-pub fn finish_room_list(buf: &mut [u8], seq: u16, written: WrittenRecords) -> usize {
-    let count = u16::try_from(written.count).expect("at most 65,535 records");
-    emit_frame(
-        buf,
-        PacketType::SERVER_TO_CLIENT,
-        super::lobby::MessageType::RoomList.into(),
-        seq,
-        ROOM_COUNT_LEN + written.len,
-        |payload| payload[field::ROOM_COUNT].copy_from_slice(&count.to_be_bytes()),
-    )
-}
-
-/// Writes a whole ROOM_LIST answering `seq` into `buf` and returns its length:
-/// [`write_room_records`] then [`finish_room_list`].
-///
-/// # Panics
-/// If `buf` is shorter than an empty list, `room_list_len(0)` = 23 bytes.
-pub fn emit_room_list<'r>(
-    buf: &mut [u8],
-    seq: u16,
-    layout: RecordLayout,
-    rooms: impl IntoIterator<Item = ListedRoom<'r>>,
-) -> usize {
-    let written = write_room_records(buf, layout, rooms);
-    finish_room_list(buf, seq, written)
 }

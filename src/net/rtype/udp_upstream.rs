@@ -12,11 +12,10 @@
 
 use crate::rtype::{LobbyReply, LobbyRequest, RoomInfo, RoomSettings, RtypeCore};
 use crate::wire::udp_upstream::lobby::{
-    MessageFamily, Reply, ReplyRepr, Request, RequestRepr, RoomConfig,
+    finish_room_list, MessageFamily, Reply, ReplyRepr, Request, RequestRepr, RoomConfig,
 };
 use crate::wire::udp_upstream::records::{
-    finish_room_list, write_room_records, ListedRoom, RecordLayout, WrittenRecords,
-    MAX_ROOM_LIST_LEN,
+    write_room_records, ListedRoom, RecordLayout, WrittenRecords, MAX_ROOM_LIST_LEN,
 };
 use crate::wire::udp_upstream::Error;
 
