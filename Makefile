@@ -1,7 +1,7 @@
 # lobbyd: the two commands a newcomer needs are `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run build test lint fmt bench soak hostile hostile-lobby clean
+.PHONY: run build test lint fmt bench criterion soak hostile hostile-lobby cluster clean
 
 # The status page and /metrics on loopback (METRICS=ADDR to move them); ARGS="..." passes more
 # flags to lobbyd (`lobbyd --help`).
@@ -15,21 +15,32 @@ build:
 	$(CARGO) build --release
 
 # Every crate of the workspace: unit tests, one integration-test binary per crate (tests/it/,
-# lobby-load/tests/it/), doctests, the examples built. The criterion benches are
-# compiled by `make lint` and run by `cargo bench`, not here.
+# lobby-load/tests/it/), doctests, the examples built. The criterion benches (`benches/`, a
+# workspace of their own so that criterion is never compiled here) are linted by `make lint`
+# and run by `make criterion`. The workspace's own crates build unoptimized and their
+# dependencies at opt-level 1 (`[profile.test]` in Cargo.toml).
 test:
 	$(CARGO) test --workspace
 
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	cd benches && $(CARGO) fmt --all -- --check
+	cd benches && $(CARGO) clippy --all-targets -- -D warnings
 
 fmt:
 	$(CARGO) fmt --all
+	cd benches && $(CARGO) fmt --all
 
 # Benchmarks against the echo baseline (BENCH_DURATION=S per mode); loopback only.
 bench:
 	scripts/bench.sh
+
+# The criterion benches of the parsers, emitters and the R-Type core's hot paths (`benches/`);
+# BENCH=NAME runs one group (e.g. BENCH=wz_v4).
+BENCH ?=
+criterion:
+	cd benches && $(CARGO) bench -- $(BENCH)
 
 # Every front end under mixed load with vanishing and killed clients, then ghost and leak
 # checks (SOAK_SECONDS=S, default 60; SOAK_WARMUP=S).
@@ -45,6 +56,11 @@ hostile:
 # exhaustion) against its own lobbyd, each judged against its target; loopback only.
 hostile-lobby:
 	scripts/hostile-lobby.sh
+
+# A private Redis and three nodes sharing UDP/TCP 4242 with --reuse-port (status pages on
+# 127.0.0.1:9101-9103), for trying a group of nodes; Ctrl-C stops them. Needs redis-server.
+cluster:
+	scripts/cluster.sh
 
 clean:
 	$(CARGO) clean

@@ -19,7 +19,7 @@ const USAGE: &str = "usage: lobbyd user add NAME [--db PATH]   (password on stdi
 
 /// A parsed `user` command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Command {
+enum UserCommand {
     Add(String),
     Del(String),
     List,
@@ -27,13 +27,13 @@ enum Command {
 }
 
 /// Parses the arguments after `user`; `Err` carries the message for stderr.
-fn parse(args: &[String]) -> Result<(Command, String), String> {
+fn parse(args: &[String]) -> Result<(UserCommand, String), String> {
     let mut db = DEFAULT_DB.to_owned();
     let mut words = Vec::new();
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         if arg == "--help" || arg == "-h" {
-            return Ok((Command::Help, db));
+            return Ok((UserCommand::Help, db));
         } else if arg == "--db" {
             db = iter.next().ok_or("--db needs a PATH")?.clone();
         } else if let Some(path) = arg.strip_prefix("--db=") {
@@ -45,9 +45,9 @@ fn parse(args: &[String]) -> Result<(Command, String), String> {
         }
     }
     let command = match words.as_slice() {
-        ["add", name] => Command::Add((*name).to_owned()),
-        ["del", name] => Command::Del((*name).to_owned()),
-        ["list"] => Command::List,
+        ["add", name] => UserCommand::Add((*name).to_owned()),
+        ["del", name] => UserCommand::Del((*name).to_owned()),
+        ["list"] => UserCommand::List,
         ["add" | "del"] => return Err("missing NAME".into()),
         ["add" | "del" | "list", _, ..] => return Err("too many arguments".into()),
         [] => return Err("missing subcommand".into()),
@@ -94,7 +94,7 @@ pub fn run_user_command(
             return 2;
         }
     };
-    if command == Command::Help {
+    if command == UserCommand::Help {
         let _ = writeln!(
             stdout,
             "{USAGE}\n\nAccounts of Warzone v4 and general lobby logins, in the SQLite file \
@@ -111,19 +111,19 @@ pub fn run_user_command(
         }
     };
     let outcome = match command {
-        Command::Add(name) => read_password(&name, stdin, is_tty).and_then(|password| {
+        UserCommand::Add(name) => read_password(&name, stdin, is_tty).and_then(|password| {
             store
                 .add_user(&name, &password)
                 .map(|_| ())
                 .map_err(|e| format!("cannot add {name:?}: {e}"))
         }),
-        Command::Del(name) => match store.del_user(&name) {
+        UserCommand::Del(name) => match store.del_user(&name) {
             Ok(true) => Ok(()),
             Ok(false) => Err(format!("no user {name:?}")),
             Err(e) => Err(format!("cannot delete {name:?}: {e}")),
         },
-        Command::Help => Ok(()),
-        Command::List => store
+        UserCommand::Help => Ok(()),
+        UserCommand::List => store
             .list_users()
             .map_err(|e| format!("cannot list users: {e}"))
             .and_then(|users| {
@@ -184,15 +184,15 @@ mod tests {
         let s = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert_eq!(
             parse(&s(&["add", "alice"])),
-            Ok((Command::Add("alice".into()), DEFAULT_DB.into()))
+            Ok((UserCommand::Add("alice".into()), DEFAULT_DB.into()))
         );
         assert_eq!(
             parse(&s(&["--db", "x.db", "del", "bob"])),
-            Ok((Command::Del("bob".into()), "x.db".into()))
+            Ok((UserCommand::Del("bob".into()), "x.db".into()))
         );
         assert_eq!(
             parse(&s(&["list", "--db=y.db"])),
-            Ok((Command::List, "y.db".into()))
+            Ok((UserCommand::List, "y.db".into()))
         );
         for bad in [
             &["add"][..],

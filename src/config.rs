@@ -1,6 +1,6 @@
 //! Command-line configuration for the `lobbyd` binary.
 //!
-//! Turns the process arguments into a [`Command`]: run the server with a validated
+//! Turns the process arguments into a [`CliCommand`]: run the server with a validated
 //! [`Config`], print the usage text, or print the version. Every flag's long name is part
 //! of the operator contract and must not change. Every value is checked here, once, so the
 //! rest of the server can trust `Config` without re-validating it.
@@ -10,14 +10,15 @@
 //! one-line [`UsageError`] naming the flag (or the file's line and key) and the bad value.
 //!
 //! Layout: the parsing helpers and [`UsageError`] are the leaf `parse.rs`; a front end with
-//! flags of its own has its own file beside it (`wz.rs` for the Warzone master server) with
+//! flags of its own has its own file beside it (`rtype.rs` for the R-Type UDP room lobby and
+//! TCP lobby, `wz.rs` for the Warzone master server, `general.rs` for the general lobby) with
 //! the same three functions, `flags` (name, hint, help text), `declare` (adds them to the
-//! `Options`) and `settings_from` (builds its settings struct, a field of [`Config`]), each
+//! `Options`) and `settings_from` (builds its settings struct, a field of [`Config`]; the
+//! R-Type settings, [`RtypeSettings`], are spread into `Config`'s own flat fields), each
 //! called once here from `options` and `config_from`. A flag file imports `parse` and never
 //! this file. `file.rs` reads the `--config` file's `key = value` lines; which keys exist is
 //! asked of the flag table itself, so a new flag is a valid key with no table of its own.
 
-use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -25,84 +26,40 @@ use getopts::{Matches, Options};
 
 use crate::wire::udp_upstream::records::RecordLayout;
 
+mod directory;
 mod file;
 mod general;
+mod instance_exec;
 mod parse;
+mod rtype;
 mod wz;
 
+pub use directory::{DirectoryAddr, DirectorySettings};
 pub use general::{frame_buffer_len, GeneralSettings, DEFAULT_LOBBY_PORT};
+pub use instance_exec::{CommandTemplate, InstanceExecSettings, Placeholders};
 pub use parse::UsageError;
+pub use rtype::{
+    InstancePorts, RtypeSettings, EPHEMERAL_DEFAULT_MAX_ROOMS, MAX_LIST_ROOMS, MAX_PLAYERS,
+};
 pub use wz::{WzSettings, DEFAULT_WZ_PORT};
 
 use file::FileValue;
 use parse::{
-    number, parse_number, parsed, seconds, secs, syntax_error, MAX_TIMEOUT_SECS, MILLIS,
-    MIN_TIMEOUT_SECS, PORT, WHOLE,
+    number, parsed, seconds, secs, syntax_error, MAX_TIMEOUT_SECS, MIN_TIMEOUT_SECS, PORT, WHOLE,
 };
-
-/// The most room summaries one LIST reply can carry in a 1472-byte UDP datagram.
-pub const MAX_LIST_ROOMS: usize = 112;
-
-/// The most players a room can hold; seat numbers must fit the wire formats.
-pub const MAX_PLAYERS: u8 = 64;
-
-/// Rooms allowed when instance ports are chosen by the OS and no `--max-rooms` is given.
-pub const EPHEMERAL_DEFAULT_MAX_ROOMS: usize = 64;
-
-/// The longest `--countdown`: the UDP instance announces it in a one-byte field.
-const MAX_COUNTDOWN_SECS: f64 = 255.0;
-
-/// `--tcp-memory-budget`'s default, in MiB: a TCP lobby party's broadcasts are a few small
-/// frames, so a client that reads holds almost nothing queued; 16 MiB is 256 full 64 KiB
-/// send queues at once, where `--max-conns` (10,000) full queues would be 640 MiB.
-const DEFAULT_TCP_MEMORY_BUDGET_MIB: usize = 16;
 
 /// The log levels `--log` accepts, in the spelling `env_logger` filters understand.
 const LOG_LEVELS: [&str; 6] = ["error", "warn", "info", "debug", "trace", "off"];
 
 /// What the command line asks the binary to do.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Command {
+pub enum CliCommand {
     /// Run the server with this configuration (boxed: it is much larger than the rest).
     Run(Box<Config>),
     /// Print this full usage text to stdout and exit successfully.
     Help(String),
     /// Print this version line (`lobbyd <version>`) to stdout and exit successfully.
     Version(String),
-}
-
-/// The UDP ports game instances bind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InstancePorts {
-    /// Every port from `lo` to `hi` inclusive; `1 <= lo <= hi`.
-    Range {
-        /// The lowest port in the pool.
-        lo: u16,
-        /// The highest port in the pool.
-        hi: u16,
-    },
-    /// Each instance binds port 0 and the OS picks a free port (`--instance-ports 0`).
-    Ephemeral,
-}
-
-impl InstancePorts {
-    /// The room limit used when `--max-rooms` is not given: one room per port in the
-    /// range, or [`EPHEMERAL_DEFAULT_MAX_ROOMS`] when the OS chooses the ports.
-    pub fn default_max_rooms(&self) -> usize {
-        match *self {
-            InstancePorts::Range { lo, hi } => usize::from(hi) - usize::from(lo) + 1,
-            InstancePorts::Ephemeral => EPHEMERAL_DEFAULT_MAX_ROOMS,
-        }
-    }
-}
-
-impl fmt::Display for InstancePorts {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            InstancePorts::Range { lo, hi } => write!(f, "{lo}-{hi}"),
-            InstancePorts::Ephemeral => f.write_str("0"),
-        }
-    }
 }
 
 /// The validated server configuration. `Default` gives the documented defaults.
@@ -200,58 +157,118 @@ pub struct Config {
     pub log: Option<String>,
     /// The Warzone 2100 master server (`--wz-*`, `--motd*`, `--db`; see [`WzSettings`]).
     pub wz: WzSettings,
+    /// A game server per room in place of lobbyd's relay (`--instance-exec`,
+    /// `--instance-stop-grace`).
+    pub instance_exec: InstanceExecSettings,
     /// The general lobby (`--lobby-*`; see [`GeneralSettings`]).
     pub general: GeneralSettings,
+    /// This node's place in a group of processes (`--node-id`, `--directory`,
+    /// `--reuse-port`; see [`DirectorySettings`]).
+    pub directory: DirectorySettings,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        let instance_ports = InstancePorts::Range { lo: 4300, hi: 4399 };
+        let RtypeSettings {
+            udp_port,
+            tcp_port,
+            instance_ports,
+            max_rooms_per_ip,
+            max_rooms,
+            max_players,
+            min_players,
+            countdown,
+            countdown_tick,
+            auto_start,
+            game_start_linger,
+            seat_timeout,
+            reap_grace,
+            udp_rate,
+            udp_reply_bytes,
+            rate_table_size,
+            max_list_rooms,
+            rtype_udp_records,
+            public_host,
+            spawns,
+            max_violations,
+            conn_rate,
+            max_conns,
+            max_conns_per_ip,
+            tcp_memory_budget,
+        } = RtypeSettings::default();
         Config {
             bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            udp_port: Some(4242),
-            tcp_port: Some(4242),
+            udp_port,
+            tcp_port,
             instance_ports,
-            max_rooms: instance_ports.default_max_rooms(),
-            max_rooms_per_ip: 8,
-            max_players: 4,
-            min_players: 2,
-            countdown: Duration::from_secs(5),
-            countdown_tick: Duration::from_millis(100),
-            auto_start: false,
-            game_start_linger: Duration::from_secs(5),
+            max_rooms_per_ip,
+            max_rooms,
+            max_players,
+            min_players,
+            countdown,
+            countdown_tick,
+            auto_start,
+            game_start_linger,
+            seat_timeout,
+            reap_grace,
+            udp_rate,
+            udp_reply_bytes,
+            rate_table_size,
+            max_list_rooms,
+            rtype_udp_records,
+            public_host,
+            spawns,
+            max_violations,
+            conn_rate,
+            max_conns,
+            max_conns_per_ip,
+            tcp_memory_budget,
             idle_timeout: Duration::from_secs(30),
-            seat_timeout: Duration::from_secs(10),
-            reap_grace: Duration::from_secs(2),
-            udp_rate: 50,
-            udp_reply_bytes: 64_000,
-            rate_table_size: 65_536,
-            max_list_rooms: MAX_LIST_ROOMS,
-            rtype_udp_records: RecordLayout::V3,
-            public_host: None,
-            spawns: vec![
-                (100.0, 100.0),
-                (100.0, 200.0),
-                (100.0, 300.0),
-                (100.0, 400.0),
-            ],
-            max_violations: 5,
-            conn_rate: 5,
-            max_conns: 10_000,
-            max_conns_per_ip: 64,
-            tcp_memory_budget: DEFAULT_TCP_MEMORY_BUDGET_MIB << 20,
             handshake_timeout: Duration::from_secs(5),
             metrics: None,
             metrics_max_conns_per_ip: 8,
             metrics_conn_rate: 120,
             log: None,
             wz: WzSettings::default(),
+            instance_exec: InstanceExecSettings::default(),
             general: GeneralSettings::default(),
+            directory: DirectorySettings::default(),
         }
     }
 }
 
 impl Config {
+    /// The R-Type front end's settings in this configuration (its flags' defaults in help).
+    fn rtype(&self) -> RtypeSettings {
+        RtypeSettings {
+            udp_port: self.udp_port,
+            tcp_port: self.tcp_port,
+            instance_ports: self.instance_ports,
+            max_rooms_per_ip: self.max_rooms_per_ip,
+            max_rooms: self.max_rooms,
+            max_players: self.max_players,
+            min_players: self.min_players,
+            countdown: self.countdown,
+            countdown_tick: self.countdown_tick,
+            auto_start: self.auto_start,
+            game_start_linger: self.game_start_linger,
+            seat_timeout: self.seat_timeout,
+            reap_grace: self.reap_grace,
+            udp_rate: self.udp_rate,
+            udp_reply_bytes: self.udp_reply_bytes,
+            rate_table_size: self.rate_table_size,
+            max_list_rooms: self.max_list_rooms,
+            rtype_udp_records: self.rtype_udp_records,
+            public_host: self.public_host,
+            spawns: self.spawns.clone(),
+            max_violations: self.max_violations,
+            conn_rate: self.conn_rate,
+            max_conns: self.max_conns,
+            max_conns_per_ip: self.max_conns_per_ip,
+            tcp_memory_budget: self.tcp_memory_budget,
+        }
+    }
+
     /// The countdown in whole seconds for the UDP instance's one-byte field, rounded up so
     /// a sub-second countdown still shows at least one tick.
     pub fn countdown_whole_secs(&self) -> u8 {
@@ -260,20 +277,20 @@ impl Config {
     }
 }
 
-/// Parses the arguments after the program name into a [`Command`].
+/// Parses the arguments after the program name into a [`CliCommand`].
 ///
 /// `-h`/`--help` and `-V`/`--version` win over any value checks, but not over unknown
 /// flags or malformed syntax.
-pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, UsageError> {
+pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliCommand, UsageError> {
     let defaults = Config::default();
     let options = options(&defaults);
     let args: Vec<String> = args.into_iter().collect();
     let mut matches = options.parse(&args).map_err(syntax_error)?;
     if matches.opt_present("help") {
-        return Ok(Command::Help(usage(&options)));
+        return Ok(CliCommand::Help(usage(&options)));
     }
     if matches.opt_present("version") {
-        return Ok(Command::Version(version()));
+        return Ok(CliCommand::Version(version()));
     }
     if let Some(stray) = matches.free.first() {
         return Err(UsageError::new(format!("unexpected argument {stray:?}")));
@@ -288,7 +305,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Command, Us
         matches = options.parse(&merged).map_err(syntax_error)?;
     }
     config_from(&matches, defaults)
-        .map(|config| Command::Run(Box::new(config)))
+        .map(|config| CliCommand::Run(Box::new(config)))
         .map_err(
             |err| match from_file.iter().find(|f| names_flag(&err, &f.key)) {
                 // A value from the file: say where it came from.
@@ -418,16 +435,18 @@ enum HelpGroup {
     Warzone,
     GeneralLobby,
     Metrics,
+    Directory,
 }
 
 impl HelpGroup {
-    const ALL: [HelpGroup; 6] = [
+    const ALL: [HelpGroup; 7] = [
         HelpGroup::General,
         HelpGroup::UdpLobby,
         HelpGroup::TcpLobby,
         HelpGroup::Warzone,
         HelpGroup::GeneralLobby,
         HelpGroup::Metrics,
+        HelpGroup::Directory,
     ];
 
     fn title(self) -> &'static str {
@@ -438,6 +457,7 @@ impl HelpGroup {
             HelpGroup::Warzone => "Warzone 2100 master server",
             HelpGroup::GeneralLobby => "General lobby",
             HelpGroup::Metrics => "Metrics and status page",
+            HelpGroup::Directory => "More than one process (a group of nodes)",
         }
     }
 
@@ -453,13 +473,13 @@ impl HelpGroup {
         if name.starts_with("metrics") {
             return HelpGroup::Metrics;
         }
+        if name.starts_with("instance-") {
+            return HelpGroup::UdpLobby;
+        }
         match name {
-            "udp-port" | "instance-ports" | "max-rooms" | "max-rooms-per-ip" | "max-players"
-            | "countdown" | "seat-timeout" | "reap-grace" | "udp-rate" | "udp-reply-bytes"
-            | "rate-table-size" | "max-list-rooms" | "rtype-udp-records" => HelpGroup::UdpLobby,
-            "tcp-port" | "min-players" | "countdown-tick" | "auto-start" | "public-host"
-            | "spawns" | "max-violations" | "conn-rate" | "max-conns" | "max-conns-per-ip"
-            | "tcp-memory-budget" => HelpGroup::TcpLobby,
+            "node-id" | "directory" | "reuse-port" => HelpGroup::Directory,
+            _ if rtype::UDP_LOBBY_FLAGS.contains(&name) => HelpGroup::UdpLobby,
+            _ if rtype::TCP_LOBBY_FLAGS.contains(&name) => HelpGroup::TcpLobby,
             _ => HelpGroup::General,
         }
     }
@@ -468,7 +488,7 @@ impl HelpGroup {
 /// Declares every flag; descriptions quote `defaults` so help and behaviour cannot drift.
 fn options(d: &Config) -> Options {
     // (long name, value hint or "" for a plain switch, description), in help order.
-    let flags: [(&str, &str, String); 35] = [
+    let flags: [(&str, &str, String); 11] = [
         ("help", "", "Print this help and exit.".into()),
         ("version", "", "Print the version and exit.".into()),
         (
@@ -490,192 +510,11 @@ fn options(d: &Config) -> Options {
             ),
         ),
         (
-            "udp-port",
-            "PORT",
-            "UDP lobby port; 0 disables it (default --port).".into(),
-        ),
-        (
-            "tcp-port",
-            "PORT",
-            "TCP lobby port; 0 disables it (default --port).".into(),
-        ),
-        (
-            "instance-ports",
-            "LO-HI",
-            format!(
-                "UDP ports for game instances, LO-HI or N; 0 lets the OS choose (default {}).",
-                d.instance_ports
-            ),
-        ),
-        (
-            "max-rooms",
-            "N",
-            format!(
-                "Most rooms at once (default the number of instance ports, \
-                 {EPHEMERAL_DEFAULT_MAX_ROOMS} for 0)."
-            ),
-        ),
-        (
-            "max-rooms-per-ip",
-            "N",
-            format!(
-                "Most live rooms created from one IP address (default {}).",
-                d.max_rooms_per_ip
-            ),
-        ),
-        (
-            "max-players",
-            "N",
-            format!(
-                "Most players per room, 1-{MAX_PLAYERS} (default {}).",
-                d.max_players
-            ),
-        ),
-        (
-            "min-players",
-            "N",
-            format!(
-                "Players a TCP lobby room needs to start (default {}, at most --max-players).",
-                d.min_players
-            ),
-        ),
-        (
-            "countdown",
-            "SECS",
-            format!(
-                "Countdown before a game starts, 0-255 (default {}).",
-                secs(d.countdown)
-            ),
-        ),
-        (
-            "countdown-tick",
-            "MS",
-            format!(
-                "TCP lobby COUNTDOWN interval, 1-10000 (default {}).",
-                d.countdown_tick.as_millis()
-            ),
-        ),
-        (
-            "auto-start",
-            "",
-            "Start the TCP lobby countdown by itself once all members are ready and the minimum is in.".into(),
-        ),
-        (
             "idle-timeout",
             "SECS",
             format!(
                 "Drop silent peers after this (default {}).",
                 secs(d.idle_timeout)
-            ),
-        ),
-        (
-            "seat-timeout",
-            "SECS",
-            format!(
-                "Seat reservation after JOIN_SUCCESS/ROOM_CREATED (default {}).",
-                secs(d.seat_timeout)
-            ),
-        ),
-        (
-            "reap-grace",
-            "SECS",
-            format!(
-                "How long a finished room stays listed (default {}).",
-                secs(d.reap_grace)
-            ),
-        ),
-        (
-            "udp-rate",
-            "N",
-            format!(
-                "UDP lobby requests/s per source IP, burst twice that (default {}).",
-                d.udp_rate
-            ),
-        ),
-        (
-            "udp-reply-bytes",
-            "N",
-            format!(
-                "UDP reply bytes/s per source IP; 0 = unlimited (default {}).",
-                d.udp_reply_bytes
-            ),
-        ),
-        (
-            "rate-table-size",
-            "N",
-            format!(
-                "Most source IPs the rate limiters track (default {}).",
-                d.rate_table_size
-            ),
-        ),
-        (
-            "max-list-rooms",
-            "N",
-            format!(
-                "Most rooms per LIST reply, 1-{MAX_LIST_ROOMS} (default {}).",
-                d.max_list_rooms
-            ),
-        ),
-        (
-            "rtype-udp-records",
-            "v1|v3",
-            format!(
-                "ROOM_LIST records of the upstream R-Type UDP client: v1 (11 bytes, its \
-                 first version) or v3 (named rooms, today's client) (default {}).",
-                d.rtype_udp_records.as_str()
-            ),
-        ),
-        (
-            "public-host",
-            "IPV4",
-            "Server IP sent in TCP GAME_START (default the local address of the client's \
-             connection)."
-                .into(),
-        ),
-        (
-            "spawns",
-            "X,Y;...",
-            format!(
-                "TCP spawn points, at least --max-players of them (default \"{}\").",
-                spawn_list(&d.spawns)
-            ),
-        ),
-        (
-            "max-violations",
-            "N",
-            format!(
-                "Protocol violations before a peer is dropped (default {}).",
-                d.max_violations
-            ),
-        ),
-        (
-            "conn-rate",
-            "N",
-            format!(
-                "New TCP connections per minute per IP (default {}).",
-                d.conn_rate
-            ),
-        ),
-        (
-            "max-conns",
-            "N",
-            format!("Most TCP connections at once (default {}).", d.max_conns),
-        ),
-        (
-            "max-conns-per-ip",
-            "N",
-            format!(
-                "Most TCP connections at once per IP (default {}).",
-                d.max_conns_per_ip
-            ),
-        ),
-        (
-            "tcp-memory-budget",
-            "MIB",
-            format!(
-                "Memory all TCP lobby send queues may hold; when full, the connection holding \
-                 the most is dropped (default {}).",
-                d.tcp_memory_budget >> 20
             ),
         ),
         (
@@ -716,28 +555,32 @@ fn options(d: &Config) -> Options {
             format!("Log level: {} (default info).", LOG_LEVELS.join("|")),
         ),
     ];
-    let mut options = Options::new();
-    for (name, hint, desc) in &flags {
-        let short = match *name {
-            "help" => "h",
-            "version" => "V",
-            _ => "",
-        };
-        if hint.is_empty() {
-            options.optflag(short, name, desc);
-        } else {
-            options.optopt(short, name, desc, hint);
+    /// Adds the flags of the table above to `options`.
+    fn declare(options: &mut Options, flags: &[(&str, &str, String)]) {
+        for (name, hint, desc) in flags {
+            let short = match *name {
+                "help" => "h",
+                "version" => "V",
+                _ => "",
+            };
+            if hint.is_empty() {
+                options.optflag(short, name, desc);
+            } else {
+                options.optopt(short, name, desc, hint);
+            }
         }
     }
+    // The R-Type flags come after `--port`, ahead of the other shared ones.
+    let (first, rest) = flags.split_at(5);
+    let mut options = Options::new();
+    declare(&mut options, first);
+    rtype::declare(&mut options, &d.rtype());
+    declare(&mut options, rest);
+    instance_exec::declare(&mut options, &d.instance_exec);
     wz::declare(&mut options, &d.wz);
     general::declare(&mut options, &d.general);
+    directory::declare(&mut options);
     options
-}
-
-/// Formats spawn points the way `--spawns` takes them.
-fn spawn_list(spawns: &[(f32, f32)]) -> String {
-    let pairs: Vec<String> = spawns.iter().map(|(x, y)| format!("{x},{y}")).collect();
-    pairs.join(";")
 }
 
 /// Builds and cross-checks the configuration from parsed flags.
@@ -749,139 +592,81 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         d.handshake_timeout,
     )?;
     let wz = wz::settings_from(m, d.wz.clone(), handshake_timeout)?;
+    let instance_exec = instance_exec::settings_from(m, d.instance_exec.clone())?;
+    let directory = directory::settings_from(m)?;
     let bind = match m.opt_str("bind") {
         Some(text) => parse_bind(&text)?,
         None => d.bind,
     };
     let port = number(m, "port", PORT, 0..=u16::MAX, d.udp_port.unwrap_or(0))?;
-    // `--port 0` asks the OS for a port; only the per-protocol overrides disable with 0.
-    let enabled = |p: u16| (p != 0).then_some(p);
-    let udp_port = match m.opt_str("udp-port") {
-        Some(_) => enabled(number(m, "udp-port", PORT, 0..=u16::MAX, port)?),
-        None => Some(port),
-    };
-    let tcp_port = match m.opt_str("tcp-port") {
-        Some(_) => enabled(number(m, "tcp-port", PORT, 0..=u16::MAX, port)?),
-        None => Some(port),
-    };
-    let instance_ports = match m.opt_str("instance-ports") {
-        Some(text) => parse_instance_ports(&text)?,
-        None => d.instance_ports,
-    };
-    let max_rooms = number(
+    let RtypeSettings {
+        udp_port,
+        tcp_port,
+        instance_ports,
+        max_rooms_per_ip,
+        max_rooms,
+        max_players,
+        min_players,
+        countdown,
+        countdown_tick,
+        auto_start,
+        game_start_linger,
+        seat_timeout,
+        reap_grace,
+        udp_rate,
+        udp_reply_bytes,
+        rate_table_size,
+        max_list_rooms,
+        rtype_udp_records,
+        public_host,
+        spawns,
+        max_violations,
+        conn_rate,
+        max_conns,
+        max_conns_per_ip,
+        tcp_memory_budget,
+    } = rtype::settings_from(m, d.rtype(), port)?;
+    let idle_timeout = seconds(
         m,
-        "max-rooms",
-        WHOLE,
-        1..=usize::from(u16::MAX),
-        instance_ports.default_max_rooms(),
+        "idle-timeout",
+        MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS,
+        d.idle_timeout,
     )?;
-    let max_players = number(m, "max-players", WHOLE, 1..=MAX_PLAYERS, d.max_players)?;
-    // The default only applies as far as it fits: `--max-players 1` alone is valid.
-    let min_default = d.min_players.min(max_players);
-    let min_players = number(m, "min-players", WHOLE, 1..=u8::MAX, min_default)?;
-    if min_players > max_players {
-        return Err(UsageError::new(format!(
-            "--min-players: {min_players} is more than --max-players ({max_players})"
-        )));
-    }
-    let countdown = seconds(m, "countdown", 0.0..=MAX_COUNTDOWN_SECS, d.countdown)?;
-    let countdown_tick = m
-        .opt_str("countdown-tick")
-        .map(|text| parse_number("countdown-tick", &text, MILLIS, &(1..=10_000u16)))
-        .transpose()?
-        .map_or(d.countdown_tick, |ms| Duration::from_millis(u64::from(ms)));
-    let timeouts = MIN_TIMEOUT_SECS..=MAX_TIMEOUT_SECS;
-    let idle_timeout = seconds(m, "idle-timeout", timeouts.clone(), d.idle_timeout)?;
     let mut general = general::settings_from(m, d.general.clone(), idle_timeout)?;
     general.core.sign_in_timeout = handshake_timeout;
-    let spawns = match m.opt_str("spawns") {
-        Some(text) => parse_spawns(&text)?,
-        None => d.spawns,
-    };
-    if spawns.len() < usize::from(max_players) {
-        return Err(UsageError::new(format!(
-            "--spawns: {} spawn points for --max-players {max_players}; give at least one x,y \
-             pair per player",
-            spawns.len()
-        )));
-    }
     let log = match m.opt_str("log") {
         Some(text) => Some(parse_log_level(&text)?),
         None => None,
     };
-    let public_host = parsed::<Ipv4Addr>(m, "public-host", "an IPv4 address")?;
-    let rtype_udp_records = match m.opt_str("rtype-udp-records") {
-        None => d.rtype_udp_records,
-        Some(text) => RecordLayout::from_name(&text).ok_or_else(|| {
-            UsageError::new(format!(
-                "--rtype-udp-records: {text:?} is neither v1 nor v3"
-            ))
-        })?,
-    };
     let metrics = parsed::<SocketAddr>(m, "metrics", "an address like 127.0.0.1:9100")?;
-    if public_host.is_some_and(|ip| ip.is_unspecified()) {
-        return Err(UsageError::new(
-            "--public-host: \"0.0.0.0\" is not an address clients can reach".to_string(),
-        ));
-    }
     Ok(Config {
         bind,
         udp_port,
         tcp_port,
         instance_ports,
+        max_rooms_per_ip,
         max_rooms,
-        max_rooms_per_ip: number(
-            m,
-            "max-rooms-per-ip",
-            WHOLE,
-            1..=usize::from(u16::MAX),
-            d.max_rooms_per_ip,
-        )?,
         max_players,
         min_players,
         countdown,
         countdown_tick,
-        auto_start: m.opt_present("auto-start"),
-        game_start_linger: d.game_start_linger,
-        idle_timeout,
-        seat_timeout: seconds(m, "seat-timeout", timeouts, d.seat_timeout)?,
-        reap_grace: seconds(m, "reap-grace", 0.0..=MAX_TIMEOUT_SECS, d.reap_grace)?,
-        udp_rate: number(m, "udp-rate", WHOLE, 1..=u32::MAX / 2, d.udp_rate)?,
-        udp_reply_bytes: number(m, "udp-reply-bytes", WHOLE, 0..=u32::MAX, d.udp_reply_bytes)?,
-        rate_table_size: number(
-            m,
-            "rate-table-size",
-            WHOLE,
-            1..=usize::MAX,
-            d.rate_table_size,
-        )?,
-        max_list_rooms: number(
-            m,
-            "max-list-rooms",
-            WHOLE,
-            1..=MAX_LIST_ROOMS,
-            d.max_list_rooms,
-        )?,
+        auto_start,
+        game_start_linger,
+        seat_timeout,
+        reap_grace,
+        udp_rate,
+        udp_reply_bytes,
+        rate_table_size,
+        max_list_rooms,
         rtype_udp_records,
         public_host,
         spawns,
-        max_violations: number(m, "max-violations", WHOLE, 1..=u32::MAX, d.max_violations)?,
-        conn_rate: number(m, "conn-rate", WHOLE, 1..=u32::MAX, d.conn_rate)?,
-        max_conns: number(m, "max-conns", WHOLE, 1..=usize::MAX, d.max_conns)?,
-        max_conns_per_ip: number(
-            m,
-            "max-conns-per-ip",
-            WHOLE,
-            1..=usize::MAX,
-            d.max_conns_per_ip,
-        )?,
-        tcp_memory_budget: number(
-            m,
-            "tcp-memory-budget",
-            WHOLE,
-            1..=1024 * 1024,
-            d.tcp_memory_budget >> 20,
-        )? << 20,
+        max_violations,
+        conn_rate,
+        max_conns,
+        max_conns_per_ip,
+        tcp_memory_budget,
+        idle_timeout,
         handshake_timeout,
         metrics,
         metrics_max_conns_per_ip: number(
@@ -900,7 +685,9 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         )?,
         log,
         wz,
+        instance_exec,
         general,
+        directory,
     })
 }
 
@@ -912,37 +699,6 @@ fn parse_bind(text: &str) -> Result<IpAddr, UsageError> {
         .unwrap_or(text);
     bare.parse()
         .map_err(|_| UsageError::new(format!("--bind: {text:?} is not an IP address")))
-}
-
-/// `--instance-ports`: `0` (OS-chosen), `N` (one port) or `LO-HI` with `1 <= LO <= HI`.
-fn parse_instance_ports(text: &str) -> Result<InstancePorts, UsageError> {
-    if text == "0" {
-        return Ok(InstancePorts::Ephemeral);
-    }
-    let (lo, hi) = text.split_once('-').unwrap_or((text, text));
-    match (lo.parse::<u16>(), hi.parse::<u16>()) {
-        (Ok(lo), Ok(hi)) if 1 <= lo && lo <= hi => Ok(InstancePorts::Range { lo, hi }),
-        _ => Err(UsageError::new(format!(
-            "--instance-ports: {text:?} is not a port range LO-HI with 1 <= LO <= HI <= 65535 \
-             (or 0 for OS-chosen ports)"
-        ))),
-    }
-}
-
-/// `--spawns`: `x,y` pairs of finite numbers separated by `;`.
-fn parse_spawns(text: &str) -> Result<Vec<(f32, f32)>, UsageError> {
-    let coordinate = |s: &str| s.trim().parse::<f32>().ok().filter(|v| v.is_finite());
-    text.split(';')
-        .map(|pair| {
-            let (x, y) = pair.split_once(',')?;
-            Some((coordinate(x)?, coordinate(y)?))
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| {
-            UsageError::new(format!(
-                "--spawns: {text:?} is not a list of x,y number pairs separated by ';'"
-            ))
-        })
 }
 
 /// `--log`: one of [`LOG_LEVELS`], case-insensitive, stored in lower case.

@@ -9,8 +9,8 @@
 //! - [`wire`]: the `lobbyd-wire` crate (`lobbyd-wire/`), re-exported so a Rust client
 //!   can depend on the wire formats alone. One module per protocol, no I/O, every parser
 //!   total. Two families: the fixed-layout messages (`frame`, `udp_lobby`, `udp_upstream`,
-//!   `instance`, `tcp_lobby/`, `wz::gamestruct`, `general/`) are zero-copy views with checked
-//!   constructors plus
+//!   `instance`, `tcp_lobby/`, `tcp_upstream/`, `wz::gamestruct`, `general/`) are zero-copy
+//!   views with checked constructors plus
 //!   `Repr` types with `parse`/`buffer_len`/`emit`, smoltcp's `wire`; the stream and document
 //!   protocols (`wz::legacy`, `wz/v4/` with its BSON and JSON decoders) are total decoders
 //!   with stated bounds. Imports nothing of this crate.
@@ -20,11 +20,13 @@
 //!   their bounded per-IP table. Pure, no clock reads; import nothing of the crate but
 //!   `capacity`.
 //! - [`accounts`]: users, the SQLite store (argon2id hashes), the password-verification
-//!   worker thread, login sessions, and the [`accounts::LoginPolicy`] and
+//!   worker thread, login sessions, the injected source of their ids and of the general
+//!   lobby's resume tokens (`tokens`), and the [`accounts::LoginPolicy`] and
 //!   [`accounts::VerifyResult`] every front end with logins shares. Imports nothing of the
 //!   crate.
 //! - [`rtype`]: the R-Type core, sans-IO: UDP rooms, seats, countdowns, game-instance
-//!   membership and the TCP lobby's parties (parties are rooms). `handle_*` in,
+//!   membership and the TCP lobby's parties (parties are rooms; in the upstream client's TCP
+//!   dialect, named rooms joined before connecting). `handle_*` in,
 //!   `poll_output`/`poll_timeout` out; a checked TCP frame becomes an input here
 //!   (`tcp_codec.rs`), player hashes come from an injected source. The general lobby's shape:
 //!   the façade `RtypeCore` (`mod.rs`) over components that each own their state (`rooms.rs`
@@ -38,29 +40,38 @@
 //! - [`general`]: the general lobby core, sans-IO: members, chat, games with owners, join
 //!   approval, relay, game data, server-hosted games (tic-tac-toe). May import `wire`,
 //!   `capacity`, `time`, `ratelimit`, `accounts` (types only).
+//! - [`directory`]: the room directory a group of lobbyd processes shares in Redis (keys with
+//!   a time to live, each node's own) and the `lobbyd-directory` thread that speaks Redis
+//!   for one node, fed by a bounded queue and reporting through the loop's waker, the one
+//!   module that imports `redis`. May import `wire`.
 //! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
 //!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
 //!   sockets. May import the cores' counter and room types.
-//! - [`config`]: the command line, one file per protocol (`config/wz.rs`,
+//! - [`config`]: the command line, one file per protocol (`config/rtype.rs`, `config/wz.rs`,
 //!   `config/general.rs`) over the parsing leaf `config/parse.rs`: flags into a validated
 //!   `Config`, or help, version, or a one-line usage error. May import `wire` limits,
 //!   `accounts` and the cores' config types.
-//! - [`net`]: the driver, the only module that imports `mio`, grouped by front end.
-//!   `server.rs` is the loop and documents the one seam (`FrontEnd`) every front end plugs
-//!   into. One folder per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`,
-//!   its TCP lobby in `tcp.rs` and `tcp_frames.rs`, the game instances' ports in
-//!   `instance.rs`, the OS source of player hashes in `random.rs`, the driver's counters in
-//!   `stats.rs`), `wz/` (with the reachability
-//!   probe in `probe.rs`), `general/` (its send queues and fan-out in `outbound.rs`, its
-//!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`,
-//!   the one TCP stream transport under the three TCP front ends (its counted send queues
-//!   and partial frames, under one memory budget per front end, in `buffers.rs`),
-//!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded),
-//!   `wake.rs` (the timerfd), `closer.rs` (the thread that closes released sockets off the
-//!   loop), `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its
-//!   fair queue, for any core), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs`
-//!   (the tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is
-//!   bound in `net::build`. May import everything above.
+//! - [`net`]: the driver, the only module that imports `mio`, grouped by front end. `server.rs`
+//!   is the loop and documents the one seam (`FrontEnd`) every front end plugs into. One folder
+//!   per front end: `rtype/` (the R-Type core's UDP sockets in `udp.rs`, its TCP lobby in
+//!   `tcp.rs` and `tcp_frames.rs` (its two dialects' length rules), the game instances' ports in
+//!   `instance.rs`, the OS source of player hashes in `random.rs`, the operator's game servers of
+//!   `--instance-exec` in `game_server.rs`, the driver's UDP and TCP counters in `stats.rs`), `wz/` (with the
+//!   reachability probe in `probe.rs` and the driver's counters in `stats.rs`), `general/` (the
+//!   way in, listener, admission and frame reader, in `mod.rs`; the way out, `Outbound`, owning
+//!   the core and the connections with their send queues and fan-out, in `outbound.rs`; its
+//!   counters in `stats.rs`). Under them `io/`, the plumbing with no protocol: `stream.rs`, the
+//!   one TCP stream transport under the three TCP front ends (its counted send queues and
+//!   partial frames, under one memory budget per front end, in `buffers.rs`), `frames.rs` (the
+//!   one reader of length-prefixed frames, over a protocol's length rule, used by the R-Type
+//!   TCP lobby and the general lobby), `admission.rs` (the per-address limits at accept),
+//!   `batch.rs` (`recvmmsg`/`sendmmsg`), `pass.rs` (the work per loop pass, bounded), `wake.rs`
+//!   (the timerfd), `closer.rs` (the thread that closes released sockets off the loop),
+//!   `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its fair
+//!   queue, for any core), `directory.rs` (the room directory's bridge: this node's rooms
+//!   out, the other nodes' into the ROOM_LIST cache), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs` (the
+//!   tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is bound in
+//!   `net::build`. May import everything above.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May
 //!   import `accounts`.
 //! - `fuzzing` (hidden from the docs): the entry points of the fuzz targets in `fuzz/` and the
@@ -81,6 +92,7 @@ pub mod accounts;
 pub mod capacity;
 pub mod cli_user;
 pub mod config;
+pub mod directory;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod general;

@@ -1,12 +1,12 @@
 //! The `lobbyd` binary: parse flags, set up logging, run the server.
 //!
 //! Deliberately thin: all validation lives in [`lobbyd::config`], all serving in the
-//! library. This file only maps a [`Command`] to process output and an exit code.
+//! library. This file only maps a [`CliCommand`] to process output and an exit code.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use lobbyd::config::{parse_args, Command, Config};
+use lobbyd::config::{parse_args, CliCommand, Config};
 
 fn main() -> ExitCode {
     // `lobbyd user add|del|list ...`: account administration, not the server.
@@ -28,11 +28,11 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     match parse_args(argv) {
-        Ok(Command::Help(text)) => {
+        Ok(CliCommand::Help(text)) => {
             print!("{text}");
             ExitCode::SUCCESS
         }
-        Ok(Command::Version(line)) => {
+        Ok(CliCommand::Version(line)) => {
             println!("{line}");
             ExitCode::SUCCESS
         }
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
             eprintln!("Try 'lobbyd --help' for more information.");
             ExitCode::from(2)
         }
-        Ok(Command::Run(config)) => {
+        Ok(CliCommand::Run(config)) => {
             // Rooms the descriptor limit cannot hold: refused before anything binds.
             let limit = lobbyd::net::fd_table::open_file_limit();
             if let Err(err) = lobbyd::net::fd_table::check_descriptor_limit(&config, limit) {

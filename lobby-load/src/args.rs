@@ -8,7 +8,7 @@ use getopts::Matches;
 
 use super::dialect::Dialect;
 use super::sources::{check_local, parse_sources};
-use super::{Mode, Options};
+use super::{Mode, Options, TcpDialect};
 
 /// Longest run.
 pub const MAX_DURATION_SECS: f64 = 3600.0;
@@ -19,7 +19,7 @@ pub const MAX_DATAGRAM: usize = 1472;
 
 /// What the command line asks for.
 #[derive(Debug)]
-pub enum Command {
+pub enum LoadCommand {
     /// Print this text and exit 0.
     Help(String),
     /// Run.
@@ -131,9 +131,11 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "dialect",
-        "udp-list, udp-create-join: the UDP lobby's spelling: seed (the default), or the \
-         upstream R-Type client's, its room list read as lobbyd's --rtype-udp-records says: \
-         upstream-v1 or upstream-v3.",
+        "the lobby dialect: seed or rfc (the default, the documents' own), upstream-v1 or \
+         upstream-v3 (udp-list, udp-create-join: the upstream R-Type client's UDP spelling, \
+         its room list read as lobbyd's --rtype-udp-records says), upstream (tcp-join: the \
+         upstream client's TCP dialect; each cycle creates a room, joins it, connects, \
+         leaves, so the server's --max-rooms must allow --concurrency rooms).",
         "NAME",
     );
     o.optflag(
@@ -178,10 +180,10 @@ pub fn usage() -> String {
 }
 
 /// Parses the arguments after the program name.
-pub fn parse(args: &[String]) -> Result<Command, String> {
+pub fn parse(args: &[String]) -> Result<LoadCommand, String> {
     let m = spec().parse(args).map_err(|e| e.to_string())?;
     if m.opt_present("help") {
-        return Ok(Command::Help(usage()));
+        return Ok(LoadCommand::Help(usage()));
     }
     let [mode] = m.free.as_slice() else {
         return Err("expected exactly one MODE".into());
@@ -253,19 +255,32 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "spread", &text, 0, 60_000,
         )?));
     }
-    if let Some(text) = m.opt_str("dialect") {
-        o.dialect = Dialect::from_name(&text).ok_or_else(|| {
-            format!(
-                "--dialect: '{text}' is none of {}",
-                Dialect::NAMES.join(", ")
-            )
-        })?;
+    // One flag for both transports: "seed" and "rfc" name the documents' dialect (the
+    // default), the upstream values are each for the modes that speak them.
+    match m.opt_str("dialect").as_deref() {
+        None | Some("seed") | Some("rfc") => {}
+        Some("upstream") if mode == Mode::TcpJoin => o.tcp_dialect = TcpDialect::Upstream,
+        Some("upstream") => return Err("--dialect upstream: tcp-join only".into()),
+        Some(text) => {
+            let udp = Dialect::from_name(text).ok_or_else(|| {
+                format!(
+                    "--dialect: '{text}' is none of rfc, upstream, {}",
+                    Dialect::NAMES.join(", ")
+                )
+            })?;
+            if !matches!(mode, Mode::UdpList | Mode::UdpCreateJoin) {
+                return Err(format!(
+                    "--dialect {text}: udp-list and udp-create-join only"
+                ));
+            }
+            o.dialect = udp;
+        }
     }
     o.start = m.opt_present("start");
     o.blocking = m.opt_present("blocking");
     o.json = m.opt_present("json");
     o.quiet = m.opt_present("quiet");
-    Ok(Command::Run(Box::new(o)))
+    Ok(LoadCommand::Run(Box::new(o)))
 }
 
 /// `ADDR:PORT`, `[V6]:PORT`, or a bare address with the mode's default port.
@@ -309,12 +324,13 @@ fn bounded(m: &Matches, name: &str, default: usize, lo: usize, hi: usize) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lobbyd::wire::udp_upstream::records::RecordLayout;
 
     fn run(args: &[&str]) -> Result<Options, String> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match parse(&args)? {
-            Command::Run(o) => Ok(*o),
-            Command::Help(_) => Err("help".into()),
+            LoadCommand::Run(o) => Ok(*o),
+            LoadCommand::Help(_) => Err("help".into()),
         }
     }
 
@@ -417,6 +433,48 @@ mod tests {
         assert!(run(&["udp-list", "--sources", "192.0.2.1"]).is_err());
         let o = run(&["udp-list", "--target", "192.0.2.1:4242", "--allow-remote"]).unwrap();
         assert_eq!(o.target.ip(), "192.0.2.1".parse::<IpAddr>().unwrap());
+    }
+
+    #[test]
+    fn dialect_is_rfc_or_upstream_for_tcp_join() {
+        assert_eq!(run(&["tcp-join"]).unwrap().tcp_dialect, TcpDialect::Rfc);
+        assert_eq!(
+            run(&["tcp-join", "--dialect", "upstream"])
+                .unwrap()
+                .tcp_dialect,
+            TcpDialect::Upstream
+        );
+        assert_eq!(
+            run(&["tcp-join", "--dialect", "rfc"]).unwrap().tcp_dialect,
+            TcpDialect::Rfc
+        );
+        assert!(run(&["tcp-idle", "--dialect", "upstream"]).is_err());
+        assert!(run(&["tcp-join", "--dialect", "aernw1"]).is_err());
+        assert!(run(&["tcp-join", "--dialect", "upstream-v3"]).is_err());
+    }
+
+    #[test]
+    fn dialect_is_seed_or_upstream_v1_v3_for_the_udp_lobby_modes() {
+        assert_eq!(run(&["udp-list"]).unwrap().dialect, Dialect::Seed);
+        assert_eq!(
+            run(&["udp-list", "--dialect", "seed"]).unwrap().dialect,
+            Dialect::Seed
+        );
+        assert_eq!(
+            run(&["udp-create-join", "--dialect", "upstream-v1"])
+                .unwrap()
+                .dialect,
+            Dialect::Upstream(RecordLayout::V1)
+        );
+        assert_eq!(
+            run(&["udp-list", "--dialect", "upstream-v3"])
+                .unwrap()
+                .dialect,
+            Dialect::Upstream(RecordLayout::V3)
+        );
+        assert!(run(&["udp-list", "--dialect", "upstream"]).is_err());
+        assert!(run(&["tcp-cycle", "--dialect", "upstream-v1"]).is_err());
+        assert!(run(&["udp-list", "--dialect", "v3"]).is_err());
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! - one module per family of modes: [`udp_rr`] (the request/reply engine over UDP) with
 //!   [`udp_modes`] (`udp-list`, `udp-create-join`, `echo`) and [`echo_server`]; [`relay`];
 //!   [`tcp_engine`] (connection-per-cycle clients over TCP) with [`tcp_modes`] (`tcp-join`,
-//!   `tcp-idle`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`, their game
+//!   `tcp-idle`), [`tcp_upstream`] (`tcp-join --dialect upstream`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`, their game
 //!   ports answering lobbyd's reachability probe in [`wz_probe`]) and
 //!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`);
 //!   [`hostile`] (`hostile-udp`, `hostile-tcp`, `hostile-wz`, `hostile-lobby`, `hostile-http`:
@@ -51,6 +51,7 @@ pub mod tcp_cycle;
 pub mod tcp_engine;
 pub mod tcp_modes;
 pub mod tcp_probe;
+pub mod tcp_upstream;
 pub mod udp_modes;
 pub mod udp_rr;
 pub mod write_floor;
@@ -207,6 +208,15 @@ impl Mode {
     }
 }
 
+/// The TCP lobby dialect a `tcp-join` client speaks (`--dialect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpDialect {
+    /// RFC R-Type-TCP-001 (docs/protocols/tcp-lobby.md).
+    Rfc,
+    /// The upstream R-Type client's dialect, rooms first (docs/protocols/tcp-lobby-upstream.md).
+    Upstream,
+}
+
 /// Everything a run needs, validated.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -253,8 +263,11 @@ pub struct Options {
     /// `tcp-cycle`: parties start in rounds, at random phases over this
     /// ([`start_rounds`]); `None`: each party starts as soon as it is ready.
     pub spread: Option<Duration>,
-    /// `udp-list`, `udp-create-join`: the spelling of the UDP lobby (`--dialect`).
+    /// `udp-list`, `udp-create-join`: the spelling of the UDP lobby (`--dialect seed`,
+    /// `upstream-v1`, `upstream-v3`).
     pub dialect: dialect::Dialect,
+    /// `tcp-join`: the TCP lobby dialect its clients speak (`--dialect rfc`, `upstream`).
+    pub tcp_dialect: TcpDialect,
     /// Print a JSON summary instead of text.
     pub json: bool,
     /// No progress line.
@@ -288,6 +301,7 @@ impl Options {
             hold: mode.default_hold(),
             spread: None,
             dialect: dialect::Dialect::Seed,
+            tcp_dialect: TcpDialect::Rfc,
             json: false,
             quiet: false,
             tty: false,
@@ -374,6 +388,12 @@ fn run_fitted(options: &Options, progress: &mut dyn std::io::Write) -> std::io::
             udp_rr::run_exchange(options, target, echo, progress)
         }
         Mode::Relay => relay::run(options, progress),
+        Mode::TcpJoin if options.tcp_dialect == TcpDialect::Upstream => run_tcp(
+            options,
+            tcp_upstream::UpstreamJoin,
+            options.concurrency,
+            progress,
+        ),
         Mode::TcpJoin => run_tcp(
             options,
             tcp_modes::LobbyJoin::new(false, options.concurrency, None),

@@ -10,7 +10,7 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use lobby_load::args::{parse, Command};
+use lobby_load::args::{parse, LoadCommand};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args_os()
@@ -18,11 +18,11 @@ fn main() -> ExitCode {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let mut options = match parse(&argv) {
-        Ok(Command::Help(text)) => {
+        Ok(LoadCommand::Help(text)) => {
             print!("{text}");
             return ExitCode::SUCCESS;
         }
-        Ok(Command::Run(options)) => options,
+        Ok(LoadCommand::Run(options)) => options,
         Err(reason) => {
             eprintln!("lobby-load: {reason}");
             eprintln!("Try 'lobby-load --help' for more information.");

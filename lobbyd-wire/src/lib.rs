@@ -15,6 +15,8 @@
 //! - [`udp_upstream`]: the upstream R-Type program's spelling of the UDP room lobby (its own
 //!   17-byte framing, `udp_upstream::Frame`, and `RequestRepr`/`ReplyRepr`), and `sniff`,
 //!   which tells a datagram's dialect from its first four bytes.
+//! - [`directory`]: the room table a node of a group publishes in the directory (a header
+//!   and ROOM_LIST's own records), `NodeRoomsRepr` with `parse`/`buffer_len`/`emit`.
 //! - [`udp_lobby`] and [`instance`]: `RequestRepr`/`ReplyRepr` and `ClientRepr`/`ServerRepr`
 //!   on that framing. Their `parse` takes the datagram, `&[u8]`, not a `&Frame`: a datagram
 //!   is exactly one message, so `parse` opens it itself ([`frame::open`]: length, CRC-32,
@@ -30,6 +32,11 @@
 //!   `ServerRepr::parse(&Frame)` over a total, borrowing parameter reader
 //!   ([`general::params`]); frames are cut from a stream by `general::next_frame`, which
 //!   refuses an oversized frame from its 8 header bytes alone.
+//! - [`tcp_upstream`]: the upstream R-Type client's dialect of the TCP lobby (`u32`
+//!   little-endian length frames, room messages before the party ones), the view
+//!   `tcp_upstream::Frame` and `ClientRepr`/`ServerRepr`, cut by `tcp_upstream::next_frame`
+//!   (a length of 0 or over the limit refused from its 4 bytes alone); `tcp_upstream::sniff`
+//!   tells it from the RFC dialect on a connection's first 5 bytes at most.
 //!
 //! **(b) Stream and document protocols**: total decoders over a connection's read buffer,
 //! each with a stated bound on what a peer can make it wait for, copy or allocate; writers
@@ -49,8 +56,8 @@
 //! needs, a payload longer than the format can declare), never on a peer's bytes. The
 //! errors are small `Copy` enums with a hand-written `Display` and an `as_str` metric label:
 //! [`frame::Error`] (shared by the two datagram protocols), [`udp_upstream::Error`],
-//! [`tcp_lobby::Error`] and
-//! [`tcp_lobby::NameError`], [`general::Error`], [`wz::Error`] (legacy and GAMESTRUCT),
+//! [`tcp_lobby::Error`] and [`tcp_lobby::NameError`], [`tcp_upstream::Error`],
+//! [`general::Error`], [`directory::Error`], [`wz::Error`] (legacy and GAMESTRUCT),
 //! [`wz::v4::DecodeError`].
 //! Nothing here does I/O, reads a clock, logs or counts, or decides what a message means for
 //! the lobby: the cores do.
@@ -62,10 +69,12 @@
 /// private `mod field` lists its offsets as these.
 pub type Field = core::ops::Range<usize>;
 
+pub mod directory;
 pub mod frame;
 pub mod general;
 pub mod instance;
 pub mod tcp_lobby;
+pub mod tcp_upstream;
 pub mod udp_lobby;
 pub mod udp_upstream;
 pub mod wz;

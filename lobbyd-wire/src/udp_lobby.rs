@@ -283,6 +283,12 @@ pub struct RoomRecord {
 }
 
 impl RoomRecord {
+    /// Decodes one record from exactly [`ROOM_RECORD_LEN`] bytes (total: any bytes are a
+    /// record).
+    pub fn from_bytes(bytes: &[u8; ROOM_RECORD_LEN]) -> RoomRecord {
+        RoomRecord::read(bytes)
+    }
+
     /// Decodes one record from exactly [`ROOM_RECORD_LEN`] bytes.
     fn read(bytes: &[u8; ROOM_RECORD_LEN]) -> RoomRecord {
         RoomRecord {
@@ -483,6 +489,10 @@ pub fn emit_room_list(
     finish_room_list(buf, seq, count)
 }
 
+/// Where a ROOM_LIST datagram's first record starts (after the frame header and the count):
+/// [`write_room_records`] writes records from here.
+pub const ROOM_RECORDS_OFFSET: usize = frame::HEADER_LEN + field::ROOM_RECORDS;
+
 /// Writes the records of a ROOM_LIST into their place in `buf` (after header and count) and
 /// returns how many fit, as [`emit_room_list`] does. [`finish_room_list`] then frames them;
 /// the records stay valid for any number of later `finish_room_list` calls with other
@@ -492,7 +502,7 @@ pub fn emit_room_list(
 /// If `buf` is shorter than an empty list, `room_list_len(0)` = 14 bytes.
 pub fn write_room_records(buf: &mut [u8], rooms: impl IntoIterator<Item = RoomRecord>) -> usize {
     let capacity = room_list_capacity(buf);
-    let records_start = frame::HEADER_LEN + field::ROOM_RECORDS;
+    let records_start = ROOM_RECORDS_OFFSET;
     let mut count = 0usize;
     // Slots first: `zip` stops on the first exhausted side before pulling the other, so a room
     // that does not fit is left in the caller's iterator.

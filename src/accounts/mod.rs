@@ -1,6 +1,6 @@
 //! User accounts, shared by every front end that takes logins and by `lobbyd user`:
 //! the vocabulary here, the SQLite store in [`store`], the password-verification thread in
-//! [`worker`], login sessions in [`sessions`].
+//! [`worker`], login sessions in [`sessions`], the source of their secret ids in [`tokens`].
 //!
 //! Implements docs/protocols/wz-v4.md "Login policy" and "Sessions" (the Warzone v4 protocol
 //! was the first user; any later core asks the same way). A core never touches the store or
@@ -10,13 +10,15 @@
 //! What this module must not do: log or store a password in clear, touch a socket, or import
 //! anything else of the crate (it is the ground floor the cores, the driver and the CLI
 //! stand on). Only [`store`] reads the clock (an account's creation time) and only
-//! [`worker`] starts a thread; [`sessions`] is sans-IO.
+//! [`worker`] starts a thread; [`sessions`] is sans-IO (the driver hands it
+//! [`tokens::os_tokens`]).
 
 use std::fmt;
 use std::str::FromStr;
 
 pub mod sessions;
 pub mod store;
+pub mod tokens;
 pub mod worker;
 
 /// Longest account name, in bytes.

@@ -1,15 +1,17 @@
 //! Login sessions: the random token a successful login hands out and the bounded table of
 //! live ones (docs/protocols/wz-v4.md "Sessions").
 //!
-//! Sans-IO: it never reads the clock (the caller passes `now`); its only contact with the
-//! OS is `getrandom` for new tokens. Bounded: at most `max` sessions, the oldest evicted.
+//! Sans-IO: it never reads the clock (the caller passes `now`) and draws its ids from the
+//! [`TokenSource`] it is given (the driver's is the OS CSPRNG). Bounded: at most `max`
+//! sessions, the oldest evicted.
 //! Must not log session ids: they are secrets, so [`Sessions`]' `Debug` shows counts only.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::{AccountError, UserId};
+use super::tokens::TokenSource;
+use super::UserId;
 
 /// A session token: 128 random bits, shown as 32 lowercase hex characters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,6 +44,8 @@ impl fmt::Display for SessionId {
 pub const SESSION_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// Default number of live sessions; the oldest is evicted beyond it.
 pub const MAX_SESSIONS: usize = 10_000;
+/// Draws for a session id not live yet before [`Sessions::create`] gives up (a broken source).
+const ID_DRAWS: usize = 8;
 
 struct Session {
     user: UserId,
@@ -58,6 +62,7 @@ pub struct Sessions {
     next_seq: u64,
     ttl: Duration,
     max: usize,
+    ids: TokenSource,
 }
 
 /// Shows the count only: session ids are secrets.
@@ -71,21 +76,16 @@ impl fmt::Debug for Sessions {
     }
 }
 
-impl Default for Sessions {
-    fn default() -> Sessions {
-        Sessions::new(SESSION_TTL, MAX_SESSIONS)
-    }
-}
-
 impl Sessions {
-    /// Sessions living `ttl`, at most `max` at once (at least one).
-    pub fn new(ttl: Duration, max: usize) -> Sessions {
+    /// Sessions living `ttl`, at most `max` at once (at least one), their ids drawn from `ids`.
+    pub fn new(ttl: Duration, max: usize, ids: TokenSource) -> Sessions {
         Sessions {
             live: HashMap::new(),
             order: VecDeque::new(),
             next_seq: 0,
             ttl,
             max: max.max(1),
+            ids,
         }
     }
 
@@ -99,11 +99,13 @@ impl Sessions {
         self.live.is_empty()
     }
 
-    /// Opens a session for `user`, evicting the oldest when full.
-    pub fn create(&mut self, now: Instant, user: UserId) -> Result<SessionId, AccountError> {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(AccountError::Random)?;
-        let id = SessionId(bytes);
+    /// Opens a session for `user`, evicting the oldest when full; `None` when the id source
+    /// gave only live ids in [`ID_DRAWS`] draws (a broken source).
+    pub fn create(&mut self, now: Instant, user: UserId) -> Option<SessionId> {
+        let live = &self.live;
+        let id = (0..ID_DRAWS)
+            .map(|_| SessionId((self.ids)()))
+            .find(|id| !live.contains_key(id))?;
         while self.live.len() >= self.max {
             let Some((seq, old)) = self.order.pop_front() else {
                 break;
@@ -128,7 +130,7 @@ impl Sessions {
             },
         );
         self.order.push_back((seq, id));
-        Ok(id)
+        Some(id)
     }
 
     /// The user of a live session given in its text form; expired sessions are dropped.
@@ -161,10 +163,11 @@ impl Sessions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accounts::tokens::{counting_tokens, os_tokens};
 
     #[test]
     fn session_ids() {
-        let mut sessions = Sessions::default();
+        let mut sessions = Sessions::new(SESSION_TTL, MAX_SESSIONS, os_tokens("test"));
         let now = Instant::now();
         let id = sessions.create(now, UserId(7)).expect("create");
         let text = id.to_string();
@@ -182,7 +185,7 @@ mod tests {
 
     #[test]
     fn sessions_expire_and_are_removed() {
-        let mut sessions = Sessions::new(Duration::from_secs(60), 10);
+        let mut sessions = Sessions::new(Duration::from_secs(60), 10, counting_tokens());
         let t0 = Instant::now();
         let a = sessions.create(t0, UserId(1)).expect("create").to_string();
         assert_eq!(
@@ -203,8 +206,32 @@ mod tests {
     }
 
     #[test]
+    fn a_live_id_is_drawn_again_and_a_stuck_source_refused() {
+        let t0 = Instant::now();
+        // Every other draw repeats the first id: the second session takes the next one.
+        let mut n = 0u8;
+        let mut sessions = Sessions::new(
+            SESSION_TTL,
+            10,
+            Box::new(move || {
+                n = n.wrapping_add(1);
+                [if n % 2 == 0 { 1 } else { n }; 16]
+            }),
+        );
+        let a = sessions.create(t0, UserId(1)).expect("first");
+        let b = sessions.create(t0, UserId(2)).expect("drawn again");
+        assert_ne!(a, b);
+        assert_eq!(sessions.validate(t0, &a.to_string()), Some(UserId(1)));
+        assert_eq!(sessions.validate(t0, &b.to_string()), Some(UserId(2)));
+        let mut stuck = Sessions::new(SESSION_TTL, 10, Box::new(|| [7; 16]));
+        assert!(stuck.create(t0, UserId(1)).is_some());
+        assert_eq!(stuck.create(t0, UserId(2)), None);
+        assert_eq!(stuck.len(), 1);
+    }
+
+    #[test]
     fn sessions_evict_oldest() {
-        let mut sessions = Sessions::new(SESSION_TTL, 3);
+        let mut sessions = Sessions::new(SESSION_TTL, 3, counting_tokens());
         let t0 = Instant::now();
         let ids: Vec<String> = (0..5)
             .map(|n| sessions.create(t0, UserId(n)).expect("create").to_string())

@@ -5,7 +5,7 @@ use super::*;
 
 pub(super) fn run(args: &[&str]) -> Result<Config, UsageError> {
     match parse_args(args.iter().map(|a| a.to_string()))? {
-        Command::Run(config) => Ok(*config),
+        CliCommand::Run(config) => Ok(*config),
         other => panic!("expected Run, got {other:?}"),
     }
 }
@@ -61,19 +61,22 @@ fn defaults() {
 #[test]
 fn help_and_version() {
     let help = parse_args(["--help".to_string()]).unwrap();
-    let Command::Help(text) = help else {
+    let CliCommand::Help(text) = help else {
         panic!("expected Help, got {help:?}");
     };
     assert!(text.contains("--instance-ports LO-HI"));
     assert!(text.contains("(default 4300-4399)"));
-    assert_eq!(parse_args(["-h".to_string()]).unwrap(), Command::Help(text));
-    let expected = Command::Version(format!("lobbyd {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        parse_args(["-h".to_string()]).unwrap(),
+        CliCommand::Help(text)
+    );
+    let expected = CliCommand::Version(format!("lobbyd {}", env!("CARGO_PKG_VERSION")));
     assert_eq!(parse_args(["-V".to_string()]).unwrap(), expected);
     assert_eq!(parse_args(["--version".to_string()]).unwrap(), expected);
     // Help wins over a bad value, not over an unknown flag.
     assert!(matches!(
         parse_args(["--port".into(), "x".into(), "-h".into()]),
-        Ok(Command::Help(_))
+        Ok(CliCommand::Help(_))
     ));
     assert!(parse_args(["--nope".into(), "-h".into()]).is_err());
 }

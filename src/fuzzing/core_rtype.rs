@@ -23,24 +23,36 @@
 //!   answers a JOIN_ROOM that offered it,
 //!   every HELLO and PING is answered or counted as ignored, every TCP request is answered,
 //!   counted, or is a READY that changes nothing (which the core answers with silence);
+//! - a third of the TCP connections speak the upstream client's dialect
+//!   (`docs/protocols/tcp-lobby-upstream.md`): rooms listed, created and joined, a seat
+//!   held before CONNECT_REQ (hash 0 until then), READY toggled with its own hash or a
+//!   foreign one; their messages encode in that dialect, and a party never mixes dialects;
 //! - one step queues a bounded number of outputs.
 //!
 //! At the end, once every client is silent past the idle timeout, every room is reaped and
 //! every connection closed.
+//!
+//! With [`RtypeConfig::instance_exec`] (the `core_rtype_exec` target) every instance is a game
+//! server the fake driver "starts" ([`Output::StartInstance`]) and that exits when a step says
+//! so ([`RtypeCore::handle_instance_exited`]); nobody talks to lobbyd's instance protocol then.
+//! The same invariants hold, and: a stop ([`Output::CloseInstance`]) is only for a game server
+//! that runs or has just exited; a room never outlives its game server's exit unless it is a
+//! party still in its lobby; at the end, once every game server has exited, nothing is left.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use crate::rtype::{
-    server_repr, ConnClose, ConnId, Dialect, InstanceRequest, LobbyReply, LobbyRequest, Output,
-    PartyConfig, RoomId, RoomKind, RoomSettings, RoomState, RtypeConfig, RtypeCore, RtypeStats,
-    TcpInput, TcpMessage, TcpRequest,
+    server_repr, upstream_repr, ConnClose, ConnId, Dialect, InstanceRequest, LobbyReply,
+    LobbyRequest, Output, PartyConfig, RoomId, RoomKind, RoomSettings, RoomState, RtypeConfig,
+    RtypeCore, RtypeStats, TcpInput, TcpMessage, TcpRequest,
 };
 use crate::wire::tcp_lobby::{
     self as wire, name_field, next_frame, next_frame_max, ClientRepr, Next, ServerRepr,
     MAX_SERVER_PAYLOAD,
 };
+use crate::wire::tcp_upstream as up;
 
 use super::script::{Choices, Script, ScriptRng};
 
@@ -66,6 +78,8 @@ pub struct RtypeSim {
     mix: Mix,
     free_ports: BTreeSet<u16>,
     open: BTreeMap<RoomId, u16>,
+    /// Rooms whose game server exited (`instance_exec`): a stop for them is a no-op.
+    exited: BTreeSet<RoomId>,
     known_rooms: Vec<RoomId>,
     last_created: u32,
     max_rooms: usize,
@@ -125,6 +139,7 @@ impl RtypeSim {
             // Fewer ports than rooms allowed, so "no instance port" happens too.
             free_ports: (4300..4300 + max_rooms as u16 - 2).collect(),
             open: BTreeMap::new(),
+            exited: BTreeSet::new(),
             known_rooms: Vec::new(),
             last_created: 0,
             max_rooms,
@@ -146,7 +161,9 @@ impl RtypeSim {
     /// party member).
     fn output_bound(&self) -> usize {
         let seats = usize::from(self.lobby.config().max_players);
-        16 + (self.lobby.room_count() + 2) * (4 * seats + 8) + 4 * (self.conns.len() + 1) * seats
+        let conns = self.conns.len() + 1;
+        // Upstream dialect: each seat freed tells every connection not in a room.
+        16 + (self.lobby.room_count() + 2) * (4 * seats + 8) + 4 * conns * seats + conns * conns
     }
 
     /// Carries out every output, as the driver must after each call; returns them.
@@ -166,7 +183,7 @@ impl RtypeSim {
 
     fn carry_out(&mut self, output: Output) {
         match output {
-            Output::OpenInstance { room } => {
+            Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
                 let port = self.free_ports.pop_first();
                 if let Some(port) = port {
                     assert!(
@@ -176,13 +193,12 @@ impl RtypeSim {
                 }
                 self.lobby.handle_instance_opened(self.now, room, port);
             }
-            Output::CloseInstance { room } => {
-                let port = self
-                    .open
-                    .remove(&room)
-                    .expect("closing a room never opened");
-                self.free_ports.insert(port);
-            }
+            Output::CloseInstance { room } => match self.open.remove(&room) {
+                Some(port) => {
+                    self.free_ports.insert(port);
+                }
+                None => assert!(self.exited.contains(&room), "closing {room}, never opened"),
+            },
             Output::Lobby {
                 reply: LobbyReply::RoomCreated { room, port },
                 ..
@@ -210,7 +226,12 @@ impl RtypeSim {
                     self.conns.contains_key(&conn.0),
                     "{msg:?} to closed {conn:?}"
                 );
-                assert_encodes(&msg);
+                let upstream = self.conns.get(&conn.0).is_some_and(|c| c.upstream);
+                if upstream {
+                    assert_encodes_upstream(&msg);
+                } else {
+                    assert_encodes(&msg);
+                }
                 if let TcpMessage::ConnectAck { hash, .. } = msg {
                     assert_ne!(hash, 0);
                     self.hashes.insert(conn.0, hash);
@@ -253,6 +274,13 @@ impl RtypeSim {
                 continue;
             };
             assert!(party.member_count() <= room.max_players());
+            // One party, one dialect.
+            let upstream = party.dialect() == up::Dialect::Upstream;
+            for (_, member) in party.members() {
+                if let Some(cut) = self.conns.get(&member.conn.0) {
+                    assert_eq!(cut.upstream, upstream, "{:?} mixes dialects", room.id);
+                }
+            }
             // From GAME_START on, the seats are the game's roster, whose clients may close.
             if matches!(room.state, RoomState::Waiting | RoomState::Countdown) {
                 for (slot, member) in party.members() {
@@ -272,7 +300,12 @@ impl RtypeSim {
             .lobby
             .rooms()
             .filter_map(|room| self.lobby.party(room.id))
-            .flat_map(|party| party.members().map(|(_, m)| m.hash))
+            .flat_map(|party| {
+                party
+                    .members()
+                    .filter(|(_, m)| m.connected)
+                    .map(|(_, m)| m.hash)
+            })
             .collect();
         let unique: BTreeSet<u64> = live.iter().copied().collect();
         assert_eq!(unique.len(), live.len(), "two live players share a hash");
@@ -303,8 +336,86 @@ impl RtypeSim {
         }
     }
 
+    /// An upstream-dialect connection: mostly the newest (so a session, whose steps depend
+    /// on where it stands, gets runs of them), now and then any.
+    fn upstream_conn(&self, choices: &mut impl Choices) -> usize {
+        let upstream: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, cut)| cut.upstream)
+            .map(|(&conn, _)| conn)
+            .collect();
+        match upstream.last() {
+            Some(&newest) if !choices.one_in(3) => newest,
+            _ => choices.pick(&upstream).unwrap_or(0),
+        }
+    }
+
+    /// A step of an upstream-dialect connection: a room request, CONNECT_REQ, a READY toggle
+    /// with its own hash or a foreign one, START_REQ, DISCONNECT, a close or garbage.
+    fn upstream_step(&mut self, conn: usize, kind: u8, choices: &mut impl Choices) {
+        let own = self.hashes.get(&conn).copied().unwrap_or(0);
+        let name = name_field(choices.pick(&["A", "B", "", "room"]).unwrap_or("A"));
+        // Mostly a room of this dialect (as its client would pick from the list), now and
+        // then any party or a made-up id.
+        let rooms: Vec<u32> = self.lobby.upstream_rooms().map(|r| r.id).collect();
+        let parties: Vec<u32> = self.lobby.rooms().map(|r| r.id.0).collect();
+        let room = match choices.below(6) {
+            0 => choices.below(20) as u32,
+            1 => choices.pick(&parties).unwrap_or(0),
+            _ => choices.pick(&rooms).unwrap_or(0),
+        };
+        let hash = if choices.one_in(5) {
+            choices.below(64)
+        } else {
+            own
+        };
+        // Mostly what the real client would send next from where it stands, else anything.
+        let in_room = self.lobby.party_of(ConnId(conn)).is_some();
+        let ready = self.ready_flag(ConnId(conn)) == Some(true);
+        let next = match (kind, in_room, own != 0, choices.below(6)) {
+            (17, ..) => choices.below(3) + 7,
+            (_, false, _, 0) => 0,
+            (_, false, _, 1 | 2) => 1,
+            (_, false, _, _) => 2,
+            (_, true, false, _) => 3,
+            (_, true, true, _) if ready => 4,
+            (_, true, true, _) => 5,
+        };
+        let next = if choices.one_in(4) {
+            choices.below(10)
+        } else {
+            next
+        };
+        let request = match next {
+            0 => up::ClientRepr::ListRoomsReq,
+            1 => up::ClientRepr::CreateRoomReq { name: &name },
+            2 => up::ClientRepr::JoinRoomReq { room_id: room },
+            3 => up::ClientRepr::ConnectReq { name: &name },
+            4 => up::ClientRepr::StartReq,
+            5 | 6 => up::ClientRepr::ReadyReq { hash },
+            7 => up::ClientRepr::Disconnect { hash },
+            8 => return self.input(conn, TcpInput::Closed(ConnClose::PeerClosed)),
+            _ => {
+                // Garbage: partial frames, bad lengths and types.
+                let bytes = choices.bytes(40);
+                return self.feed(conn, &bytes);
+            }
+        };
+        let mut bytes = [0u8; up::HEADER_LEN + up::NAME_LEN];
+        let len = request.emit(&mut bytes);
+        self.feed(conn, &bytes[..len]);
+    }
+
+    /// An RFC-dialect connection (an upstream one now and then: RFC bytes in its stream).
     fn conn(&self, choices: &mut impl Choices) -> usize {
-        let open: Vec<usize> = self.conns.keys().copied().collect();
+        let any = choices.one_in(20);
+        let open: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, cut)| any || !cut.upstream)
+            .map(|(&conn, _)| conn)
+            .collect();
         choices.pick(&open).unwrap_or(0)
     }
 
@@ -339,6 +450,8 @@ impl RtypeSim {
                 };
                 self.lobby_request(from, choices, request);
             }
+            // A game server's players talk to it, not to lobbyd: its exit is the event.
+            4..=9 | 18 if self.exec() => self.game_server_exits(choices),
             4 | 5 => self.instance_request(from, choices, InstanceRequest::Hello { token: None }),
             6 => self.instance_request(from, choices, InstanceRequest::Leave),
             7 => self.instance_request(from, choices, InstanceRequest::Start),
@@ -346,10 +459,23 @@ impl RtypeSim {
             9 => self.data(from, choices),
             12 | 13 => {
                 self.next_conn += 1;
-                self.conns.insert(self.next_conn, StreamCut::default());
+                let upstream = choices.one_in(3);
+                let cut = StreamCut {
+                    upstream,
+                    ..StreamCut::default()
+                };
+                self.conns.insert(self.next_conn, cut);
                 self.lobby
                     .handle_tcp_open(self.now, ConnId(self.next_conn), from);
                 self.drain();
+                if upstream {
+                    // What the driver reports once the first bytes told the dialect.
+                    self.input(self.next_conn, TcpInput::Upstream);
+                }
+            }
+            14..=17 if choices.one_in(3) && self.conns.values().any(|c| c.upstream) => {
+                let conn = self.upstream_conn(choices);
+                self.upstream_step(conn, kind, choices);
             }
             14 => {
                 let names = ["A", "B", "C", "", "B"];
@@ -391,6 +517,45 @@ impl RtypeSim {
             _ => self.wait(Duration::from_millis(choices.below(900))),
         }
         self.check();
+    }
+
+    fn exec(&self) -> bool {
+        self.lobby.config().instance_exec
+    }
+
+    /// The game server of a room the driver runs one for exits (or, now and then, a report
+    /// for a room without one).
+    fn game_server_exits(&mut self, choices: &mut impl Choices) {
+        let room = self.room(choices);
+        if let Some(port) = self.open.remove(&room) {
+            self.free_ports.insert(port);
+            self.exited.insert(room);
+        }
+        self.lobby.handle_instance_exited(self.now, room);
+        self.drain();
+        if let Some(room) = self.lobby.room(room) {
+            // Only a party still in its lobby outlives its game server, Waiting, without a port.
+            let waiting = (room.kind, room.state, room.port);
+            assert_eq!(
+                waiting,
+                (RoomKind::Party, RoomState::Waiting, None),
+                "{:?} outlived its game server",
+                room.id
+            );
+        }
+    }
+
+    /// Every running game server exits (`instance_exec`).
+    fn every_game_server_exits(&mut self) {
+        let rooms: Vec<RoomId> = self.open.keys().copied().collect();
+        for room in rooms {
+            if let Some(port) = self.open.remove(&room) {
+                self.free_ports.insert(port);
+                self.exited.insert(room);
+            }
+            self.lobby.handle_instance_exited(self.now, room);
+            self.drain();
+        }
     }
 
     fn wait(&mut self, by: Duration) {
@@ -512,7 +677,10 @@ impl RtypeSim {
             return;
         }
         let counted = |stats: &RtypeStats| {
-            stats.tcp.violations.iter().sum::<u64>() + stats.tcp.closed.iter().sum::<u64>()
+            stats.tcp.violations.iter().sum::<u64>()
+                + stats.tcp.closed.iter().sum::<u64>()
+                + stats.tcp.upstream_refused.iter().sum::<u64>()
+                + stats.tcp.foreign_ready
         };
         let before = counted(&self.lobby.stats);
         let unchanged_ready = match input {
@@ -522,6 +690,7 @@ impl RtypeSim {
         match input {
             TcpInput::Request(request) => self.lobby.handle_tcp_request(self.now, id, request),
             TcpInput::Violation(reason) => self.lobby.handle_tcp_violation(id, reason),
+            TcpInput::Upstream => self.lobby.handle_tcp_upstream(id),
             TcpInput::Closed(why) => {
                 self.conns.remove(&conn);
                 self.hashes.remove(&conn);
@@ -556,6 +725,10 @@ impl RtypeSim {
     pub fn wind_down(&mut self) {
         let idle = self.lobby.config().idle_timeout;
         for _ in 0..40 {
+            // Game servers end by themselves; the last players may still start new ones.
+            if self.exec() {
+                self.every_game_server_exits();
+            }
             self.wait(idle / 4);
             self.check();
         }
@@ -577,6 +750,8 @@ impl RtypeSim {
 struct StreamCut {
     partial: Vec<u8>,
     skip: usize,
+    /// The stream is in the upstream client's dialect.
+    upstream: bool,
 }
 
 impl StreamCut {
@@ -588,6 +763,25 @@ impl StreamCut {
         self.partial.extend_from_slice(bytes);
         let mut inputs = Vec::new();
         let mut at = 0;
+        while self.upstream {
+            match up::next_frame(&self.partial[at..]) {
+                up::Next::Frame { frame, consumed } => {
+                    inputs.push(TcpInput::of_upstream_frame(&frame));
+                    at += consumed;
+                }
+                up::Next::BadLength { declared } => {
+                    inputs.push(TcpInput::BAD_LENGTH);
+                    at += up::LENGTH_LEN;
+                    let skipped = declared.min(self.partial.len() - at);
+                    at += skipped;
+                    self.skip = declared - skipped;
+                }
+                up::Next::NeedMore => {
+                    self.partial.drain(..at);
+                    return inputs;
+                }
+            }
+        }
         loop {
             match next_frame(&self.partial[at..]) {
                 Next::Frame { frame, consumed } => {
@@ -634,6 +828,25 @@ fn assert_encodes(msg: &TcpMessage) {
     assert_eq!(again, buf, "{msg:?} changes through the wire");
 }
 
+/// Every upstream-dialect message the core sends (but GAME_START and LIST_ROOMS_ACK, built by
+/// the driver from the core's data) encodes to a frame that reads back the same.
+fn assert_encodes_upstream(msg: &TcpMessage) {
+    let Some(repr) = upstream_repr(msg) else {
+        return;
+    };
+    let mut buf = vec![0u8; repr.buffer_len()];
+    let len = repr.emit(&mut buf);
+    let up::Next::Frame { frame, consumed } = up::next_frame_max(&buf[..len], up::MAX_LEN) else {
+        panic!("{msg:?} does not encode to one whole frame");
+    };
+    assert_eq!(consumed, len);
+    assert_eq!(
+        up::ServerRepr::parse(&frame),
+        Ok(repr),
+        "{msg:?} changes through the wire"
+    );
+}
+
 /// The seeded simulation of `tests/it/simulation.rs`: `steps` steps of `mix`, then the wind-down;
 /// returns the counters so the test can check the run reached the interesting places.
 pub fn simulate(seed: u64, steps: usize, mix: Mix) -> RtypeStats {
@@ -646,9 +859,29 @@ pub fn simulate(seed: u64, steps: usize, mix: Mix) -> RtypeStats {
     sim.stats().clone()
 }
 
+/// [`simulate`] with every instance a game server (`--instance-exec`).
+pub fn simulate_exec(seed: u64, steps: usize) -> RtypeStats {
+    let config = RtypeConfig {
+        instance_exec: true,
+        ..seeded_config()
+    };
+    let mut sim = RtypeSim::new(config, Mix::Both, seed ^ 0x5555);
+    let mut rng = ScriptRng(seed);
+    for _ in 0..steps {
+        sim.step(&mut rng);
+    }
+    sim.wind_down();
+    sim.stats().clone()
+}
+
 fn fuzz(input: &[u8], mix: Mix) {
+    fuzz_with(input, mix, false);
+}
+
+fn fuzz_with(input: &[u8], mix: Mix, instance_exec: bool) {
     let mut script = Script::new(input);
-    let config = scripted_config(&mut script);
+    let mut config = scripted_config(&mut script);
+    config.instance_exec = instance_exec;
     let hash_seed = script.below(1 << 16);
     let mut sim = RtypeSim::new(config, mix, hash_seed);
     while !script.is_done() {
@@ -665,6 +898,12 @@ pub fn fuzz_udp(input: &[u8]) {
 /// Fuzz target `core_rtype_tcp`: TCP lobby parties and their instances, scripted by `input`.
 pub fn fuzz_tcp(input: &[u8]) {
     fuzz(input, Mix::Tcp);
+}
+
+/// Fuzz target `core_rtype_exec`: UDP rooms and TCP parties whose instances are game servers
+/// (`--instance-exec`) that start, exit and are stopped, scripted by `input`.
+pub fn fuzz_exec(input: &[u8]) {
+    fuzz_with(input, Mix::Both, true);
 }
 
 /// Room names an upstream CREATE_ROOM offers: none, a short one, the longest kept, one byte

@@ -126,11 +126,19 @@ fn scripted_config(choices: &mut impl Choices) -> WzConfig {
 }
 
 impl WzSim {
-    /// An empty master server with `config`.
-    pub fn new(config: WzConfig) -> WzSim {
+    /// An empty master server with `config`. Session ids come from a small space (4,096
+    /// values) seeded by `session_seed`, so an id already live is drawn now and then and the
+    /// core must draw again.
+    pub fn new(config: WzConfig, session_seed: u64) -> WzSim {
         let now = Instant::now();
+        let mut id_rng = ScriptRng(session_seed);
+        let session_ids = Box::new(move || {
+            let mut id = [0u8; 16];
+            id[..2].copy_from_slice(&(id_rng.below(4096) as u16).to_le_bytes());
+            id
+        });
         WzSim {
-            lobby: WzLobby::new(config, now),
+            lobby: WzLobby::new(config, now, session_ids),
             now,
             conns: BTreeMap::new(),
             next_conn: 0,
@@ -606,7 +614,7 @@ fn gamestruct(choices: &mut impl Choices, game_ids: &[u32]) -> [u8; GAMESTRUCT_L
 /// The seeded simulation of `tests/it/simulation_wz.rs`: `steps` steps, then the wind-down.
 /// Returns the counters so the test can check the run reached the interesting places.
 pub fn simulate(seed: u64, steps: usize) -> WzStats {
-    let mut sim = WzSim::new(seeded_config());
+    let mut sim = WzSim::new(seeded_config(), !seed);
     let mut rng = ScriptRng(seed);
     for _ in 0..steps {
         sim.step(&mut rng);
@@ -618,7 +626,8 @@ pub fn simulate(seed: u64, steps: usize) -> WzStats {
 /// Fuzz target `core_wz`: the Warzone master server, scripted by `input`.
 pub fn fuzz(input: &[u8]) {
     let mut script = Script::new(input);
-    let mut sim = WzSim::new(scripted_config(&mut script));
+    // A fixed session seed: the input's bytes keep steering the same choices as before.
+    let mut sim = WzSim::new(scripted_config(&mut script), 0);
     while !script.is_done() {
         sim.step(&mut script);
     }

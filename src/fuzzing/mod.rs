@@ -30,10 +30,12 @@ pub mod wire_wz;
 pub type FuzzTarget = (&'static str, fn(&[u8]));
 
 /// Every fuzz target.
-pub const TARGETS: [FuzzTarget; 14] = [
+pub const TARGETS: [FuzzTarget; 17] = [
     ("wire_udp_lobby", wire_rtype::udp_lobby),
     ("wire_instance", wire_rtype::instance),
     ("wire_tcp_lobby", wire_rtype::tcp_lobby),
+    ("wire_tcp_upstream", wire_rtype::tcp_upstream),
+    ("wire_directory", wire_rtype::directory),
     ("wire_udp_upstream", wire_udp_upstream::udp_upstream),
     ("wire_wz_legacy", wire_wz::legacy),
     ("wire_wz_gamestruct", wire_wz::gamestruct),
@@ -43,6 +45,7 @@ pub const TARGETS: [FuzzTarget; 14] = [
     ("wire_general_params", wire_general::params),
     ("core_rtype_udp", core_rtype::fuzz_udp),
     ("core_rtype_tcp", core_rtype::fuzz_tcp),
+    ("core_rtype_exec", core_rtype::fuzz_exec),
     ("core_wz", core_wz::fuzz),
     ("core_general", core_general::fuzz),
 ];

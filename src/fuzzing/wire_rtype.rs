@@ -1,7 +1,9 @@
 //! Fuzz targets of the R-Type wire formats: the UDP room lobby (`wire_udp_lobby`), the game
-//! instance relay (`wire_instance`) and the TCP lobby's frames, payloads and stream reader
-//! (`wire_tcp_lobby`). Contracts: `docs/protocols/udp-lobby.md`, `instance.md`,
-//! `tcp-lobby.md`.
+//! instance relay (`wire_instance`), the TCP lobby's frames, payloads and stream reader
+//! (`wire_tcp_lobby`), the upstream client's TCP dialect with its sniffer
+//! (`wire_tcp_upstream`), and the room table a node publishes in the directory
+//! (`wire_directory`, `lobbyd-wire`'s `directory`). Contracts: `docs/protocols/udp-lobby.md`,
+//! `instance.md`, `tcp-lobby.md`, `tcp-lobby-upstream.md`.
 //!
 //! Each target parses its input as every message the module reads; whatever parses is emitted
 //! again and must parse back to the same message, emitting the same bytes (a round trip
@@ -11,11 +13,13 @@
 //! assertions.
 
 use crate::net::rtype::tcp_frames::{FrameReader, Piece};
+use crate::wire::directory::NodeRoomsRepr;
 use crate::wire::frame::{Frame, PacketType, MIN_LEN};
 use crate::wire::instance::{self, rewrite_data_for_delivery, ClientMsg, ServerMsg};
 use crate::wire::tcp_lobby::{
     self as tcp, name_field, next_frame, next_frame_max, validate_name, Next, MAX_SERVER_PAYLOAD,
 };
+use crate::wire::tcp_upstream as up;
 use crate::wire::udp_lobby::{self, emit_room_list, Reply, ReplyRepr, RequestRepr};
 
 use super::emitted;
@@ -29,6 +33,16 @@ fn framed(data: &[u8]) -> Option<Vec<u8>> {
     frame.set_payload_size(payload);
     frame.fill_checksum();
     Some(fixed)
+}
+
+/// Fuzz target `wire_directory`: one node's room table as read from the directory; what
+/// parses emits the same bytes and has exactly its count of records.
+pub fn directory(data: &[u8]) {
+    if let Ok(table) = NodeRoomsRepr::parse(data) {
+        assert_eq!(table.records().count(), table.len());
+        let bytes = emitted(table.buffer_len(), |buf| table.emit(buf));
+        assert_eq!(bytes, data, "a parsed table emits its own bytes");
+    }
 }
 
 /// Fuzz target `wire_udp_lobby`: one datagram, read as a request, a reply and a bare frame.
@@ -117,6 +131,9 @@ fn instance_datagram(data: &[u8]) {
 enum OwnedPiece {
     Frame(Vec<u8>),
     Oversized { packet_type: u8, declared: usize },
+    Upstream,
+    UpstreamFrame(Vec<u8>),
+    BadLength { declared: usize },
 }
 
 fn owned(piece: Piece<'_>) -> OwnedPiece {
@@ -129,13 +146,17 @@ fn owned(piece: Piece<'_>) -> OwnedPiece {
             packet_type,
             declared,
         },
+        Piece::Upstream => OwnedPiece::Upstream,
+        Piece::UpstreamFrame(frame) => OwnedPiece::UpstreamFrame(frame.into_inner().to_vec()),
+        Piece::BadLength { declared } => OwnedPiece::BadLength { declared },
     }
 }
 
 /// Fuzz target `wire_tcp_lobby`: one TCP stream, cut into client frames by the server's
-/// reader (whole, and again in small reads, which must give the same pieces), each frame
-/// parsed as a client message; the same bytes cut as server frames and parsed as server
-/// messages.
+/// reader (whole, and again in small reads, which must give the same pieces; in whichever
+/// dialect its first bytes choose, announced at most once and first), each frame parsed as a
+/// client message of its dialect; the same bytes cut as RFC server frames and parsed as
+/// server messages.
 pub fn tcp_lobby(data: &[u8]) {
     let mut whole = Vec::new();
     FrameReader::default().push(data, &mut |piece| {
@@ -158,12 +179,31 @@ pub fn tcp_lobby(data: &[u8]) {
         pieces, whole,
         "the reader depends on how the stream is split"
     );
-    for piece in &whole {
-        if let OwnedPiece::Frame(bytes) = piece {
-            let Next::Frame { frame, .. } = next_frame(bytes) else {
-                panic!("a piece is not one whole frame");
-            };
-            client_frame(frame);
+    let upstream = whole.first() == Some(&OwnedPiece::Upstream);
+    assert_eq!(
+        upstream,
+        up::sniff(data) == up::Sniff::Dialect(up::Dialect::Upstream),
+        "the reader and the sniffer disagree"
+    );
+    for (i, piece) in whole.iter().enumerate() {
+        match piece {
+            OwnedPiece::Frame(bytes) => {
+                assert!(!upstream, "an RFC frame in an upstream stream");
+                let Next::Frame { frame, .. } = next_frame(bytes) else {
+                    panic!("a piece is not one whole frame");
+                };
+                client_frame(frame);
+            }
+            OwnedPiece::UpstreamFrame(bytes) => {
+                assert!(upstream, "an upstream frame in an RFC stream");
+                let up::Next::Frame { frame, .. } = up::next_frame(bytes) else {
+                    panic!("a piece is not one whole upstream frame");
+                };
+                upstream_client_frame(frame);
+            }
+            OwnedPiece::Upstream => assert_eq!(i, 0, "the dialect announced late"),
+            OwnedPiece::Oversized { .. } => assert!(!upstream),
+            OwnedPiece::BadLength { .. } => assert!(upstream),
         }
     }
     let mut rest = data;
@@ -200,4 +240,67 @@ fn server_frame(frame: tcp::Frame<&[u8]>) {
     };
     let again = tcp::ServerRepr::parse(&again).expect("an emitted server message parses");
     assert_eq!(emitted(again.buffer_len(), |buf| again.emit(buf)), bytes);
+}
+
+/// Fuzz target `wire_tcp_upstream`: one TCP stream in the upstream client's dialect. The
+/// sniffer judges its first bytes (and must agree with the reader), the stream is cut into
+/// client frames as the server cuts it (skipping a bad length's bytes), each parsed as a
+/// client message, and cut again as server frames, each parsed as a server message; whatever
+/// parses must emit the same bytes back.
+pub fn tcp_upstream(data: &[u8]) {
+    match up::sniff(data) {
+        up::Sniff::Dialect(up::Dialect::Upstream) => {
+            assert!(!matches!(up::next_frame(data), up::Next::BadLength { .. }));
+        }
+        up::Sniff::Dialect(up::Dialect::Rfc) => assert!((0x10..=0x1F).contains(&data[0])),
+        up::Sniff::NeedMore => assert!(data.len() < up::HEADER_LEN),
+        up::Sniff::Neither => {}
+    }
+    let mut rest = data;
+    loop {
+        match up::next_frame(rest) {
+            up::Next::Frame { frame, consumed } => {
+                upstream_client_frame(frame);
+                rest = &rest[consumed..];
+            }
+            up::Next::BadLength { declared } => {
+                let skip = up::LENGTH_LEN.saturating_add(declared).min(rest.len());
+                rest = &rest[skip..];
+            }
+            up::Next::NeedMore => break,
+        }
+    }
+    let mut rest = data;
+    while let up::Next::Frame { frame, consumed } = up::next_frame_max(rest, up::MAX_LEN) {
+        upstream_server_frame(frame);
+        rest = &rest[consumed..];
+    }
+}
+
+fn upstream_client_frame(frame: up::Frame<&[u8]>) {
+    let Ok(repr) = up::ClientRepr::parse(&frame) else {
+        return;
+    };
+    let bytes = emitted(repr.buffer_len(), |buf| repr.emit(buf));
+    assert_eq!(bytes, frame.into_inner(), "{repr:?} emits other bytes");
+    assert_eq!(
+        up::sniff(&bytes),
+        up::Sniff::Dialect(up::Dialect::Upstream),
+        "a client frame is not sniffed as its dialect"
+    );
+}
+
+fn upstream_server_frame(frame: up::Frame<&[u8]>) {
+    let Ok(repr) = up::ServerRepr::parse(&frame) else {
+        return;
+    };
+    let bytes = emitted(repr.buffer_len(), |buf| repr.emit(buf));
+    assert_eq!(bytes, frame.into_inner(), "{repr:?} emits other bytes");
+    if let up::ServerRepr::ListRoomsAck(list) = repr {
+        assert_eq!(list.records().count(), list.len());
+        // The server's streaming emitter writes the same list.
+        let mut buf = vec![0xa5; bytes.len()];
+        let len = up::emit_room_list(&mut buf, list.records());
+        assert_eq!(buf[..len], bytes[..], "the streamed list differs");
+    }
 }

@@ -16,17 +16,17 @@ use super::chat_limits::{ChatLimits, MEMBER_RATE};
 use super::games::Games;
 use super::members::Members;
 use super::output::Ctx;
-use super::types::{GameId, MemberId, Refusal};
+use super::types::{GameId, GeneralRefusal, MemberId};
 
 /// Longest chat line, in bytes.
 pub const MAX_CHAT_BYTES: usize = 512;
 
-const BAD_TEXT: Refusal = Refusal::new(
+const BAD_TEXT: GeneralRefusal = GeneralRefusal::new(
     ErrorCode::Malformed,
     "chat text is 1 to 512 bytes without control characters",
 );
-const UNKNOWN_MEMBER: Refusal = Refusal::new(ErrorCode::UnknownId, "unknown member");
-const AWAY: Refusal = Refusal::new(ErrorCode::UnknownId, "member is away");
+const UNKNOWN_MEMBER: GeneralRefusal = GeneralRefusal::new(ErrorCode::UnknownId, "unknown member");
+const AWAY: GeneralRefusal = GeneralRefusal::new(ErrorCode::UnknownId, "member is away");
 
 /// A chat line is 1 to [`MAX_CHAT_BYTES`] bytes without control characters.
 pub fn valid_text(text: &str) -> bool {
@@ -49,7 +49,7 @@ fn admit(
     from: Speaker,
     line: &ServerRepr<'_>,
     recipients: usize,
-) -> Result<(), Refusal> {
+) -> Result<(), GeneralRefusal> {
     let Some(member) = members.get_mut(from.member) else {
         return Err(MEMBER_RATE);
     };
@@ -67,7 +67,7 @@ pub(crate) fn chat(
     from: Speaker,
     game: i32,
     text: &str,
-) -> Result<(), Refusal> {
+) -> Result<(), GeneralRefusal> {
     if !valid_text(text) {
         return Err(BAD_TEXT);
     }
@@ -99,7 +99,7 @@ pub(crate) fn private(
     from: Speaker,
     to: i32,
     text: &str,
-) -> Result<(), Refusal> {
+) -> Result<(), GeneralRefusal> {
     if !valid_text(text) {
         return Err(BAD_TEXT);
     }

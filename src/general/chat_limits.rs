@@ -20,7 +20,7 @@ use crate::ratelimit::{PerIpConfig, PerIpLimiter, TokenBucket};
 use crate::wire::general::{ErrorCode, ServerRepr};
 
 use super::output::Ctx;
-use super::types::{GeneralConfig, Refusal, Timer, SERVER_MEMBER};
+use super::types::{GeneralConfig, GeneralRefusal, Timer, SERVER_MEMBER};
 
 /// How long slow mode stays on after the last line the budget refused.
 pub const SLOW_MODE_COOLDOWN: Duration = Duration::from_secs(3);
@@ -35,9 +35,11 @@ pub const SLOW_MODE_ON: &str = "slow mode: the lobby's chat is over its budget, 
 /// The text of slow mode's last notice.
 pub const SLOW_MODE_OFF: &str = "slow mode over";
 
-pub(crate) const MEMBER_RATE: Refusal = Refusal::new(ErrorCode::RateLimited, "chat rate limit");
-const IP_RATE: Refusal = Refusal::new(ErrorCode::RateLimited, "chat rate limit of your address");
-const SLOW_MODE: Refusal = Refusal::new(
+pub(crate) const MEMBER_RATE: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::RateLimited, "chat rate limit");
+const IP_RATE: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::RateLimited, "chat rate limit of your address");
+const SLOW_MODE: GeneralRefusal = GeneralRefusal::new(
     ErrorCode::RateLimited,
     "slow mode: lobby chat over its budget, try again shortly",
 );
@@ -100,7 +102,7 @@ impl ChatLimits {
         member_rate: &mut TokenBucket,
         ip: Option<IpAddr>,
         cost: u64,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         let now = cx.now;
         if member_rate.available(now) == 0 {
             cx.stats.chat_refused[0] += 1;

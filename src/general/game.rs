@@ -16,7 +16,7 @@ use crate::wire::general::{
 
 use super::hosted::HostedGame;
 use super::tictactoe::TicTacToe;
-use super::types::{GameId, HostedKind, MemberId, Refusal, SERVER_MEMBER};
+use super::types::{GameId, GeneralRefusal, HostedKind, MemberId, SERVER_MEMBER};
 
 /// Bytes of bookkeeping each stored key costs against `game_data`, so a flood of tiny keys is
 /// bounded too.
@@ -25,9 +25,9 @@ pub const DATA_KEY_COST: usize = 32;
 /// Flags only the server sets: a client's CREATE_GAME or SET_GAME never changes them.
 const SERVER_GAME_FLAGS: u32 = GAME_IN_PROGRESS | GAME_HOSTED;
 
-pub(crate) const NOT_IN_GAME: Refusal =
-    Refusal::new(ErrorCode::NotInGame, "not a player of this game");
-const DATA_FULL: Refusal = Refusal::new(ErrorCode::LimitReached, "game data full");
+pub(crate) const NOT_IN_GAME: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::NotInGame, "not a player of this game");
+const DATA_FULL: GeneralRefusal = GeneralRefusal::new(ErrorCode::LimitReached, "game data full");
 
 /// A CREATE_GAME's fields.
 #[derive(Clone, Copy, Debug)]
@@ -206,7 +206,11 @@ impl Game {
     }
 
     /// SET_READY: true if the player's flag changed.
-    pub(crate) fn set_ready(&mut self, member: MemberId, ready: bool) -> Result<bool, Refusal> {
+    pub(crate) fn set_ready(
+        &mut self,
+        member: MemberId,
+        ready: bool,
+    ) -> Result<bool, GeneralRefusal> {
         let at = self
             .players
             .iter()
@@ -225,7 +229,12 @@ impl Game {
 
     /// STORE_DATA: an empty value deletes the key; the data stays within `limit` bytes, each
     /// key costing its key and value plus [`DATA_KEY_COST`].
-    pub(crate) fn store(&mut self, key: &str, value: &[u8], limit: usize) -> Result<(), Refusal> {
+    pub(crate) fn store(
+        &mut self,
+        key: &str,
+        value: &[u8],
+        limit: usize,
+    ) -> Result<(), GeneralRefusal> {
         let old = self.data.get(key).map_or(0, |v| data_cost(key, v));
         if value.is_empty() {
             if self.data.remove(key).is_some() {

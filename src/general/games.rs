@@ -18,19 +18,26 @@ use super::asks::{Ask, Asks};
 use super::game::{Game, ListFilter, NewGame, NOT_IN_GAME};
 use super::hosted::{HostedAction, HostedOut, JoinVerdict};
 use super::output::{Ctx, Outbox};
-use super::types::{AskId, ConnId, GameId, GameView, MemberId, Refusal, Timer, SERVER_MEMBER};
+use super::types::{
+    AskId, ConnId, GameId, GameView, GeneralRefusal, MemberId, Timer, SERVER_MEMBER,
+};
 
-const UNKNOWN_GAME: Refusal = Refusal::new(ErrorCode::UnknownGame, "unknown game");
-const NOT_OWNER: Refusal = Refusal::new(ErrorCode::NotOwner, "only the owner may do this");
-const UNKNOWN_ASK: Refusal = Refusal::new(ErrorCode::UnknownId, "unknown ask id");
-const TOO_MANY_GAMES: Refusal = Refusal::new(ErrorCode::LimitReached, "too many games");
-const ADDRESS_GAMES: Refusal =
-    Refusal::new(ErrorCode::LimitReached, "too many games from your address");
-const ADDRESS_DATA: Refusal =
-    Refusal::new(ErrorCode::LimitReached, "game data full for your address");
-const LOBBY_GAMES_FULL: Refusal = Refusal::new(ErrorCode::LimitReached, "no more games allowed");
-const BAD_SEATS: Refusal = Refusal::new(ErrorCode::LimitReached, "max players out of range");
-const KICK_SELF: Refusal = Refusal::new(ErrorCode::UnknownId, "cannot kick yourself, leave");
+const UNKNOWN_GAME: GeneralRefusal = GeneralRefusal::new(ErrorCode::UnknownGame, "unknown game");
+const NOT_OWNER: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::NotOwner, "only the owner may do this");
+const UNKNOWN_ASK: GeneralRefusal = GeneralRefusal::new(ErrorCode::UnknownId, "unknown ask id");
+const TOO_MANY_GAMES: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::LimitReached, "too many games");
+const ADDRESS_GAMES: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::LimitReached, "too many games from your address");
+const ADDRESS_DATA: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::LimitReached, "game data full for your address");
+const LOBBY_GAMES_FULL: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::LimitReached, "no more games allowed");
+const BAD_SEATS: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::LimitReached, "max players out of range");
+const KICK_SELF: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::UnknownId, "cannot kick yourself, leave");
 
 /// Every game, the asks waiting for owners, and who plays where.
 #[derive(Debug)]
@@ -123,11 +130,11 @@ impl Games {
         }
     }
 
-    fn game(&self, id: GameId) -> Result<&Game, Refusal> {
+    fn game(&self, id: GameId) -> Result<&Game, GeneralRefusal> {
         self.games.get(&id).ok_or(UNKNOWN_GAME)
     }
 
-    fn owned(&mut self, id: GameId, member: MemberId) -> Result<&mut Game, Refusal> {
+    fn owned(&mut self, id: GameId, member: MemberId) -> Result<&mut Game, GeneralRefusal> {
         let game = self.games.get_mut(&id).ok_or(UNKNOWN_GAME)?;
         if game.owner == member {
             Ok(game)
@@ -137,7 +144,11 @@ impl Games {
     }
 
     /// The players of `id`, if `member` is one of them (chat and relay).
-    pub(crate) fn players_of(&self, id: GameId, member: MemberId) -> Result<&[i32], Refusal> {
+    pub(crate) fn players_of(
+        &self,
+        id: GameId,
+        member: MemberId,
+    ) -> Result<&[i32], GeneralRefusal> {
         let game = self.game(id)?;
         if game.has(member) {
             Ok(&game.players)
@@ -147,7 +158,11 @@ impl Games {
     }
 
     /// The owner of `id`, if `member` is one of its players (TO_OWNER).
-    pub(crate) fn owner_for(&self, id: GameId, member: MemberId) -> Result<MemberId, Refusal> {
+    pub(crate) fn owner_for(
+        &self,
+        id: GameId,
+        member: MemberId,
+    ) -> Result<MemberId, GeneralRefusal> {
         let game = self.game(id)?;
         if game.has(member) {
             Ok(game.owner)
@@ -157,7 +172,11 @@ impl Games {
     }
 
     /// The players of `id`, if `member` owns it (TO_PLAYER).
-    pub(crate) fn players_if_owner(&self, id: GameId, member: MemberId) -> Result<&[i32], Refusal> {
+    pub(crate) fn players_if_owner(
+        &self,
+        id: GameId,
+        member: MemberId,
+    ) -> Result<&[i32], GeneralRefusal> {
         let game = self.game(id)?;
         if game.owner == member {
             Ok(&game.players)
@@ -179,7 +198,7 @@ impl Games {
         member: MemberId,
         ip: Option<IpAddr>,
         new: NewGame<'_>,
-    ) -> Result<GameId, Refusal> {
+    ) -> Result<GameId, GeneralRefusal> {
         if new.max_players == 0 || new.max_players > cx.config.max_seats {
             return Err(BAD_SEATS);
         }
@@ -253,25 +272,31 @@ impl Games {
         member: MemberId,
         id: GameId,
         password: &str,
-    ) -> Result<Option<JoinVerdict>, Refusal> {
+    ) -> Result<Option<JoinVerdict>, GeneralRefusal> {
         let game = self.game(id)?;
         if game.has(member) {
-            return Err(Refusal::new(
+            return Err(GeneralRefusal::new(
                 ErrorCode::AlreadyInGame,
                 "already in the game",
             ));
         }
         if self.asks.waiting(id, member) {
-            return Err(Refusal::new(ErrorCode::AlreadyInGame, "already asked"));
+            return Err(GeneralRefusal::new(
+                ErrorCode::AlreadyInGame,
+                "already asked",
+            ));
         }
         if game.free_seats() == 0 {
-            return Err(Refusal::new(ErrorCode::Full, "game full"));
+            return Err(GeneralRefusal::new(ErrorCode::Full, "game full"));
         }
         if game.flags & GAME_CLOSED != 0 {
-            return Err(Refusal::new(ErrorCode::Closed, "game closed"));
+            return Err(GeneralRefusal::new(ErrorCode::Closed, "game closed"));
         }
         if game.flags & GAME_LOCKED != 0 && *password != *game.password {
-            return Err(Refusal::new(ErrorCode::WrongPassword, "wrong password"));
+            return Err(GeneralRefusal::new(
+                ErrorCode::WrongPassword,
+                "wrong password",
+            ));
         }
         if self.load(member) >= cx.config.max_games_per_member {
             return Err(TOO_MANY_GAMES);
@@ -316,7 +341,7 @@ impl Games {
         ask: AskId,
         accept: bool,
         reason: &str,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         let mine = self
             .asks
             .get(ask)
@@ -393,7 +418,7 @@ impl Games {
         cx: &mut Ctx<'_>,
         member: MemberId,
         id: GameId,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         if !self.game(id)?.has(member) {
             return Err(NOT_IN_GAME);
         }
@@ -495,7 +520,7 @@ impl Games {
         id: GameId,
         flags: u32,
         password: &str,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         if self.owned(id, member)?.set_flags(flags, password) {
             self.broadcast_info(cx.out, id);
         }
@@ -509,7 +534,7 @@ impl Games {
         member: MemberId,
         id: GameId,
         ready: bool,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         let game = self.games.get_mut(&id).ok_or(UNKNOWN_GAME)?;
         if game.set_ready(member, ready)? {
             self.broadcast_info(cx.out, id);
@@ -524,7 +549,7 @@ impl Games {
         cx: &mut Ctx<'_>,
         member: MemberId,
         id: GameId,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         let game = self.owned(id, member)?;
         if game.flags & GAME_IN_PROGRESS != 0 {
             return Ok(());
@@ -543,7 +568,7 @@ impl Games {
         id: GameId,
         target: MemberId,
         reason: &str,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         let game = self.owned(id, member)?;
         if target == member {
             return Err(KICK_SELF);
@@ -565,7 +590,7 @@ impl Games {
         member: MemberId,
         id: GameId,
         target: MemberId,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         let game = self.owned(id, member)?;
         if !game.has(target) {
             return Err(NOT_IN_GAME);
@@ -586,7 +611,7 @@ impl Games {
         id: GameId,
         key: &str,
         value: &[u8],
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         let (limit, ip_limit) = (cx.config.game_data, cx.config.game_data_per_ip);
         let game = self.games.get_mut(&id).ok_or(UNKNOWN_GAME)?;
         if game.owner != member {
@@ -615,7 +640,7 @@ impl Games {
         member: MemberId,
         id: GameId,
         key: &str,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         let value = self.owned(id, member)?.fetch(key);
         let frame = out.encode(&ServerRepr::DataValue {
             game: id.0,

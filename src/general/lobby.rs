@@ -30,8 +30,8 @@ use super::output::{Ctx, FrameRef, GeneralOutput, Outbox};
 use super::relay;
 use super::stats::GeneralStats;
 use super::types::{
-    AskId, CloseReason, ConnId, GameId, GameView, GeneralConfig, JobId, LeaveReason, MemberId,
-    MemberView, Refusal, Timer, TokenSource,
+    AskId, CloseReason, ConnId, GameId, GameView, GeneralConfig, GeneralRefusal, JobId,
+    LeaveReason, MemberId, MemberView, Timer, TokenSource,
 };
 
 /// Timer granularity: deadlines fire at most this late.
@@ -40,10 +40,12 @@ const TIMER_TICK: Duration = Duration::from_millis(10);
 /// Timer wheel slots (one revolution = 40.96 s; later deadlines wait a level up).
 const TIMER_SLOTS: usize = 4096;
 
-const NOT_SIGNED_IN: Refusal = Refusal::new(ErrorCode::NotSignedIn, "sign in first");
-const ALREADY_SIGNED_IN: Refusal = Refusal::new(ErrorCode::AlreadyInGame, "already signed in");
-const UNKNOWN_MEMBER: Refusal = Refusal::new(ErrorCode::UnknownId, "unknown member");
-const FRAME_TOO_LARGE: Refusal = Refusal::new(ErrorCode::FrameTooLarge, "frame too large");
+const NOT_SIGNED_IN: GeneralRefusal = GeneralRefusal::new(ErrorCode::NotSignedIn, "sign in first");
+const ALREADY_SIGNED_IN: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::AlreadyInGame, "already signed in");
+const UNKNOWN_MEMBER: GeneralRefusal = GeneralRefusal::new(ErrorCode::UnknownId, "unknown member");
+const FRAME_TOO_LARGE: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::FrameTooLarge, "frame too large");
 
 /// Builds a [`Ctx`] from the lobby's fields, leaving `members` and `games` free to borrow.
 macro_rules! ctx {
@@ -145,7 +147,7 @@ impl GeneralLobby {
                     Error::UnknownCode | Error::WrongDirection => ErrorCode::UnknownCode,
                     _ => ErrorCode::Malformed,
                 };
-                cx.refuse(conn, request, Refusal::new(code, error.text()));
+                cx.refuse(conn, request, GeneralRefusal::new(code, error.text()));
                 return;
             }
         };
@@ -416,7 +418,7 @@ fn guest_request(
     games: &Games,
     conn: ConnId,
     request: ClientRepr<'_>,
-) -> Result<(), Refusal> {
+) -> Result<(), GeneralRefusal> {
     match request {
         ClientRepr::SignIn {
             username,
@@ -438,7 +440,11 @@ fn guest_request(
 
 /// A refusal naming a member as "not in the game" is "unknown member" when no member has
 /// that id at all.
-fn named(members: &Members, target: MemberId, result: Result<(), Refusal>) -> Result<(), Refusal> {
+fn named(
+    members: &Members,
+    target: MemberId,
+    result: Result<(), GeneralRefusal>,
+) -> Result<(), GeneralRefusal> {
     match result {
         Err(refusal) if refusal.code == ErrorCode::NotInGame && !members.contains(target) => {
             Err(UNKNOWN_MEMBER)
@@ -456,7 +462,7 @@ fn member_request(
     conn: ConnId,
     from: Speaker,
     request: ClientRepr<'_>,
-) -> Result<(), Refusal> {
+) -> Result<(), GeneralRefusal> {
     let member = from.member;
     match request {
         ClientRepr::SignIn { .. } => Err(ALREADY_SIGNED_IN),

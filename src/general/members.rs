@@ -25,7 +25,8 @@ use crate::wire::general::{
 
 use super::output::{Ctx, Outbox};
 use super::types::{
-    CloseReason, ConnId, JobId, LeaveReason, MemberId, MemberView, Refusal, Timer, TokenSource,
+    CloseReason, ConnId, GeneralRefusal, JobId, LeaveReason, MemberId, MemberView, Timer,
+    TokenSource,
 };
 
 /// Longest username or display name, in characters (Unicode scalar values).
@@ -49,14 +50,16 @@ pub fn valid_name(name: &str) -> bool {
     (1..=MAX_NAME_CHARS).contains(&chars) && !name.chars().any(char::is_control)
 }
 
-const NAME_INVALID: Refusal = Refusal::new(
+const NAME_INVALID: GeneralRefusal = GeneralRefusal::new(
     ErrorCode::NameInvalid,
     "names are 1 to 24 characters without control characters",
 );
-const NAME_TAKEN: Refusal = Refusal::new(ErrorCode::NameInvalid, "name taken");
-const WRONG_PASSWORD: Refusal = Refusal::new(ErrorCode::WrongPassword, "wrong name or password");
-const PASSWORD_REQUIRED: Refusal = Refusal::new(ErrorCode::WrongPassword, "password required");
-const BAD_TOKEN: Refusal = Refusal::new(
+const NAME_TAKEN: GeneralRefusal = GeneralRefusal::new(ErrorCode::NameInvalid, "name taken");
+const WRONG_PASSWORD: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::WrongPassword, "wrong name or password");
+const PASSWORD_REQUIRED: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::WrongPassword, "password required");
+const BAD_TOKEN: GeneralRefusal = GeneralRefusal::new(
     ErrorCode::WrongPassword,
     "resume token unknown, used or expired",
 );
@@ -64,8 +67,9 @@ const TRY_AGAIN: &str = "try again";
 /// The notice a member's old connection gets when the account's owner signs in again
 /// elsewhere with the password.
 pub const TAKEN_OVER: &str = "signed in on another connection";
-const LOBBY_FULL: Refusal = Refusal::new(ErrorCode::LimitReached, "lobby full");
-const SIGNING_IN: Refusal = Refusal::new(ErrorCode::NotSignedIn, "sign-in in progress");
+const LOBBY_FULL: GeneralRefusal = GeneralRefusal::new(ErrorCode::LimitReached, "lobby full");
+const SIGNING_IN: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::NotSignedIn, "sign-in in progress");
 
 /// Where a connection is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,7 +220,7 @@ impl Members {
             cx.refuse(
                 conn,
                 request,
-                Refusal::new(ErrorCode::RateLimited, "too many frames"),
+                GeneralRefusal::new(ErrorCode::RateLimited, "too many frames"),
             );
             return Sender::Drop;
         }
@@ -327,7 +331,12 @@ impl Members {
     }
 
     /// A refused SIGN_IN: CHALLENGE(1, reason), one try spent, closed when none are left.
-    fn refuse(&mut self, cx: &mut Ctx<'_>, conn: ConnId, refusal: Refusal) -> Option<Welcomed> {
+    fn refuse(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conn: ConnId,
+        refusal: GeneralRefusal,
+    ) -> Option<Welcomed> {
         cx.stats.refuse(refusal.code);
         cx.out.reply(
             conn,
@@ -546,7 +555,7 @@ impl Members {
         member: MemberId,
         flags: u32,
         display_name: &str,
-    ) -> Result<(), Refusal> {
+    ) -> Result<(), GeneralRefusal> {
         if !valid_name(display_name) {
             return Err(NAME_INVALID);
         }

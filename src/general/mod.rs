@@ -49,6 +49,6 @@ pub use members::{valid_name, MAX_NAME_CHARS};
 pub use output::{Delivery, FrameRef, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};
 pub use stats::GeneralStats;
 pub use types::{
-    AskId, CloseReason, ConnId, GameId, GameView, GeneralConfig, HostedKind, HostedSpec, JobId,
-    LeaveReason, MemberId, MemberView, Refusal, TokenSource, SERVER_MEMBER,
+    AskId, CloseReason, ConnId, GameId, GameView, GeneralConfig, GeneralRefusal, HostedKind,
+    HostedSpec, JobId, LeaveReason, MemberId, MemberView, TokenSource, SERVER_MEMBER,
 };

@@ -22,7 +22,7 @@ use crate::time::TimerWheel;
 use crate::wire::general::{ErrorCode, ServerRepr};
 
 use super::stats::GeneralStats;
-use super::types::{ConnId, GeneralConfig, JobId, MemberId, Refusal, Timer};
+use super::types::{ConnId, GeneralConfig, GeneralRefusal, JobId, MemberId, Timer};
 
 /// Arena bytes kept across calls; a spike above it is given back once drained.
 pub const ARENA_KEEP: usize = 256 * 1024;
@@ -318,7 +318,7 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Sends ERROR(code, request, text) to `conn` and counts the refusal.
-    pub(crate) fn refuse(&mut self, conn: ConnId, request: u32, refusal: Refusal) {
+    pub(crate) fn refuse(&mut self, conn: ConnId, request: u32, refusal: GeneralRefusal) {
         self.stats.refuse(refusal.code);
         self.out.reply(
             conn,

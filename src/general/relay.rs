@@ -10,9 +10,10 @@ use crate::wire::general::{ErrorCode, ServerRepr};
 
 use super::games::Games;
 use super::output::Ctx;
-use super::types::{GameId, MemberId, Refusal};
+use super::types::{GameId, GeneralRefusal, MemberId};
 
-const NOT_IN_GAME: Refusal = Refusal::new(ErrorCode::NotInGame, "not a player of this game");
+const NOT_IN_GAME: GeneralRefusal =
+    GeneralRefusal::new(ErrorCode::NotInGame, "not a player of this game");
 
 fn message<'a>(game: GameId, from: MemberId, app_code: u32, body: &'a [u8]) -> ServerRepr<'a> {
     ServerRepr::GameMessage {
@@ -31,7 +32,7 @@ pub(crate) fn to_owner(
     game: GameId,
     app_code: u32,
     body: &[u8],
-) -> Result<(), Refusal> {
+) -> Result<(), GeneralRefusal> {
     let owner = games.owner_for(game, from)?;
     cx.stats.relayed += 1;
     if games.is_hosted(game) {
@@ -51,7 +52,7 @@ pub(crate) fn to_all(
     game: GameId,
     app_code: u32,
     body: &[u8],
-) -> Result<(), Refusal> {
+) -> Result<(), GeneralRefusal> {
     let players = games.players_of(game, from)?;
     cx.stats.relayed += 1;
     let frame = cx.out.encode(&message(game, from, app_code, body));
@@ -68,7 +69,7 @@ pub(crate) fn to_player(
     to: MemberId,
     app_code: u32,
     body: &[u8],
-) -> Result<(), Refusal> {
+) -> Result<(), GeneralRefusal> {
     let players = games.players_if_owner(game, from)?;
     if !players.contains(&to.0) {
         return Err(NOT_IN_GAME);

@@ -36,7 +36,7 @@ pub struct JobId(pub u64);
 
 /// Where the core gets its 16-byte resume tokens: the driver injects the OS CSPRNG, tests a
 /// deterministic sequence. The core draws again when a token is already live.
-pub type TokenSource = Box<dyn FnMut() -> [u8; 16] + Send>;
+pub use crate::accounts::tokens::TokenSource;
 
 /// A game type the server can host (`--lobby-hosted NAME=N`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -185,21 +185,21 @@ pub(crate) enum Timer {
 
 /// A request the core refuses: the ERROR code and the text it sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Refusal {
+pub struct GeneralRefusal {
     /// The ERROR code (also the label it is counted under).
     pub code: ErrorCode,
     /// The ERROR (or JOIN_RESPONSE, or CHALLENGE) text.
     pub text: &'static str,
 }
 
-impl Refusal {
+impl GeneralRefusal {
     /// A refusal with `code` and `text`.
-    pub const fn new(code: ErrorCode, text: &'static str) -> Refusal {
-        Refusal { code, text }
+    pub const fn new(code: ErrorCode, text: &'static str) -> GeneralRefusal {
+        GeneralRefusal { code, text }
     }
 }
 
-impl fmt::Display for Refusal {
+impl fmt::Display for GeneralRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.text, self.code.as_str())
     }

@@ -28,6 +28,23 @@ pub struct ListenerView {
     pub address: String,
 }
 
+/// The room directory of a group of nodes, as the status page shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DirectoryView {
+    /// This node's id.
+    pub node: u8,
+    /// The directory's address (`redis://...`).
+    pub address: String,
+    /// `up`, `down` or `refused` (another live process holds this node id).
+    pub state: &'static str,
+    /// Other nodes with a live room table.
+    pub remote_nodes: usize,
+    /// Their rooms this node lists.
+    pub remote_rooms: usize,
+    /// Milliseconds since their rooms were last read.
+    pub sync_age_ms: u64,
+}
+
 /// One room as operators see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoomView {
@@ -176,6 +193,8 @@ pub struct Snapshot {
     pub wz: Option<WzSnapshot>,
     /// The general lobby's members and games, when it runs.
     pub general: Option<GeneralSnapshot>,
+    /// The room directory, when this node is one of a group (`--directory`).
+    pub directory: Option<DirectoryView>,
 }
 
 impl Snapshot {

@@ -147,6 +147,7 @@ pub fn render_status_page(snap: &Snapshot, out: &mut String) {
     }
     out.push_str(" &middot; this page reloads every 5 s</p>\n");
     listeners(snap, out);
+    directory(snap, out);
     let running = [
         true,
         snap.tcp_connections.is_some(),
@@ -169,6 +170,24 @@ fn listeners(snap: &Snapshot, out: &mut String) {
         table.row(&[l.name, l.transport, &escaped(&l.address)]);
     }
     table.close(snap.listeners.len(), columns.len());
+}
+
+/// One line on the room directory, when this node is one of a group.
+fn directory(snap: &Snapshot, out: &mut String) {
+    let Some(d) = &snap.directory else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "<h2>Directory</h2>\n<p>node {} on {}: <b>{}</b> &middot; {} other nodes, {} of their \
+         rooms listed &middot; last read {} ms ago</p>",
+        d.node,
+        escaped(&d.address),
+        d.state,
+        d.remote_nodes,
+        d.remote_rooms,
+        d.sync_age_ms
+    );
 }
 
 fn udp_rooms(snap: &Snapshot, out: &mut String) {
@@ -338,7 +357,8 @@ mod tests {
     use super::*;
     use crate::metrics::LoadSample;
     use crate::metrics::{
-        GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, ListenerView, WzGameInfo, WzSnapshot,
+        DirectoryView, GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, ListenerView,
+        WzGameInfo, WzSnapshot,
     };
     use crate::rtype::{JoinFailure, RoomId, RoomState};
     use std::time::Duration;
@@ -432,6 +452,14 @@ mod tests {
                     max_players: 2,
                 }],
             }),
+            directory: Some(DirectoryView {
+                node: 2,
+                address: "redis://127.0.0.1:6379".into(),
+                state: "up",
+                remote_nodes: 1,
+                remote_rooms: 3,
+                sync_age_ms: 250,
+            }),
             ..Snapshot::default()
         };
         snap.lobby.join_failed(JoinFailure::Full);
@@ -457,6 +485,13 @@ mod tests {
             assert!(page.contains(&format!("<a href=\"{link}\">")), "{link}");
         }
         assert!(page.contains("<td>127.0.0.1:4242</td>"));
+        assert!(
+            page.contains(
+                "<p>node 2 on redis://127.0.0.1:6379: <b>up</b> &middot; 1 other nodes, 3 of \
+                 their rooms listed &middot; last read 250 ms ago</p>"
+            ),
+            "{page}"
+        );
         assert!(page.contains("<h2>UDP rooms <small>(1)</small>"));
         assert!(page.contains("<h2>TCP lobby parties <small>(1)</small>"));
         assert!(page.contains("<td>locked, in progress</td>"));

@@ -39,16 +39,31 @@ const SLACK: usize = 1024;
 /// Tables smaller than this are what the kernel gives a process anyway: nothing to do.
 const SMALL_TABLE: usize = 256;
 
+/// Descriptors one room holds for its whole game: its instance socket, or with
+/// `--instance-exec` its game server's pidfd and two output pipes.
+pub fn descriptors_per_room(config: &Config) -> usize {
+    if config.instance_exec.command.is_some() {
+        3
+    } else {
+        1
+    }
+}
+
 /// How many descriptors `config` may have open at once: every connection cap of the TCP
-/// front ends it serves, one UDP socket per room, the metrics endpoint's connections, and
-/// [`SLACK`].
+/// front ends it serves, [`descriptors_per_room`] per room, the metrics endpoint's
+/// connections, and [`SLACK`].
 pub fn descriptors_needed(config: &Config) -> usize {
     let caps = [
         (config.tcp_port.is_some(), config.max_conns),
         (config.wz.port.is_some(), config.wz.max_conns),
         (config.general.port.is_some(), config.general.max_conns),
         (config.metrics.is_some(), crate::net::http::MAX_CONNS),
-        (config.udp_port.is_some(), config.max_rooms),
+        (
+            config.udp_port.is_some(),
+            config
+                .max_rooms
+                .saturating_mul(descriptors_per_room(config)),
+        ),
     ];
     caps.iter()
         .filter(|(serving, _)| *serving)
@@ -91,7 +106,8 @@ pub const FIXED_DESCRIPTORS: usize = 64;
 /// after [`FIXED_DESCRIPTORS`] and the connection caps of the TCP listeners served (the
 /// metrics endpoint's among them), the caps counted up to half of the limit. A connection
 /// past the limit is refused at accept and leaves soon (the spare descriptor answers it); a
-/// room holds its instance socket for the whole game, so it is the one that must fit.
+/// room holds its instance socket (or its game server's descriptors,
+/// [`descriptors_per_room`]) for the whole game, so it is the one that must fit.
 pub fn rooms_allowed(config: &Config, limit: u64) -> usize {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let connections = [
@@ -103,9 +119,10 @@ pub fn rooms_allowed(config: &Config, limit: u64) -> usize {
     .iter()
     .filter(|(serving, _)| *serving)
     .fold(0usize, |sum, (_, cap)| sum.saturating_add(*cap));
-    limit
+    let left = limit
         .saturating_sub(FIXED_DESCRIPTORS)
-        .saturating_sub(connections.min(limit / 2))
+        .saturating_sub(connections.min(limit / 2));
+    left / descriptors_per_room(config)
 }
 
 /// Refuses a `--max-rooms` larger than the descriptor limit `limit` allows
@@ -182,6 +199,23 @@ mod tests {
         assert!(check_descriptor_limit(&config, Some(1024)).is_ok());
         // A limit below the fixed needs leaves no room at all.
         assert_eq!(rooms_allowed(&config, 10), 0);
+    }
+
+    #[test]
+    fn a_game_server_room_counts_its_pidfd_and_pipes() {
+        let mut config = Config {
+            tcp_port: None,
+            metrics: None,
+            max_rooms: 100,
+            ..Config::default()
+        };
+        config.wz.port = None;
+        config.general.port = None;
+        assert_eq!(rooms_allowed(&config, 1024), 960);
+        assert_eq!(descriptors_needed(&config), SLACK + 100);
+        config.instance_exec.command = Some(crate::config::CommandTemplate::parse("game").unwrap());
+        assert_eq!(rooms_allowed(&config, 1024), 320);
+        assert_eq!(descriptors_needed(&config), SLACK + 300);
     }
 
     #[test]

@@ -32,11 +32,10 @@ use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::metrics::{self, HttpError, Route, Snapshot};
-use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 
-use crate::net::io::heap::FORGET_PER_TIDY;
+use crate::net::io::admission::{PerIpAdmission, Refused};
 use crate::net::io::pass::{work_left, AcceptBacklog, Accepted};
-use crate::net::io::stream::{canonical_ip, PerIpCounts, ACCEPT_BACKOFF};
+use crate::net::io::stream::ACCEPT_BACKOFF;
 use crate::net::token::Target;
 
 /// Most metrics connections open at once.
@@ -117,11 +116,9 @@ pub struct MetricsEndpoint {
     accepts: AcceptBacklog,
     /// After an accept error: no accepting before this instant.
     retry_at: Option<Instant>,
-    /// Open connections per address (closed ones until they leave the slab).
-    per_ip: PerIpCounts,
-    /// New connections per minute per address.
-    rate: PerIpLimiter,
-    max_conns_per_ip: usize,
+    /// New connections per minute per address, and open ones (closed ones until they
+    /// leave the slab).
+    admission: PerIpAdmission,
     stats: MetricsEndpointStats,
 }
 
@@ -137,7 +134,6 @@ impl MetricsEndpoint {
             Target::MetricsListener.token(),
             Interest::READABLE,
         )?;
-        let rate = u64::from(limits.conn_rate);
         Ok(MetricsEndpoint {
             listener,
             conns: Slab::new(),
@@ -145,16 +141,11 @@ impl MetricsEndpoint {
             shutting_down: false,
             accepts: AcceptBacklog::serving_at_limit(),
             retry_at: None,
-            per_ip: PerIpCounts::default(),
-            rate: PerIpLimiter::new(PerIpConfig {
-                rate,
-                per: Duration::from_secs(60),
-                burst: rate,
-                byte_rate: 0,
-                byte_burst: 0,
-                max_entries: limits.rate_table_size,
-            }),
-            max_conns_per_ip: limits.max_conns_per_ip,
+            admission: PerIpAdmission::new(
+                limits.conn_rate,
+                limits.max_conns_per_ip,
+                limits.rate_table_size,
+            ),
             stats: MetricsEndpointStats::default(),
         })
     }
@@ -202,17 +193,19 @@ impl MetricsEndpoint {
         mut stream: TcpStream,
         peer: SocketAddr,
     ) {
-        let ip = canonical_ip(peer.ip());
-        if !self.rate.allow_request(now, ip) {
-            self.stats.refused_conn_rate += 1;
-            log::debug!("metrics endpoint: {peer} over --metrics-conn-rate, closed");
-            return;
-        }
-        if self.per_ip.get(ip) >= self.max_conns_per_ip {
-            self.stats.refused_per_ip += 1;
-            log::debug!("metrics endpoint: {peer} over --metrics-max-conns-per-ip, closed");
-            return;
-        }
+        let ip = match self.admission.check(now, peer) {
+            Ok(ip) => ip,
+            Err(Refused::ConnRate) => {
+                self.stats.refused_conn_rate += 1;
+                log::debug!("metrics endpoint: {peer} over --metrics-conn-rate, closed");
+                return;
+            }
+            Err(Refused::PerIp) => {
+                self.stats.refused_per_ip += 1;
+                log::debug!("metrics endpoint: {peer} over --metrics-max-conns-per-ip, closed");
+                return;
+            }
+        };
         // Closed connections leave the slab after the batch; they no longer count.
         if self.conns.len() - self.closing.len() >= MAX_CONNS && !self.evict_a_reader() {
             self.stats.refused_full += 1;
@@ -233,7 +226,7 @@ impl MetricsEndpoint {
             deadline: now + CONN_DEADLINE,
             closed: false,
         });
-        self.per_ip.add(ip);
+        self.admission.opened(ip);
         self.stats.accepted += 1;
     }
 
@@ -241,12 +234,12 @@ impl MetricsEndpoint {
     /// oldest of the address holding the most connections (a crowd's before a lone
     /// scraper's); false when every connection is being answered.
     fn evict_a_reader(&mut self) -> bool {
-        let per_ip = &self.per_ip;
+        let admission = &self.admission;
         let victim = self
             .conns
             .iter()
             .filter(|(_, c)| !c.closed && c.response.is_empty())
-            .max_by_key(|(_, c)| (per_ip.get(c.ip), Reverse(c.deadline)))
+            .max_by_key(|(_, c)| (admission.open_from(c.ip), Reverse(c.deadline)))
             .map(|(key, _)| key);
         match victim {
             Some(key) => {
@@ -312,8 +305,7 @@ impl MetricsEndpoint {
 
     /// Forgets addresses whose rate buckets are full again and gives back spare capacity.
     pub fn tidy(&mut self, now: Instant) {
-        self.rate.tidy(now, FORGET_PER_TIDY);
-        self.per_ip.shrink();
+        self.admission.tidy(now);
     }
 
     /// Reads a request, answers it with pages rendered from `snapshot(rows)` (naming `rows`
@@ -412,7 +404,7 @@ impl MetricsEndpoint {
         for key in self.closing.drain(..) {
             if let Some(mut conn) = self.conns.try_remove(key) {
                 let _ = registry.deregister(&mut conn.stream);
-                self.per_ip.remove(conn.ip);
+                self.admission.closed(conn.ip);
                 removed += 1;
             }
         }

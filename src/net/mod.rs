@@ -8,6 +8,7 @@
 //! the real addresses from it). Control messages reach the loop through a channel plus a
 //! `mio::Waker`, so the loop never blocks on them.
 
+pub mod directory;
 pub mod fd_table;
 pub mod general;
 pub mod http;
@@ -36,8 +37,10 @@ use crate::metrics::{ListenerView, Snapshot};
 use crate::ratelimit::PerIpConfig;
 use crate::rtype::{PartyConfig, RtypeConfig, RtypeCore};
 
+use directory::DirectoryBridge;
 use general::GeneralDriver;
 use login::{LoginBudget, LoginShared};
+use rtype::game_server::GameServers;
 use rtype::instance::{PortPool, PortRange};
 use rtype::tcp::{TcpLimits, TcpLobby};
 use rtype::udp::UdpLobby;
@@ -60,6 +63,7 @@ pub fn lobby_config(config: &Config) -> RtypeConfig {
         reap_grace: config.reap_grace,
         max_list_rooms: config.max_list_rooms,
         upstream_records: config.rtype_udp_records,
+        node_id: config.directory.node_id,
         rate: PerIpConfig {
             rate: udp_rate,
             per: Duration::from_secs(1),
@@ -84,6 +88,7 @@ pub fn lobby_config(config: &Config) -> RtypeConfig {
             handshake_timeout: config.handshake_timeout,
             ..PartyConfig::default()
         },
+        instance_exec: config.instance_exec.command.is_some(),
     }
 }
 
@@ -157,12 +162,20 @@ fn bind_error(what: &str, addr: SocketAddr) -> impl FnOnce(std::io::Error) -> st
 pub const LISTEN_BACKLOG: i32 = 1024;
 
 /// Binds a TCP listener at `addr` (non-blocking, close-on-exec, `SO_REUSEADDR` as mio sets
-/// it, a [`LISTEN_BACKLOG`] backlog) and returns it with its bound address.
-fn listen(what: &str, addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
+/// it, a [`LISTEN_BACKLOG`] backlog; `SO_REUSEPORT` when `reuse_port`, so the processes of
+/// one user share it) and returns it with its bound address.
+fn listen(
+    what: &str,
+    addr: SocketAddr,
+    reuse_port: bool,
+) -> std::io::Result<(TcpListener, SocketAddr)> {
     let bind = || -> std::io::Result<std::net::TcpListener> {
         let domain = socket2::Domain::for_address(addr);
         let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
         socket.set_reuse_address(true)?;
+        if reuse_port {
+            socket.set_reuse_port(true)?;
+        }
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
         socket.listen(LISTEN_BACKLOG)?;
@@ -172,6 +185,20 @@ fn listen(what: &str, addr: SocketAddr) -> std::io::Result<(TcpListener, SocketA
     let bound = listener.local_addr()?;
     log::info!("{what} listening on {bound}");
     Ok((listener, bound))
+}
+
+/// Binds the UDP room lobby's socket at `addr` (non-blocking; `SO_REUSEPORT` when
+/// `reuse_port`: the kernel then spreads datagrams over the processes sharing the port by
+/// their source, and each process answers what it receives).
+fn bind_udp(addr: SocketAddr, reuse_port: bool) -> std::io::Result<UdpSocket> {
+    let domain = socket2::Domain::for_address(addr);
+    let socket = socket2::Socket::new(domain, socket2::Type::DGRAM, None)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    Ok(UdpSocket::from_std(socket.into()))
 }
 
 /// Binds every listener and socket of `config`, here and nowhere else, and plugs each front
@@ -203,7 +230,8 @@ fn build(config: &Config) -> std::io::Result<Built> {
     let udp_socket = match config.udp_port {
         Some(port) => {
             let addr = SocketAddr::new(config.bind, port);
-            let socket = UdpSocket::bind(addr).map_err(bind_error("udp room lobby", addr))?;
+            let socket = bind_udp(addr, config.directory.reuse_port)
+                .map_err(bind_error("udp room lobby", addr))?;
             log::info!("udp room lobby listening on {}", socket.local_addr()?);
             Some(socket)
         }
@@ -214,7 +242,11 @@ fn build(config: &Config) -> std::io::Result<Built> {
     };
     let udp_lobby = udp_socket.as_ref().map(UdpSocket::local_addr).transpose()?;
     let tcp_listener = match config.tcp_port {
-        Some(port) => Some(listen("tcp lobby", SocketAddr::new(config.bind, port))?),
+        Some(port) => Some(listen(
+            "tcp lobby",
+            SocketAddr::new(config.bind, port),
+            config.directory.reuse_port,
+        )?),
         None => {
             log::info!("tcp lobby disabled (--tcp-port 0)");
             None
@@ -222,7 +254,7 @@ fn build(config: &Config) -> std::io::Result<Built> {
     };
     let tcp_lobby = tcp_listener.as_ref().map(|(_, bound)| *bound);
     let metrics_listener = match config.metrics {
-        Some(addr) => Some(listen("metrics endpoint", addr)?),
+        Some(addr) => Some(listen("metrics endpoint", addr, false)?),
         None => None,
     };
     let metrics = metrics_listener.as_ref().map(|(_, bound)| *bound);
@@ -230,6 +262,7 @@ fn build(config: &Config) -> std::io::Result<Built> {
         Some(port) => Some(listen(
             "warzone master server",
             SocketAddr::new(config.bind, port),
+            config.directory.reuse_port,
         )?),
         None => {
             log::info!("warzone master server disabled (--wz-port 0)");
@@ -238,7 +271,11 @@ fn build(config: &Config) -> std::io::Result<Built> {
     };
     let wz = wz_listener.as_ref().map(|(_, bound)| *bound);
     let general_listener = match config.general.port {
-        Some(port) => Some(listen("general lobby", SocketAddr::new(config.bind, port))?),
+        Some(port) => Some(listen(
+            "general lobby",
+            SocketAddr::new(config.bind, port),
+            false,
+        )?),
         None => {
             log::info!("general lobby disabled (--lobby-port 0)");
             None
@@ -264,7 +301,18 @@ fn build(config: &Config) -> std::io::Result<Built> {
         Instant::now(),
         rtype::random::OsRandom::hash_source(),
     );
-    let rtype = RtypeFrontEnd::new(lobby, udp, tcp);
+    let mut rtype = RtypeFrontEnd::new(lobby, udp, tcp);
+    if let Some(command) = &config.instance_exec.command {
+        log::info!("each room runs its own game server: {command}");
+        let ports = PortPool::new(port_range(config.instance_ports));
+        let grace = config.instance_exec.stop_grace;
+        let servers = GameServers::new(command.clone(), grace, ports, config.bind);
+        rtype = rtype.with_game_servers(servers);
+    }
+    if let (Some(node), Some(addr)) = (config.directory.node_id, &config.directory.directory) {
+        let bridge = DirectoryBridge::start(node, addr.clone(), Arc::clone(&waker))?;
+        rtype.set_directory(bridge);
+    }
     // One bound on password checks for every front end (`net::login`).
     let login = LoginShared {
         waker: Arc::clone(&waker),

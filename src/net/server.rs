@@ -28,7 +28,8 @@
 //! - `reload()` on SIGHUP;
 //! - on SIGINT/SIGTERM or a shutdown request, **shutdown with a deadline**: `shutdown(registry)`
 //!   (stop accepting, queue the protocol's goodbye), then `flush_shutdown(registry)` after
-//!   every wake until no front end has bytes left or [`SHUTDOWN_FLUSH`] has passed, then
+//!   every wake until no front end has bytes left or [`SHUTDOWN_FLUSH`] has passed (or,
+//!   while a front end sees its child processes out, its `shutdown_wake`), then
 //!   `close_all(registry)`.
 //!
 //! Readiness is drained until `WouldBlock` under per-socket budgets inside each front end;
@@ -104,9 +105,16 @@ pub trait FrontEnd: Send {
     fn reload(&mut self) {}
     /// The server is going away: stop accepting and queue the protocol's goodbye.
     fn shutdown(&mut self, registry: &Registry);
-    /// Writes what is still queued; true while bytes wait. Called after every wake of the
-    /// shutdown wait, until it returns false or the shutdown deadline passes.
+    /// Writes what is still queued; true while bytes wait (or processes are being seen
+    /// out, see `shutdown_wake`). Called after every wake of the shutdown wait, until it
+    /// returns false or the shutdown deadline passes.
     fn flush_shutdown(&mut self, registry: &Registry) -> bool;
+    /// During the shutdown wait: when this front end must be called again for something
+    /// other than bytes (a child process's SIGKILL due, or the end of the wait for it). The
+    /// wait lasts until then even past [`SHUTDOWN_FLUSH`]; `None` by default.
+    fn shutdown_wake(&self) -> Option<Instant> {
+        None
+    }
     /// The shutdown wait is over: close every connection.
     fn close_all(&mut self, registry: &Registry);
 }
@@ -450,10 +458,22 @@ impl Server {
                 pending |= front_end.flush_shutdown(registry);
             }
             let now = Instant::now();
-            if !pending || now >= deadline {
+            // A front end seeing child processes out keeps the wait going to its own wake.
+            let wake = self
+                .front_ends
+                .iter()
+                .flatten()
+                .filter_map(|front_end| front_end.shutdown_wake())
+                .min();
+            let end = wake.map_or(deadline, |at| at.max(deadline));
+            if !pending || now >= end {
                 break;
             }
-            if let Err(e) = self.poll.poll(&mut events, Some(deadline - now)) {
+            let next = wake.map_or(end, |at| at.min(end));
+            if let Err(e) = self
+                .poll
+                .poll(&mut events, Some(next.saturating_duration_since(now)))
+            {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
                 }

@@ -15,6 +15,12 @@ pub enum Target {
     Waker,
     /// A game instance socket, by its key in the instance slab.
     Instance(usize),
+    /// A game server's pidfd (`--instance-exec`), by its key in the game-server slab.
+    GameServer(usize),
+    /// A game server's stdout pipe, by the same key.
+    GameServerOut(usize),
+    /// A game server's stderr pipe, by the same key.
+    GameServerErr(usize),
     /// SIGINT, SIGTERM and SIGHUP (only when serving in the main thread).
     Signals,
     /// The metrics endpoint's listener.
@@ -51,6 +57,9 @@ const KIND_METRICS_CONN: usize = 6;
 const KIND_TIMER: usize = 7;
 const KIND_TCP_LISTENER: usize = 20;
 const KIND_TCP_CONN: usize = 21;
+const KIND_GAME_SERVER: usize = 22;
+const KIND_GAME_SERVER_OUT: usize = 23;
+const KIND_GAME_SERVER_ERR: usize = 24;
 const KIND_WZ_LISTENER: usize = 30;
 const KIND_WZ_CONN: usize = 31;
 const KIND_WZ_PROBE: usize = 32;
@@ -80,6 +89,9 @@ impl Target {
             Target::LobbyUdp => (KIND_LOBBY_UDP, 0),
             Target::Waker => (KIND_WAKER, 0),
             Target::Instance(key) => (KIND_INSTANCE, key & KEY_MASK),
+            Target::GameServer(key) => (KIND_GAME_SERVER, key & KEY_MASK),
+            Target::GameServerOut(key) => (KIND_GAME_SERVER_OUT, key & KEY_MASK),
+            Target::GameServerErr(key) => (KIND_GAME_SERVER_ERR, key & KEY_MASK),
             Target::Signals => (KIND_SIGNALS, 0),
             Target::MetricsListener => (KIND_METRICS_LISTENER, 0),
             Target::MetricsConn(key) => (KIND_METRICS_CONN, key & KEY_MASK),
@@ -102,6 +114,9 @@ impl Target {
             KIND_LOBBY_UDP => Some(Target::LobbyUdp),
             KIND_WAKER => Some(Target::Waker),
             KIND_INSTANCE => Some(Target::Instance(key)),
+            KIND_GAME_SERVER => Some(Target::GameServer(key)),
+            KIND_GAME_SERVER_OUT => Some(Target::GameServerOut(key)),
+            KIND_GAME_SERVER_ERR => Some(Target::GameServerErr(key)),
             KIND_SIGNALS => Some(Target::Signals),
             KIND_METRICS_LISTENER => Some(Target::MetricsListener),
             KIND_METRICS_CONN => Some(Target::MetricsConn(key)),
@@ -123,9 +138,13 @@ impl Target {
     /// metrics).
     pub fn front_end(self) -> Option<FrontEndKind> {
         match self {
-            Target::LobbyUdp | Target::Instance(_) | Target::TcpListener | Target::TcpConn(_) => {
-                Some(FrontEndKind::Rtype)
-            }
+            Target::LobbyUdp
+            | Target::Instance(_)
+            | Target::GameServer(_)
+            | Target::GameServerOut(_)
+            | Target::GameServerErr(_)
+            | Target::TcpListener
+            | Target::TcpConn(_) => Some(FrontEndKind::Rtype),
             Target::WzListener | Target::WzConn(_) | Target::WzProbe(_) => Some(FrontEndKind::Wz),
             Target::GeneralListener | Target::GeneralConn(_) => Some(FrontEndKind::General),
             Target::Waker
@@ -148,6 +167,9 @@ mod tests {
             Target::Waker,
             Target::Instance(0),
             Target::Instance(12345),
+            Target::GameServer(4),
+            Target::GameServerOut(5),
+            Target::GameServerErr(6),
             Target::Signals,
             Target::MetricsListener,
             Target::MetricsConn(7),

@@ -36,6 +36,16 @@ pub struct RtypeConfig {
     pub timer_tick: Duration,
     /// The TCP lobby's settings.
     pub party: PartyConfig,
+    /// Every room's instance is a game server of the operator's (`--instance-exec`), started
+    /// with [`Output::StartInstance`](super::Output::StartInstance): lobbyd sees none of its
+    /// traffic, so a room never ends for being empty; it ends when its process exits
+    /// ([`RtypeCore::handle_instance_exited`](super::RtypeCore::handle_instance_exited)), or
+    /// when its party dissolves or cancels its countdown before GAME_START.
+    pub instance_exec: bool,
+    /// This node's number in a group of processes (`--node-id`): room ids are then
+    /// `node << 24 | local`, so every node's ids are its own and the owner of a room is read
+    /// from its id. `None`: a single node, ids from 1.
+    pub node_id: Option<u8>,
 }
 
 impl Default for RtypeConfig {
@@ -50,6 +60,7 @@ impl Default for RtypeConfig {
             reap_grace: Duration::from_secs(2),
             max_list_rooms: 112,
             upstream_records: RecordLayout::V3,
+            node_id: None,
             rate: PerIpConfig {
                 rate: 50,
                 per: Duration::from_secs(1),
@@ -60,6 +71,7 @@ impl Default for RtypeConfig {
             },
             timer_tick: Duration::from_millis(1),
             party: PartyConfig::default(),
+            instance_exec: false,
         }
     }
 }

@@ -11,6 +11,11 @@
 //! `flood` violation, ignored, so a flooder is dropped at `--max-violations` and the output it
 //! can cause its party is bounded.
 //!
+//! A connection speaks the RFC dialect unless the driver says its first bytes were the
+//! upstream client's ([`TcpConns::set_upstream`]). Such a connection browses rooms while
+//! Pending, with no handshake deadline (its player reads the room list; only the idle one
+//! applies), then Joined (a seat in a room, before its CONNECT_REQ), then Connected.
+//!
 //! [`TcpConns`] owns the records, the queue of Pending connections and each one's deadline.
 //! What a request means for its party is `parties.rs`'s business, and closing a connection
 //! that holds a seat is `tcp.rs`'s (its party hears PLAYER_LEFT): this file must not decide
@@ -29,6 +34,7 @@ use super::messages::Output;
 use super::room::{RoomId, Slot};
 use super::tcp_messages::{ConnId, TcpError, TcpMessage, TcpRequest, Violation};
 use super::tcp_stats::{index_of, CloseCause};
+use crate::wire::tcp_upstream::Dialect;
 
 /// Where a connection stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +44,13 @@ pub(super) enum Stage {
     Pending {
         /// Accept order.
         order: u64,
+    },
+    /// Upstream dialect: JOIN_ROOM_ACK sent, no CONNECT_ACK yet; holds `slot` in `party`.
+    Joined {
+        /// Its room.
+        party: RoomId,
+        /// Its seat there.
+        slot: Slot,
     },
     /// CONNECT_ACK sent; in `party` at `slot`.
     Connected {
@@ -58,7 +71,9 @@ impl Stage {
     pub(super) fn party(self) -> Option<RoomId> {
         match self {
             Stage::Pending { .. } => None,
-            Stage::Connected { party, .. } | Stage::Transferred { party } => Some(party),
+            Stage::Joined { party, .. }
+            | Stage::Connected { party, .. }
+            | Stage::Transferred { party } => Some(party),
         }
     }
 }
@@ -67,6 +82,8 @@ impl Stage {
 #[derive(Debug)]
 struct TcpConn {
     stage: Stage,
+    /// The dialect it speaks.
+    dialect: Dialect,
     /// The peer's address: a party it opens is created by it.
     peer: IpAddr,
     /// When it was accepted (the handshake deadline counts from here).
@@ -83,10 +100,11 @@ struct TcpConn {
 impl TcpConn {
     /// When this connection must next be looked at, and why it is closed if nothing happens
     /// by then: before CONNECT_ACK the earlier of the handshake and idle deadlines, after it
-    /// the idle deadline.
+    /// (and for an upstream-dialect connection, which browses rooms first) the idle deadline.
     fn deadline(&self, config: &RtypeConfig) -> (Instant, CloseCause) {
         let idle = (self.last_seen + config.idle_timeout, CloseCause::Idle);
         match self.stage {
+            Stage::Pending { .. } if self.dialect == Dialect::Upstream => idle,
             Stage::Pending { .. } => {
                 let handshake = self.opened + config.party.handshake_timeout;
                 if handshake <= idle.0 {
@@ -95,7 +113,7 @@ impl TcpConn {
                     idle
                 }
             }
-            Stage::Connected { .. } | Stage::Transferred { .. } => idle,
+            Stage::Joined { .. } | Stage::Connected { .. } | Stage::Transferred { .. } => idle,
         }
     }
 }
@@ -156,6 +174,7 @@ impl TcpConns {
         let party = &cx.config.party;
         let record = TcpConn {
             stage: Stage::Pending { order },
+            dialect: Dialect::Rfc,
             peer: peer.ip(),
             opened: now,
             last_seen: now,
@@ -207,6 +226,43 @@ impl TcpConns {
         over
     }
 
+    /// The dialect `conn` speaks (the RFC's for an unknown one).
+    pub(super) fn dialect(&self, conn: ConnId) -> Dialect {
+        self.records.get(&conn).map_or(Dialect::Rfc, |r| r.dialect)
+    }
+
+    /// The driver found `conn`'s first bytes in the upstream client's dialect. Its handshake
+    /// deadline no longer applies (the wheel entry re-arms for the idle one when it fires).
+    pub(super) fn set_upstream(&mut self, cx: &mut Ctx<'_>, conn: ConnId) {
+        if let Some(record) = self.records.get_mut(&conn) {
+            if record.dialect != Dialect::Upstream {
+                record.dialect = Dialect::Upstream;
+                cx.stats.tcp.upstream_conns += 1;
+            }
+        }
+    }
+
+    /// Upstream-dialect connections not in a room (they hear ROOM_UPDATE), oldest first.
+    pub(super) fn upstream_lobby(&self) -> Vec<ConnId> {
+        self.pending
+            .values()
+            .copied()
+            .filter(|conn| self.dialect(*conn) == Dialect::Upstream)
+            .collect()
+    }
+
+    /// The connection joined `party` and holds `slot` there: it leaves the queue of Pending
+    /// connections.
+    pub(super) fn joined(&mut self, conn: ConnId, party: RoomId, slot: Slot) {
+        let Some(record) = self.records.get_mut(&conn) else {
+            return;
+        };
+        if let Stage::Pending { order } = record.stage {
+            self.pending.remove(&order);
+        }
+        record.stage = Stage::Joined { party, slot };
+    }
+
     /// The connection got its CONNECT_ACK in `party` at `slot`: it leaves the queue of
     /// Pending connections (its deadline becomes the idle one when the wheel next fires).
     pub(super) fn connected(&mut self, cx: &mut Ctx<'_>, conn: ConnId, party: RoomId, slot: Slot) {
@@ -243,8 +299,8 @@ impl TcpConns {
     }
 
     /// Removes a connection's record, its deadline and its place among the Pending; returns
-    /// where it stood.
-    pub(super) fn remove(&mut self, cx: &mut Ctx<'_>, conn: ConnId) -> Option<Stage> {
+    /// where it stood and its dialect.
+    pub(super) fn remove(&mut self, cx: &mut Ctx<'_>, conn: ConnId) -> Option<(Stage, Dialect)> {
         let record = self.records.remove(&conn)?;
         if let Some(key) = record.timer {
             cx.timers.cancel(key);
@@ -252,7 +308,7 @@ impl TcpConns {
         if let Stage::Pending { order } = record.stage {
             self.pending.remove(&order);
         }
-        Some(record.stage)
+        Some((record.stage, record.dialect))
     }
 
     fn arm_deadline(&mut self, cx: &mut Ctx<'_>, conn: ConnId, deadline: Instant) {

@@ -63,6 +63,23 @@ impl Ctx<'_> {
         self.out.push_back(output);
     }
 
+    /// Asks the driver for room `id`'s instance: lobbyd's own relay socket, or with
+    /// `--instance-exec` the operator's game server for `players` players and a fresh seed.
+    pub(super) fn open_instance(&mut self, id: RoomId, players: u8) {
+        let output = if self.config.instance_exec {
+            // The high half: the low one is what a simulation's counter source varies.
+            let seed = ((self.hashes)() >> 32) as u32;
+            Output::StartInstance {
+                room: id,
+                players,
+                seed,
+            }
+        } else {
+            Output::OpenInstance { room: id }
+        };
+        self.out.push_back(output);
+    }
+
     /// Queues a TCP lobby message, counting the ERRORs sent by code.
     pub(super) fn send_tcp(&mut self, conn: ConnId, msg: TcpMessage) {
         if let TcpMessage::Error(error) = msg {

@@ -167,8 +167,21 @@ pub enum Output {
         /// The room being created.
         room: RoomId,
     },
-    /// Close `room`'s socket: the room is gone from the core, or a party's countdown was
-    /// cancelled and its socket is no longer needed.
+    /// Start `room`'s game server (`--instance-exec`, [`RtypeConfig::instance_exec`](super::RtypeConfig::instance_exec))
+    /// on a port of the instance range, in place of lobbyd's own relay; the driver answers with
+    /// [`RtypeCore::handle_instance_opened`](super::RtypeCore::handle_instance_opened) (the
+    /// port, or `None` when it could not start), and reports its end with
+    /// [`RtypeCore::handle_instance_exited`](super::RtypeCore::handle_instance_exited).
+    StartInstance {
+        /// The room being created, or the party whose countdown starts.
+        room: RoomId,
+        /// The command's `{players}`: a UDP room's seats, a party's members at its countdown.
+        players: u8,
+        /// The command's `{seed}`: a random number for the game.
+        seed: u32,
+    },
+    /// Close `room`'s socket, or stop its game server: the room is gone from the core, or a
+    /// party's countdown was cancelled and its instance is no longer needed.
     CloseInstance {
         /// The reaped room.
         room: RoomId,

@@ -36,7 +36,10 @@
 //! Instance sockets are bound by the driver: CREATE_ROOM yields [`Output::OpenInstance`],
 //! the driver answers with [`RtypeCore::handle_instance_opened`], and only then is ROOM_CREATED
 //! (or JOIN_FAILED) queued. So a listed room always has a live socket, and a room's socket is
-//! closed ([`Output::CloseInstance`]) in the same step that removes it from the list.
+//! closed ([`Output::CloseInstance`]) in the same step that removes it from the list. With
+//! `--instance-exec` ([`RtypeConfig::instance_exec`]) the instance is a game server of the
+//! operator's: [`Output::StartInstance`] in place of `OpenInstance`, answered the same way,
+//! and its exit is an input ([`RtypeCore::handle_instance_exited`]) that ends its room.
 
 mod config;
 mod conns;
@@ -60,6 +63,7 @@ use std::time::Instant;
 
 use crate::time::wheel::TimerWheel;
 use crate::wire::tcp_lobby::NAME_LEN;
+use crate::wire::tcp_upstream::RoomRecord;
 
 pub use config::{PartyConfig, RtypeConfig};
 pub use context::HashSource;
@@ -69,10 +73,11 @@ pub use messages::{
 };
 pub use party::{Party, PartyMember};
 pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
+pub use rooms::NODE_SHIFT;
 pub use stats::{InstanceIgnore, JoinFailure, RtypeStats};
-pub use tcp_codec::{server_repr, TcpInput};
+pub use tcp_codec::{server_repr, upstream_repr, TcpInput};
 pub use tcp_messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
-pub use tcp_stats::{CloseCause, PartyStats};
+pub use tcp_stats::{CloseCause, PartyStats, UPSTREAM_REFUSALS};
 
 use conns::TcpConns;
 use context::{Ctx, TimerEvent};
@@ -217,6 +222,13 @@ impl RtypeCore {
         self.rooms.list_generation()
     }
 
+    /// The directory's input: the driver now appends `count` records of other nodes' rooms
+    /// to every ROOM_LIST, after this node's own and within `--max-list-rooms` (the core
+    /// charges the reply-byte budget for what is sent). 0 when the directory is down.
+    pub fn handle_remote_listed(&mut self, count: usize) {
+        self.rooms.set_remote_listed(count);
+    }
+
     /// A UDP lobby request in the seed's dialect from `from` with sequence id `seq`.
     pub fn handle_lobby_request(
         &mut self,
@@ -254,6 +266,27 @@ impl RtypeCore {
                 .instance_opened(&mut cx, conns, rooms, now, id, port);
         } else {
             self.rooms.instance_opened(&mut cx, now, id, port);
+        }
+    }
+
+    /// The driver's report that room `id`'s game server exited (`--instance-exec`): the
+    /// room is reaped now, whatever its state (gone from ROOM_LIST, its port back in the
+    /// pool, a started party's connections still open closed). A party still in its lobby
+    /// (counting down) stays, its countdown cancelled (ERROR [`TcpError::NoInstance`]). A room
+    /// already gone is ignored.
+    pub fn handle_instance_exited(&mut self, now: Instant, id: RoomId) {
+        if self.rooms.is_opening(id) {
+            self.handle_instance_opened(now, id, None);
+            return;
+        }
+        let mut cx = ctx!(self);
+        if self.parties.instance_exited(&mut cx, &mut self.rooms, id) {
+            return;
+        }
+        if self.rooms.reap(&mut cx, id) {
+            tcp::reaped(&mut cx, &mut tcp!(self), id);
+            cx.stats.rooms_reaped += 1;
+            cx.push(Output::CloseInstance { room: id });
         }
     }
 
@@ -379,7 +412,27 @@ impl RtypeCore {
             TcpInput::Request(request) => self.handle_tcp_request(now, conn, request),
             TcpInput::Violation(reason) => self.handle_tcp_violation(conn, reason),
             TcpInput::Closed(why) => self.handle_tcp_closed(conn, why),
+            TcpInput::Upstream => self.handle_tcp_upstream(conn),
         }
+    }
+
+    /// The driver found `conn`'s first bytes in the upstream client's dialect
+    /// (`docs/protocols/tcp-lobby-upstream.md`): its requests go to rooms first, and its
+    /// handshake deadline no longer applies (its player browses rooms; the idle one does).
+    pub fn handle_tcp_upstream(&mut self, conn: ConnId) {
+        let mut cx = ctx!(self);
+        tcp::upstream(&mut cx, &mut tcp!(self), conn);
+    }
+
+    /// The rooms of the upstream dialect as LIST_ROOMS_ACK lists them: oldest first, at most
+    /// 52 (the client's 2048-byte frame). Allocates nothing.
+    pub fn upstream_rooms(&self) -> impl Iterator<Item = RoomRecord> + '_ {
+        self.parties.room_records()
+    }
+
+    /// The seed party `id`'s GAME_START announced in the upstream dialect.
+    pub fn party_seed(&self, id: RoomId) -> u32 {
+        self.parties.seed(id)
     }
 
     /// A decoded request from `conn`: within the connection's request rate it counts as
@@ -412,5 +465,7 @@ impl RtypeCore {
     }
 }
 
+#[cfg(test)]
+mod instance_exec_tests;
 #[cfg(test)]
 mod tests;

@@ -16,12 +16,17 @@
 //! from the context's injected source (the OS CSPRNG in the server, a seeded generator in
 //! simulations). Closing connections is `tcp.rs`'s: where a party lets its players go, it
 //! hands back their connections.
+//!
+//! A party of the upstream client's dialect (`docs/protocols/tcp-lobby-upstream.md`) is a
+//! named room, created empty and joined seat by seat before CONNECT_REQ; parties never mix
+//! dialects.
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::wire::tcp_lobby::{name_field, validate_name, NAME_LEN};
+use crate::wire::tcp_upstream::{Dialect, JoinStatus, RoomRecord, MAX_LIST_RECORDS};
 
 use super::conns::TcpConns;
 use super::context::{Ctx, TimerEvent};
@@ -109,10 +114,11 @@ impl Parties {
     /// Where a CONNECT_REQ goes now: the oldest Waiting party with a free seat, else a new
     /// party; `None` at `--max-rooms`.
     fn placement(&self, cx: &Ctx<'_>, rooms: &Rooms) -> Option<Placement> {
+        // One party never mixes dialects: an RFC CONNECT_REQ never lands in a room.
         if let Some((&id, _)) = self
             .parties
             .iter()
-            .find(|(_, party)| party.takes_newcomers())
+            .find(|(_, party)| party.dialect == Dialect::Rfc && party.takes_newcomers())
         {
             return Some(Placement::Party(id));
         }
@@ -129,7 +135,8 @@ impl Parties {
     }
 
     /// The member at `slot` of party `id` is gone: its seat and hash are free, the rest hear
-    /// PLAYER_LEFT, and the party goes on without it (or dissolves, empty).
+    /// PLAYER_LEFT (if it was connected: an upstream seat held before CONNECT_REQ was never
+    /// announced), and the party goes on without it (or dissolves, empty).
     pub(super) fn member_left(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -141,10 +148,13 @@ impl Parties {
             return;
         };
         let index = usize::from(slot) - 1;
-        if let Some(member) = party.seats.get_mut(index).and_then(Option::take) {
-            self.hashes.remove(&member.hash);
+        let Some(member) = party.seats.get_mut(index).and_then(Option::take) else {
+            return;
+        };
+        self.hashes.remove(&member.hash);
+        if member.connected {
+            self.send_party(cx, id, TcpMessage::PlayerLeft(slot));
         }
-        self.send_party(cx, id, TcpMessage::PlayerLeft(slot));
         self.after_leave(cx, rooms, id);
         self.dissolve_if_empty(cx, rooms, id);
     }
@@ -157,15 +167,23 @@ impl Parties {
             return;
         };
         if party.countdown.is_some() && party.member_count() < min {
-            self.cancel_countdown(cx, rooms, id);
+            self.cancel_countdown(cx, rooms, id, TcpError::NotEnoughPlayers);
         } else {
             self.maybe_auto_start(cx, id);
         }
     }
 
-    /// Too few members for the countdown: stop it, tell everyone (ERROR 0x06, then
-    /// PLAYER_READY(0) for every member) and release the instance socket.
-    fn cancel_countdown(&mut self, cx: &mut Ctx<'_>, rooms: &mut Rooms, id: RoomId) {
+    /// The countdown cannot go on (too few members: `error` 0x06; the game server exited:
+    /// 0xFF "no game instance available"; in the upstream dialect, a player un-readied):
+    /// stop it, tell everyone (ERROR `error`, then PLAYER_READY(0) for every member; in the
+    /// upstream dialect COUNTDOWN 0, the ready flags kept) and release the instance.
+    fn cancel_countdown(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        rooms: &mut Rooms,
+        id: RoomId,
+        error: TcpError,
+    ) {
         let Some(party) = self.parties.get_mut(&id) else {
             return;
         };
@@ -175,6 +193,12 @@ impl Parties {
         if let Some(key) = countdown.timer {
             cx.timers.cancel(key);
         }
+        if party.dialect == Dialect::Upstream {
+            cx.stats.tcp.countdowns_cancelled += 1;
+            self.send_party(cx, id, TcpMessage::Countdown(Duration::ZERO));
+            release_instance(cx, rooms, id);
+            return;
+        }
         let mut slots = Vec::new();
         for (index, seat) in party.seats.iter_mut().enumerate() {
             if let Some(member) = seat.as_mut() {
@@ -183,19 +207,43 @@ impl Parties {
             }
         }
         cx.stats.tcp.countdowns_cancelled += 1;
-        self.send_party(cx, id, TcpMessage::Error(TcpError::NotEnoughPlayers));
+        self.send_party(cx, id, TcpMessage::Error(error));
         for slot in slots {
             self.send_party(cx, id, TcpMessage::PlayerReady { slot, ready: false });
         }
         release_instance(cx, rooms, id);
     }
 
+    /// Party `id`'s game server exited before GAME_START (`--instance-exec`): the party
+    /// stays, its countdown cancelled with ERROR 0xFF (no game instance). False when `id` is
+    /// no party still in its lobby (the caller reaps the room).
+    pub(super) fn instance_exited(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        rooms: &mut Rooms,
+        id: RoomId,
+    ) -> bool {
+        let Some(party) = self.parties.get_mut(&id) else {
+            return false;
+        };
+        if party.started {
+            return false;
+        }
+        party.opening = None;
+        self.cancel_countdown(cx, rooms, id, TcpError::NoInstance);
+        // No countdown to cancel (already over): the party stays in its lobby, Waiting.
+        if let Some(room) = rooms.get_mut(id) {
+            room.state = RoomState::Waiting;
+            room.port = None;
+        }
+        true
+    }
+
     /// A party with nobody in its lobby and no game is removed with its room.
     fn dissolve_if_empty(&mut self, cx: &mut Ctx<'_>, rooms: &mut Rooms, id: RoomId) {
-        let empty = self
-            .parties
-            .get(&id)
-            .is_some_and(|party| !party.started && party.member_count() == 0);
+        let empty = self.parties.get(&id).is_some_and(|party| {
+            !party.started && party.member_count() == 0 && party.creator.is_none()
+        });
         if !empty {
             return;
         }
@@ -267,6 +315,7 @@ impl Parties {
             hash,
             name,
             ready: false,
+            connected: true,
         };
         party.seats[index] = Some(member);
         let existing: Vec<(Slot, PartyMember)> = party
@@ -348,8 +397,14 @@ impl Parties {
         }
     }
 
+    /// With `--auto-start`, or always in the upstream dialect (whose client never sends
+    /// START_REQ), starts the countdown once the party may start.
     fn maybe_auto_start(&mut self, cx: &mut Ctx<'_>, id: RoomId) {
-        if cx.config.party.auto_start && self.start_refusal(cx, id).is_none() {
+        let upstream = self
+            .parties
+            .get(&id)
+            .is_some_and(|party| party.dialect == Dialect::Upstream);
+        if (cx.config.party.auto_start || upstream) && self.start_refusal(cx, id).is_none() {
             self.open_party_instance(cx, id, Opener::Auto);
         }
     }
@@ -360,7 +415,8 @@ impl Parties {
             return;
         };
         party.opening = Some(opener);
-        cx.push(Output::OpenInstance { room: id });
+        let players = u8::try_from(party.member_count()).unwrap_or(u8::MAX);
+        cx.open_instance(id, players);
     }
 
     /// The driver's answer to a party's [`Output::OpenInstance`].
@@ -431,12 +487,15 @@ impl Parties {
             started,
             next: 0,
             timer: None,
+            last_second: 0,
         });
         cx.stats.tcp.countdowns += 1;
         self.countdown_tick(cx, conns, rooms, now, id);
     }
 
-    /// Sends the countdown value due now and arms the next one, or starts the game.
+    /// Sends the countdown value due now and arms the next one, or starts the game. In the
+    /// upstream dialect a value goes out only when its whole second (rounded up) changes, and
+    /// 0 never (it means cancelled there): GAME_START follows 1.
     pub(super) fn countdown_tick(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -450,6 +509,7 @@ impl Parties {
         let Some(party) = self.parties.get_mut(&id) else {
             return;
         };
+        let upstream = party.dialect == Dialect::Upstream;
         let Some(countdown) = party.countdown.as_mut() else {
             return;
         };
@@ -459,7 +519,15 @@ impl Parties {
         countdown.timer = None;
         let started = countdown.started;
         let next_at = started + tick.saturating_mul(countdown.next).min(total);
-        self.send_party(cx, id, TcpMessage::Countdown(remaining));
+        if !upstream {
+            self.send_party(cx, id, TcpMessage::Countdown(remaining));
+        } else if !remaining.is_zero() {
+            let second = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
+            if second != countdown.last_second {
+                countdown.last_second = second;
+                self.send_party(cx, id, TcpMessage::Countdown(Duration::from_secs(second)));
+            }
+        }
         if remaining.is_zero() {
             self.game_start(cx, conns, rooms, now, id);
             return;
@@ -487,6 +555,10 @@ impl Parties {
         };
         party.countdown = None;
         party.started = true;
+        if party.dialect == Dialect::Upstream {
+            // The seed GAME_START announces: the injected source's bits, as a hash's.
+            party.seed = (cx.hashes)() as u32;
+        }
         let roster: Vec<(Slot, PartyMember)> = party.members().map(|(s, m)| (s, *m)).collect();
         let Some(room) = rooms.get_mut(id) else {
             return;
@@ -545,6 +617,209 @@ impl Parties {
             self.hashes.remove(&member.hash);
         }
         open
+    }
+
+    // ---- The upstream client's dialect: named rooms, then the party in them
+    // (`docs/protocols/tcp-lobby-upstream.md`, "Server behaviour"). ----
+
+    /// The records LIST_ROOMS_ACK carries: every room of the upstream dialect, oldest first,
+    /// at most [`MAX_LIST_RECORDS`] (the client's 2048-byte frame). Allocates nothing.
+    pub(super) fn room_records(&self) -> impl Iterator<Item = RoomRecord> + '_ {
+        self.parties
+            .iter()
+            .filter(|(_, party)| party.dialect == Dialect::Upstream)
+            .map(|(&id, party)| record_of(id, party))
+            .take(MAX_LIST_RECORDS)
+    }
+
+    /// The record of room `id`, if it is a room of the upstream dialect.
+    pub(super) fn room_record(&self, id: RoomId) -> Option<RoomRecord> {
+        let party = self.parties.get(&id)?;
+        (party.dialect == Dialect::Upstream).then(|| record_of(id, party))
+    }
+
+    /// The seed party `id`'s GAME_START announced (0 for an RFC party).
+    pub(super) fn seed(&self, id: RoomId) -> u32 {
+        self.parties.get(&id).map_or(0, |party| party.seed)
+    }
+
+    /// CREATE_ROOM_REQ from `conn`, in no room: a room named `raw` opens, kept while empty
+    /// for its creator until it joins (its client sends JOIN_ROOM_REQ on the ACK), creates
+    /// another or goes. `None` (CREATE_ROOM_ACK 1) for an invalid name or at `--max-rooms`.
+    pub(super) fn create_room(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conns: &TcpConns,
+        rooms: &mut Rooms,
+        conn: ConnId,
+        raw: [u8; NAME_LEN],
+    ) -> Option<RoomId> {
+        self.release_creator(cx, rooms, conn);
+        let name = name_field(validate_name(&raw).ok()?);
+        if !rooms.room_left(cx.config) {
+            return None;
+        }
+        let peer = conns.peer(conn)?;
+        let id = rooms.open_party_room(cx.config.max_players, peer);
+        let room = Party::room(cx.config.max_players, name, conn);
+        self.parties.insert(id, room);
+        cx.stats.tcp.parties_opened += 1;
+        cx.stats.tcp.rooms_created += 1;
+        Some(id)
+    }
+
+    /// `conn` no longer keeps the room it created (it joined a room, created another, or
+    /// went): that room goes if nobody is in it.
+    pub(super) fn release_creator(&mut self, cx: &mut Ctx<'_>, rooms: &mut Rooms, conn: ConnId) {
+        let kept: Vec<RoomId> = self
+            .parties
+            .iter()
+            .filter(|(_, party)| party.creator == Some(conn))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in kept {
+            if let Some(party) = self.parties.get_mut(&id) {
+                party.creator = None;
+            }
+            self.dissolve_if_empty(cx, rooms, id);
+        }
+    }
+
+    /// JOIN_ROOM_REQ from `conn`, in no room: a seat in room `room_id` (the connection then
+    /// hears the party), or why not. A party of the RFC dialect is no room here.
+    pub(super) fn join_room(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conns: &mut TcpConns,
+        rooms: &mut Rooms,
+        conn: ConnId,
+        room_id: u32,
+    ) -> JoinStatus {
+        let id = RoomId(room_id);
+        let Some(party) = self
+            .parties
+            .get_mut(&id)
+            .filter(|party| party.dialect == Dialect::Upstream)
+        else {
+            return JoinStatus::NotFound;
+        };
+        if party.started || party.busy() {
+            return JoinStatus::InGame;
+        }
+        let Some(index) = party.seats.iter().position(Option::is_none) else {
+            return JoinStatus::Full;
+        };
+        party.seats[index] = Some(PartyMember::joined(conn));
+        conns.joined(conn, id, slot_of_index(index));
+        self.release_creator(cx, rooms, conn);
+        JoinStatus::Joined
+    }
+
+    /// CONNECT_REQ from `conn`, which holds `slot` in room `id`: a valid name and a fresh
+    /// hash make it a player. CONNECT_ACK, then PLAYER_JOIN of every other player (the driver
+    /// follows a ready one's with PLAYER_READY), then its own PLAYER_JOIN to every seat.
+    /// Upstream takes any name and duplicates; an invalid name or no hash gets CONNECT_ACK 1.
+    pub(super) fn upstream_connect(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        conns: &mut TcpConns,
+        conn: ConnId,
+        id: RoomId,
+        slot: Slot,
+        raw: [u8; NAME_LEN],
+    ) {
+        let name = validate_name(&raw).ok().map(name_field);
+        let hash = self.fresh_hash(cx);
+        let (Some(name), Some(hash)) = (name, hash) else {
+            cx.stats.tcp.refused("connect_refused");
+            cx.send_tcp(conn, TcpMessage::ConnectRefused);
+            return;
+        };
+        let Some(party) = self.parties.get_mut(&id) else {
+            return;
+        };
+        let Some(member) = party.member_mut(slot) else {
+            return;
+        };
+        member.hash = hash;
+        member.name = name;
+        member.connected = true;
+        let member = *member;
+        let others: Vec<(Slot, PartyMember)> = party
+            .members()
+            .filter(|(s, m)| *s != slot && m.connected)
+            .map(|(s, m)| (s, *m))
+            .collect();
+        self.hashes.insert(hash);
+        conns.connected(cx, conn, id, slot);
+        cx.send_tcp(conn, TcpMessage::ConnectAck { hash, slot });
+        for (slot, other) in others {
+            cx.send_tcp(conn, join_message(slot, &other));
+        }
+        self.send_party(cx, id, join_message(slot, &member));
+    }
+
+    /// READY_REQ from the player at `slot` of room `id`, claiming `hash`: with its own hash
+    /// its ready flag toggles (everyone hears PLAYER_READY; everyone ready starts the
+    /// countdown, an un-ready during it cancels it with COUNTDOWN 0); a foreign hash is
+    /// ignored and counted.
+    pub(super) fn toggle_ready(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        rooms: &mut Rooms,
+        id: RoomId,
+        slot: Slot,
+        hash: u64,
+    ) {
+        let Some(party) = self.parties.get_mut(&id) else {
+            return;
+        };
+        if party.started {
+            return;
+        }
+        let Some(member) = party.member_mut(slot) else {
+            return;
+        };
+        if member.hash != hash {
+            cx.stats.tcp.foreign_ready += 1;
+            return;
+        }
+        member.ready = !member.ready;
+        let ready = member.ready;
+        self.send_party(cx, id, TcpMessage::PlayerReady { slot, ready });
+        if ready {
+            self.maybe_auto_start(cx, id);
+        } else {
+            // The upstream dialect has no error message: `cancel_countdown` sends COUNTDOWN 0.
+            self.cancel_countdown(cx, rooms, id, TcpError::NotEnoughPlayers);
+        }
+    }
+
+    /// START_REQ in the upstream dialect: any player may send it; it starts the countdown
+    /// if the room may start (true), and is otherwise ignored (there is no error message).
+    pub(super) fn upstream_start(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        now: Instant,
+        conn: ConnId,
+        id: RoomId,
+    ) -> bool {
+        let may = self.start_refusal(cx, id).is_none();
+        if may {
+            self.open_party_instance(cx, id, Opener::Request(conn, now));
+        }
+        may
+    }
+}
+
+/// Room `id`'s record: its seats held (joined or connected), of how many, in game or not.
+fn record_of(id: RoomId, party: &Party) -> RoomRecord {
+    RoomRecord {
+        id: id.0,
+        name: party.name,
+        players: u8::try_from(party.member_count()).unwrap_or(u8::MAX),
+        max_players: u8::try_from(party.seats.len()).unwrap_or(u8::MAX),
+        in_game: party.started,
     }
 }
 

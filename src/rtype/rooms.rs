@@ -28,6 +28,10 @@ use super::room::{Countdown, Room, RoomId, RoomKind, RoomState, SeatRefusal, Slo
 use super::room_map::RoomTable;
 use super::stats::{InstanceIgnore, JoinFailure};
 
+/// A node's number sits above this bit of a room id (`node << 24 | local`).
+pub const NODE_SHIFT: u32 = 24;
+/// The local part of a node's room id.
+const LOCAL_ID_MASK: u32 = (1 << NODE_SHIFT) - 1;
 /// A create request waiting for its instance socket.
 #[derive(Clone, Copy, Debug)]
 struct PendingCreate {
@@ -49,8 +53,14 @@ pub(super) struct Rooms {
     /// Every room and the order ROOM_LIST offers them in.
     table: RoomTable,
     pending_creates: HashMap<RoomId, PendingCreate>,
-    /// The next room id; 0 once `u32::MAX` was handed out (ids are never reused).
+    /// The next room id; 0 once `last_room_id` was handed out (ids are never reused).
     next_room_id: u32,
+    /// The last id this node may hand out: `u32::MAX` alone, the top of its 24-bit block as a
+    /// node of a group.
+    last_room_id: u32,
+    /// Records of other nodes' rooms the driver appends to each ROOM_LIST (the directory's
+    /// cache): counted in the reply's size, so the reply-byte budget charges what is sent.
+    remote_listed: usize,
     /// The UDP lobby's per-IP request and reply-byte budgets.
     limiter: PerIpLimiter,
 }
@@ -58,10 +68,19 @@ pub(super) struct Rooms {
 impl Rooms {
     /// No rooms yet.
     pub(super) fn new(config: &RtypeConfig) -> Rooms {
+        let (first, last) = match config.node_id {
+            Some(node) => {
+                let base = u32::from(node) << NODE_SHIFT;
+                (base | 1, base | LOCAL_ID_MASK)
+            }
+            None => (1, u32::MAX),
+        };
         Rooms {
             table: RoomTable::default(),
             pending_creates: HashMap::new(),
-            next_room_id: 1,
+            next_room_id: first,
+            last_room_id: last,
+            remote_listed: 0,
             limiter: PerIpLimiter::new(config.rate),
         }
     }
@@ -138,7 +157,13 @@ impl Rooms {
     }
 
     fn listed_count(&self, max_list_rooms: usize) -> usize {
-        self.table.listed().len().min(max_list_rooms)
+        (self.table.listed().len() + self.remote_listed).min(max_list_rooms)
+    }
+
+    /// The driver now appends `count` records of other nodes' rooms to each ROOM_LIST
+    /// (after this node's own, within `--max-list-rooms`).
+    pub(super) fn set_remote_listed(&mut self, count: usize) {
+        self.remote_listed = count;
     }
 
     /// Whether one more room may be opened: under `--max-rooms`, and ids are left.
@@ -149,8 +174,13 @@ impl Rooms {
     /// Takes the next room id; the caller checked with [`Rooms::room_left`] that one is left.
     fn take_id(&mut self) -> RoomId {
         let id = RoomId(self.next_room_id);
-        // Ids are never reused: after u32::MAX the counter parks at 0, which refuses creates.
-        self.next_room_id = self.next_room_id.checked_add(1).unwrap_or(0);
+        // Ids are never reused: after the last one the counter parks at 0, which refuses
+        // creates.
+        self.next_room_id = if self.next_room_id == self.last_room_id {
+            0
+        } else {
+            self.next_room_id + 1
+        };
         id
     }
 
@@ -308,7 +338,7 @@ impl Rooms {
             dialect: to.dialect,
         };
         self.pending_creates.insert(id, pending);
-        cx.push(Output::OpenInstance { room: id });
+        cx.open_instance(id, cx.config.max_players);
     }
 
     /// The driver's answer to a UDP room's [`Output::OpenInstance`]: the bound port, or
@@ -699,6 +729,10 @@ impl Rooms {
     }
 
     fn finish_if_empty(&mut self, cx: &mut Ctx<'_>, now: Instant, id: RoomId) {
+        // A game server's players are not seen here: its room ends when its process does.
+        if cx.config.instance_exec {
+            return;
+        }
         let empty = self
             .table
             .get(&id)
@@ -780,6 +814,11 @@ impl Rooms {
         {
             self.arm_housekeeping(cx, id);
         }
+    }
+
+    /// Whether room `id` is waiting for its instance (a create not answered yet).
+    pub(super) fn is_opening(&self, id: RoomId) -> bool {
+        self.pending_creates.contains_key(&id)
     }
 
     /// A Finished room's grace is over: it leaves the table and the list, with its timers.

@@ -1,11 +1,14 @@
 //! What goes in and out of the TCP lobby core: the driver's connection names, the decoded
 //! client requests, protocol violations, and the messages and errors sent back
-//! (RFC R-Type-TCP-001 section 5; the wire encoding is `crate::wire::tcp_lobby`).
+//! (RFC R-Type-TCP-001 section 5; the wire encoding is `crate::wire::tcp_lobby`, or
+//! `crate::wire::tcp_upstream` for a connection of the upstream client's dialect, whose room
+//! requests and replies are here too: `docs/protocols/tcp-lobby-upstream.md`).
 
 use std::time::Duration;
 
 use super::room::{RoomId, Slot};
 use crate::wire::tcp_lobby::NAME_LEN;
+use crate::wire::tcp_upstream::{JoinStatus, RoomRecord};
 
 /// A TCP lobby connection, named by the driver (its slab key). The driver tells the core when
 /// one closes before it reuses the key.
@@ -24,8 +27,22 @@ pub enum TcpRequest {
     Ready(bool),
     /// START_REQ.
     Start,
-    /// DISCONNECT.
+    /// DISCONNECT (in the upstream dialect with a hash, which is not checked, as upstream).
     Disconnect,
+    /// Upstream dialect: LIST_ROOMS_REQ.
+    ListRooms,
+    /// Upstream dialect: CREATE_ROOM_REQ with its raw 32-byte name field.
+    CreateRoom {
+        /// The room name field as sent.
+        name: [u8; NAME_LEN],
+    },
+    /// Upstream dialect: JOIN_ROOM_REQ.
+    JoinRoom(u32),
+    /// Upstream dialect: READY_REQ, a toggle of the sender's ready flag keyed by its hash.
+    ToggleReady {
+        /// The hash the sender claims (a foreign one is ignored).
+        hash: u64,
+    },
 }
 
 /// A protocol violation: ignored, counted, and fatal at `max_violations`.
@@ -47,11 +64,14 @@ pub enum Violation {
     NotConnected,
     /// A request over the connection's request rate (ignored).
     Flood,
+    /// Upstream dialect: a frame length of 0 or longer than any client frame (its bytes are
+    /// skipped unread).
+    BadLength,
 }
 
 impl Violation {
     /// Every reason, for exporting all counters.
-    pub const ALL: [Violation; 8] = [
+    pub const ALL: [Violation; 9] = [
         Violation::UnknownType,
         Violation::WrongDirection,
         Violation::BadPayloadSize,
@@ -60,6 +80,7 @@ impl Violation {
         Violation::AlreadyConnected,
         Violation::NotConnected,
         Violation::Flood,
+        Violation::BadLength,
     ];
 
     /// The metric label.
@@ -73,6 +94,7 @@ impl Violation {
             Violation::AlreadyConnected => "already_connected",
             Violation::NotConnected => "not_connected",
             Violation::Flood => "flood",
+            Violation::BadLength => "bad_length",
         }
     }
 }
@@ -193,8 +215,19 @@ pub enum TcpMessage {
     /// GAME_START of this party: the driver encodes [`crate::rtype::RtypeCore::game_start_players`] with the
     /// party's instance port and the server address of this connection.
     GameStart(RoomId),
-    /// ERROR_MSG.
+    /// ERROR_MSG (nothing in the upstream dialect, which has no error message).
     Error(TcpError),
+    /// Upstream dialect: LIST_ROOMS_ACK; the driver encodes
+    /// [`crate::rtype::RtypeCore::upstream_rooms`].
+    RoomList,
+    /// Upstream dialect: CREATE_ROOM_ACK, the new room or `None` for refused.
+    RoomCreated(Option<RoomId>),
+    /// Upstream dialect: JOIN_ROOM_ACK.
+    JoinResult(JoinStatus),
+    /// Upstream dialect: ROOM_UPDATE, to connections not in a room.
+    RoomUpdate(RoomRecord),
+    /// Upstream dialect: CONNECT_ACK with status 1 (refused; hash and number 0).
+    ConnectRefused,
 }
 
 /// Why a connection the driver reports closed went away.

@@ -86,7 +86,32 @@ pub struct PartyStats {
     pub closed: [u64; CloseCause::ALL.len()],
     /// HELLOs refused because their token named no expected player.
     pub unknown_tokens: u64,
+    /// Connections whose first bytes were the upstream client's dialect.
+    pub upstream_conns: u64,
+    /// Upstream dialect: rooms created.
+    pub rooms_created: u64,
+    /// Upstream dialect: room and party requests refused, by reason (index in
+    /// [`UPSTREAM_REFUSALS`]).
+    pub upstream_refused: [u64; UPSTREAM_REFUSALS.len()],
+    /// Upstream dialect: READY_REQs ignored because their hash was not the sender's.
+    pub foreign_ready: u64,
 }
+
+/// Why an upstream-dialect request was refused, as the labels of
+/// `tcp_lobby_upstream_refused_total`: CREATE_ROOM_ACK 1 (`create_refused`), JOIN_ROOM_ACK
+/// 1-3 (`room_full`, `room_not_found`, `room_in_game`), CONNECT_ACK 1 (`connect_refused`),
+/// and the two the dialect has no answer for, so they go unanswered: a START_REQ while the
+/// room may not start (`start_refused`), and a request after GAME_START but DISCONNECT
+/// (`game_started`).
+pub const UPSTREAM_REFUSALS: [&str; 7] = [
+    "create_refused",
+    "room_full",
+    "room_not_found",
+    "room_in_game",
+    "connect_refused",
+    "start_refused",
+    "game_started",
+];
 
 impl PartyStats {
     /// ERROR_MSGs sent with `error`.
@@ -126,6 +151,27 @@ impl PartyStats {
             f("tcp_lobby_closed_total", cause.as_str(), value);
         }
         f("tcp_lobby_unknown_tokens_total", "", self.unknown_tokens);
+        f("tcp_lobby_upstream_conns_total", "", self.upstream_conns);
+        f(
+            "tcp_lobby_upstream_rooms_created_total",
+            "",
+            self.rooms_created,
+        );
+        for (reason, value) in UPSTREAM_REFUSALS.iter().zip(self.upstream_refused) {
+            f("tcp_lobby_upstream_refused_total", reason, value);
+        }
+        f(
+            "tcp_lobby_upstream_foreign_ready_total",
+            "",
+            self.foreign_ready,
+        );
+    }
+
+    /// Counts an upstream-dialect refusal labelled `reason` (one of [`UPSTREAM_REFUSALS`]).
+    pub(super) fn refused(&mut self, reason: &str) {
+        if let Some(i) = UPSTREAM_REFUSALS.iter().position(|r| *r == reason) {
+            self.upstream_refused[i] += 1;
+        }
     }
 }
 

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use crate::time::TimerKey;
 use crate::wire::wz::{
-    emit_game_id, motd_command_reply, next_item, Command, GameStruct, Item, ListReplyWriter,
+    emit_game_id, motd_command_reply, next_item, GameStruct, Item, ListReplyWriter, WzCommand,
     GAMESTRUCT_LEN,
 };
 
@@ -173,7 +173,7 @@ impl LegacyConn {
         }
     }
 
-    fn on_command(&mut self, sh: &mut Shared, st: &mut WzStats, now: Instant, cmd: Command) {
+    fn on_command(&mut self, sh: &mut Shared, st: &mut WzStats, now: Instant, cmd: WzCommand) {
         if cmd.known().is_err() {
             self.protocol_error(sh, st, ProtocolError::UnknownCommand);
             return;
@@ -181,14 +181,14 @@ impl LegacyConn {
         st.command(cmd);
         match (self.state, cmd) {
             (State::Closing, _) => {}
-            (State::Probing { .. }, Command::Keep) => {}
+            (State::Probing { .. }, WzCommand::Keep) => {}
             (State::Probing { .. }, _) => {
                 self.protocol_error(sh, st, ProtocolError::InputWhileProbing)
             }
             (State::AwaitingStruct, _) => {
                 self.protocol_error(sh, st, ProtocolError::ExpectedGameStruct)
             }
-            (State::Fresh, Command::GaId) => {
+            (State::Fresh, WzCommand::GaId) => {
                 if let Some(old) = self.reserved.take() {
                     sh.table.release_id(old);
                 }
@@ -196,8 +196,8 @@ impl LegacyConn {
                 self.reserved = Some(id);
                 sh.send(self.id, emit_game_id(id).to_vec());
             }
-            (State::Fresh, Command::Addg) => self.state = State::AwaitingStruct,
-            (State::Fresh, Command::List) => {
+            (State::Fresh, WzCommand::Addg) => self.state = State::AwaitingStruct,
+            (State::Fresh, WzCommand::List) => {
                 let mut bytes = Vec::new();
                 let games = sh.table.listed().take(sh.config.list_limit);
                 ListReplyWriter::new(&mut bytes).write(games, STATUS_OK, sh.config.motd.as_bytes());
@@ -205,7 +205,7 @@ impl LegacyConn {
                 st.list_replies += 1;
                 self.shut(sh, st, Removal::Closed);
             }
-            (State::Fresh, Command::Motd) => {
+            (State::Fresh, WzCommand::Motd) => {
                 let reply = motd_command_reply(sh.config.motd.as_bytes()).to_vec();
                 sh.send(self.id, reply);
                 self.shut(sh, st, Removal::Closed);
@@ -213,15 +213,15 @@ impl LegacyConn {
             // A keep-alive before registering proves nothing; it does not extend the idle
             // deadline, and it is never answered.
             (State::Fresh, _) => {}
-            (State::Registered { game_id, .. }, Command::GaId) => {
+            (State::Registered { game_id, .. }, WzCommand::GaId) => {
                 // Idempotent: the host asks again for the id it already has.
                 sh.send(self.id, emit_game_id(game_id).to_vec());
                 sh.refresh_silence(&mut self.timer, self.id, now);
             }
-            (State::Registered { .. }, Command::Keep) => {
+            (State::Registered { .. }, WzCommand::Keep) => {
                 sh.refresh_silence(&mut self.timer, self.id, now)
             }
-            (State::Registered { .. }, Command::Addg) => {
+            (State::Registered { .. }, WzCommand::Addg) => {
                 self.protocol_error(sh, st, ProtocolError::DuplicateAddg)
             }
             (State::Registered { .. }, _) => {

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Instant;
 
+use crate::accounts::tokens::TokenSource;
 use crate::accounts::VerifyResult;
 use crate::wire::wz::v4::{detect, Detect, HANDSHAKE_LEN};
 
@@ -85,11 +86,12 @@ pub struct WzLobby {
 }
 
 impl WzLobby {
-    /// An empty lobby.
-    pub fn new(config: WzConfig, now: Instant) -> WzLobby {
+    /// An empty lobby; v4 login session ids are drawn from `session_ids` (the driver passes
+    /// the OS CSPRNG, tests and simulations a deterministic source).
+    pub fn new(config: WzConfig, now: Instant, session_ids: TokenSource) -> WzLobby {
         WzLobby {
             stats: WzStats::default(),
-            shared: Shared::new(config, now),
+            shared: Shared::new(config, now, session_ids),
             conns: HashMap::new(),
             conns_per_ip: HashMap::new(),
             unsettled: BTreeMap::new(),

@@ -4,7 +4,8 @@
 //! Contract: docs/protocols/wz-lobby.md ("Legacy protocol", "Behaviour") and
 //! docs/protocols/wz-v4.md; wire code in [`crate::wire::wz`] and [`crate::wire::wz::v4`].
 //! Sans-IO like the rest of lobbyd's cores: no sockets, no threads, no database, no clock
-//! reads. Accounts (SQLite, the password worker, sessions) live in [`crate::accounts`]; a
+//! reads, no randomness of its own (v4 session ids come from the injected
+//! [`crate::accounts::tokens::TokenSource`] given to [`WzLobby::new`]). Accounts (SQLite, the password worker, sessions) live in [`crate::accounts`]; a
 //! login leaves this core as [`WzOutput::Verify`] and comes back as a
 //! [`crate::accounts::VerifyResult`].
 //!

@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::accounts::sessions::Sessions;
+use crate::accounts::tokens::TokenSource;
 use crate::accounts::UserId;
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::time::{TimerKey, TimerWheel};
@@ -71,8 +72,9 @@ pub(crate) struct Held {
 }
 
 impl Shared {
-    /// Empty state under `config`, its timer wheel starting at `now`.
-    pub(crate) fn new(config: WzConfig, now: Instant) -> Shared {
+    /// Empty state under `config`, its timer wheel starting at `now`, session ids drawn
+    /// from `session_ids`.
+    pub(crate) fn new(config: WzConfig, now: Instant, session_ids: TokenSource) -> Shared {
         let limiter = PerIpLimiter::new(PerIpConfig {
             rate: config.registrations_per_minute,
             per: Duration::from_secs(60),
@@ -91,7 +93,7 @@ impl Shared {
             next_probe: 1,
             verifications: HashMap::new(),
             next_job: 1,
-            sessions: Sessions::new(config.session_ttl, config.max_sessions),
+            sessions: Sessions::new(config.session_ttl, config.max_sessions, session_ids),
             user_names: HashMap::new(),
             config,
         }

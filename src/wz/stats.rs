@@ -5,7 +5,7 @@
 //! `as_str` used as the metric label. Nothing here allocates or panics.
 
 use crate::wire::wz::v4::{self as wz_v4, DecodeError, Method};
-use crate::wire::wz::Command;
+use crate::wire::wz::WzCommand;
 
 /// Why a host was refused after `addg` (or on an update): the status it got says why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -270,12 +270,12 @@ const V4_STATUSES: [(i32, &str); 9] = [
 ];
 
 /// The legacy commands, in the order of [`WzStats::commands`].
-const COMMANDS: [(Command, &str); 5] = [
-    (Command::GaId, "gaid"),
-    (Command::Addg, "addg"),
-    (Command::List, "list"),
-    (Command::Keep, "keep"),
-    (Command::Motd, "motd"),
+const COMMANDS: [(WzCommand, &str); 5] = [
+    (WzCommand::GaId, "gaid"),
+    (WzCommand::Addg, "addg"),
+    (WzCommand::List, "list"),
+    (WzCommand::Keep, "keep"),
+    (WzCommand::Motd, "motd"),
 ];
 
 fn index_of<T: PartialEq>(all: &[T], item: &T) -> Option<usize> {
@@ -321,14 +321,14 @@ pub struct WzStats {
 
 impl WzStats {
     /// Counts a known command.
-    pub fn command(&mut self, cmd: Command) {
+    pub fn command(&mut self, cmd: WzCommand) {
         if let Some(i) = COMMANDS.iter().position(|(c, _)| *c == cmd) {
             self.commands[i] += 1;
         }
     }
 
     /// How many `cmd` commands were received.
-    pub fn commands_of(&self, cmd: Command) -> u64 {
+    pub fn commands_of(&self, cmd: WzCommand) -> u64 {
         COMMANDS
             .iter()
             .position(|(c, _)| *c == cmd)

@@ -388,7 +388,7 @@ impl V4Conn {
         }
         match result {
             VerifyResult::Valid(user) => match sh.sessions.create(now, user) {
-                Ok(session) => {
+                Some(session) => {
                     self.user = Some(user);
                     sh.user_names.insert(user, username);
                     let result = Value::Object(vec![
@@ -400,7 +400,7 @@ impl V4Conn {
                     ]);
                     self.respond(sh, st, encoding, OK, result, id);
                 }
-                Err(_) => {
+                None => {
                     let text = "Server error: no session could be created, try again";
                     self.respond_text(sh, st, encoding, NOT_ACCEPTABLE, text, id);
                 }

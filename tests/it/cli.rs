@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 71] = [
+const FLAGS: [&str; 76] = [
     "-h, --help",
     "-V, --version",
     "--config FILE",
@@ -50,6 +50,8 @@ const FLAGS: [&str; 71] = [
     "--udp-port PORT",
     "--tcp-port PORT",
     "--instance-ports LO-HI",
+    "--instance-exec CMD",
+    "--instance-stop-grace SECS",
     "--max-rooms N",
     "--max-players N",
     "--min-players N",
@@ -113,6 +115,9 @@ const FLAGS: [&str; 71] = [
     "--lobby-chat-budget BYTES",
     "--lobby-max-games-per-ip N",
     "--lobby-game-data-per-ip BYTES",
+    "--node-id N",
+    "--directory URL",
+    "--reuse-port",
 ];
 
 /// A sample of defaults the help text must quote.
@@ -214,6 +219,28 @@ fn bad_warzone_values_exit_2_with_one_line_reason() {
     assert_usage_error(&["--db", ""], "--db: empty path");
 }
 
+#[test]
+fn bad_directory_values_exit_2_with_one_line_reason() {
+    let redis = "redis://127.0.0.1:6379";
+    assert_usage_error(
+        &["--node-id", "0", "--directory", redis],
+        "--node-id: \"0\"",
+    );
+    assert_usage_error(
+        &["--node-id", "256", "--directory", redis],
+        "--node-id: \"256\"",
+    );
+    assert_usage_error(&["--node-id", "3"], "--node-id and --directory go together");
+    assert_usage_error(
+        &["--directory", redis],
+        "--node-id and --directory go together",
+    );
+    assert_usage_error(
+        &["--node-id", "3", "--directory", "127.0.0.1:6379"],
+        "--directory: \"127.0.0.1:6379\" is not a Redis address",
+    );
+}
+
 /// A MOTD or banned-words file that cannot be read stops the server at start with exit 1
 /// and the path in the message; nothing is served on a half-read configuration.
 #[test]
@@ -301,7 +328,7 @@ fn spawn_logging(args: &[&str]) -> (std::process::Child, impl Iterator<Item = St
 /// A `lobbyd` started with `args` (run by `wrapper`, e.g. `prlimit`, when not empty), once
 /// it has logged the address of each listener named in `listeners` (as its log names them:
 /// "udp room lobby", "tcp lobby", ...); returns the child and those addresses, in order.
-fn spawn_lobbyd(
+pub(crate) fn spawn_lobbyd(
     wrapper: &[&str],
     args: &[&str],
     listeners: &[&str],

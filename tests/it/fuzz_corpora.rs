@@ -18,6 +18,7 @@ use lobbyd::fuzzing::{target, TARGETS};
 use lobbyd::wire::general::{self, ErrorCode, ParamWriter};
 use lobbyd::wire::instance::{self, ClientMsg, ServerMsg};
 use lobbyd::wire::tcp_lobby::{self, name_field, GameStart, PlayerInfo};
+use lobbyd::wire::tcp_upstream as up;
 use lobbyd::wire::udp_lobby::{self, emit_room_list, Reply, Request, RoomRecord, RoomState};
 use lobbyd::wire::wz::v4::{Encoding, Value};
 use lobbyd::wire::wz::{
@@ -86,10 +87,12 @@ fn replay_one() {
 #[test]
 #[ignore = "writes files; run by hand to regenerate the seed corpora"]
 fn write_seed_corpora() -> io::Result<()> {
-    let seeds: [(&str, Vec<Vec<u8>>); 14] = [
+    let seeds: [(&str, Vec<Vec<u8>>); 17] = [
         ("wire_udp_lobby", udp_lobby()),
         ("wire_instance", instance()),
         ("wire_tcp_lobby", tcp_lobby()),
+        ("wire_tcp_upstream", tcp_upstream()),
+        ("wire_directory", directory()),
         ("wire_udp_upstream", udp_upstream()),
         ("wire_wz_legacy", wz_legacy()),
         (
@@ -102,6 +105,7 @@ fn write_seed_corpora() -> io::Result<()> {
         ("wire_general_params", general_params()),
         ("core_rtype_udp", scripts(1)),
         ("core_rtype_tcp", scripts(2)),
+        ("core_rtype_exec", scripts(5)),
         ("core_wz", scripts(3)),
         ("core_general", scripts(4)),
     ];
@@ -113,6 +117,30 @@ fn write_seed_corpora() -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Node tables: empty, one room, two rooms of which one full.
+fn directory() -> Vec<Vec<u8>> {
+    use lobbyd::wire::directory::NodeRoomsRepr;
+    let records: Vec<u8> = [(1u32, 1u16, 4u16, 0u8), (2, 4, 4, 2)]
+        .iter()
+        .flat_map(|&(local, players, max, state)| {
+            let mut record = [0u8; 13];
+            record[..4].copy_from_slice(&(5 << 24 | local).to_be_bytes());
+            record[4..6].copy_from_slice(&players.to_be_bytes());
+            record[6..8].copy_from_slice(&max.to_be_bytes());
+            record[8..10].copy_from_slice(&4300u16.to_be_bytes());
+            record[10] = state;
+            record
+        })
+        .collect();
+    [0, 13, 26]
+        .iter()
+        .map(|&len| {
+            let table = NodeRoomsRepr::new(5, len as u64, &records[..len]).expect("whole records");
+            emit(table.buffer_len(), |buf| table.emit(buf))
+        })
+        .collect()
 }
 
 fn emit(len: usize, emit: impl FnOnce(&mut [u8]) -> usize) -> Vec<u8> {
@@ -310,6 +338,58 @@ fn tcp_lobby() -> Vec<Vec<u8>> {
     ]
     .map(|repr| emit(repr.buffer_len(), |b| repr.emit(b)));
     let mut out: Vec<Vec<u8>> = vec![client.concat(), b"\x10\xff\xff".to_vec()];
+    out.extend(client);
+    out.extend(server);
+    out
+}
+
+fn tcp_upstream() -> Vec<Vec<u8>> {
+    let alice = name_field("Alice");
+    let room = name_field("probe");
+    let client = [
+        up::ClientRepr::ListRoomsReq,
+        up::ClientRepr::CreateRoomReq { name: &room },
+        up::ClientRepr::JoinRoomReq { room_id: 1 },
+        up::ClientRepr::ConnectReq { name: &alice },
+        up::ClientRepr::ReadyReq { hash: 0xABCD },
+        up::ClientRepr::StartReq,
+        up::ClientRepr::Disconnect { hash: 0xABCD },
+    ]
+    .map(|repr| emit(repr.buffer_len(), |b| repr.emit(b)));
+    let record = up::RoomRecord {
+        id: 1,
+        name: room,
+        players: 2,
+        max_players: 4,
+        in_game: false,
+    };
+    let records = [record; 3];
+    let list = up::RoomList::new(&records).expect("three fit");
+    let server = [
+        up::ServerRepr::ListRoomsAck(list),
+        up::ServerRepr::RoomUpdate(record),
+        up::ServerRepr::ConnectAck {
+            status: up::ConnectStatus::Accepted,
+            hash: 0xABCD,
+            number: 1,
+        },
+        up::ServerRepr::PlayerJoin {
+            number: 1,
+            hash: 0xABCD,
+            name: &alice,
+        },
+        up::ServerRepr::Countdown { seconds: 5 },
+        up::ServerRepr::GameStart {
+            seed: 7,
+            tick_rate: up::UPSTREAM_TICK_RATE,
+        },
+    ]
+    .map(|repr| emit(repr.buffer_len(), |b| repr.emit(b)));
+    // A whole client session, a bad length then a good frame, and each message alone.
+    let mut out: Vec<Vec<u8>> = vec![
+        client.concat(),
+        b"\xff\x00\x00\x00\x01\x01\x00\x00\x00\x01".to_vec(),
+    ];
     out.extend(client);
     out.extend(server);
     out

@@ -179,17 +179,37 @@ struct Served {
 
 impl Served {
     fn start() -> Served {
+        Served::with_remote_rooms(0)
+    }
+
+    /// A front end that lists `remote` rooms of other nodes after its own (as the room
+    /// directory's cache hands them over).
+    fn with_remote_rooms(remote: usize) -> Served {
         let poll = Poll::new().unwrap();
         let socket = mio::net::UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap();
         let lobby_addr = socket.local_addr().unwrap();
         let ip = Ipv4Addr::LOCALHOST.into();
         let pool = PortPool::new(PortRange::Ephemeral);
         let records = RecordLayout::V3;
-        let udp = UdpLobby::new(Some(socket), poll.registry(), pool, ip, records).unwrap();
+        let mut udp = UdpLobby::new(Some(socket), poll.registry(), pool, ip, records).unwrap();
+        let mut core = lobby(Instant::now());
+        if remote > 0 {
+            let records: Vec<u8> = (0..remote as u32)
+                .flat_map(|n| {
+                    let mut record = [0u8; 13];
+                    record[..4].copy_from_slice(&(2 << 24 | (n + 1)).to_be_bytes());
+                    record[6..8].copy_from_slice(&4u16.to_be_bytes());
+                    record[8..10].copy_from_slice(&(5000 + n as u16).to_be_bytes());
+                    record
+                })
+                .collect();
+            udp.set_remote_rooms(&records, 1);
+            core.handle_remote_listed(remote);
+        }
         Served {
             poll,
             events: Events::with_capacity(64),
-            front_end: RtypeFrontEnd::new(lobby(Instant::now()), udp, None),
+            front_end: RtypeFrontEnd::new(core, udp, None),
             lobby: lobby_addr,
         }
     }
@@ -391,4 +411,46 @@ fn upstream_list_path_allocates_nothing() {
     };
     round(&mut served);
     assert_eq!(round(&mut served), 0);
+}
+
+/// A ROOM_LIST with other nodes' rooms after this node's (the room directory's cache): the
+/// same allocation-free path, the records copied from the cache built once.
+#[test]
+fn list_with_remote_rooms_allocates_nothing() {
+    let mut served = Served::with_remote_rooms(40);
+    let creator = client(1);
+    for seq in 0..8 {
+        creator
+            .send_to(&lobby_request(seq, Request::CreateRoom), served.lobby)
+            .unwrap();
+        served.answer(&creator);
+    }
+    let lister = client(9);
+    let lists: Vec<Vec<u8>> = (0..32)
+        .map(|seq| lobby_request(seq, Request::ListRooms))
+        .collect();
+    // 8 local rooms and 40 remote ones: 14 + 13 * 48 bytes.
+    let len = 14 + 13 * 48;
+    let round = |served: &mut Served| -> u64 {
+        for list in &lists {
+            lister.send_to(list, served.lobby).unwrap();
+        }
+        allocations(|| {
+            served.serve_until(&[&lister], 32, len);
+        })
+    };
+    // Warm-up: the lister's rate-limiter entry, the list records built once.
+    round(&mut served);
+    assert_eq!(round(&mut served), 0);
+    // The remote rooms come after the local ones.
+    lister
+        .send_to(&lobby_request(99, Request::ListRooms), served.lobby)
+        .unwrap();
+    let reply = served.answer(&lister);
+    let ids: Vec<u32> = reply[10..reply.len() - 4]
+        .chunks(13)
+        .map(|r| u32::from_be_bytes([r[0], r[1], r[2], r[3]]))
+        .collect();
+    assert!(ids[..8].iter().all(|id| id >> 24 == 0), "{ids:x?}");
+    assert!(ids[8..].iter().all(|id| id >> 24 == 2), "{ids:x?}");
 }

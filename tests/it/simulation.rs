@@ -4,7 +4,8 @@
 //! and its invariants are `lobbyd::fuzzing::core_rtype` (its module doc lists them), shared
 //! with the `core_rtype_*` fuzz targets.
 
-use lobbyd::fuzzing::core_rtype::{simulate, Mix};
+use lobbyd::fuzzing::core_rtype::{simulate, simulate_exec, Mix};
+use lobbyd::rtype::UPSTREAM_REFUSALS;
 
 #[test]
 fn simulation_keeps_invariants() {
@@ -30,4 +31,25 @@ fn simulation_long_run() {
     assert!(tcp.countdowns_cancelled > 0, "{tcp:?}");
     assert!(tcp.unknown_tokens > 0, "{tcp:?}");
     assert!(stats.welcomes > 0);
+    // And those of the upstream client's dialect: rooms made, joined and refused, foreign
+    // READYs ignored, and games started (a request after GAME_START is counted).
+    assert!(tcp.upstream_conns > 0 && tcp.rooms_created > 0, "{tcp:?}");
+    assert!(tcp.foreign_ready > 0, "{tcp:?}");
+    for (reason, count) in UPSTREAM_REFUSALS.iter().zip(tcp.upstream_refused) {
+        assert!(count > 0, "no {reason}: {tcp:?}");
+    }
+}
+
+/// With `--instance-exec`: game servers start, exit at random and are stopped; every room
+/// still ends, every port comes back.
+#[test]
+fn simulation_with_game_servers_keeps_invariants() {
+    for seed in 200..210 {
+        let stats = simulate_exec(seed, 3000);
+        assert!(stats.rooms_reaped > 0, "{stats:?}");
+    }
+    let stats = simulate_exec(0xFEED, 30_000);
+    assert!(stats.tcp.games_started > 0, "{:?}", stats.tcp);
+    assert!(stats.tcp.countdowns_cancelled > 0, "{:?}", stats.tcp);
+    assert_eq!(stats.welcomes, 0, "nobody says HELLO to lobbyd");
 }

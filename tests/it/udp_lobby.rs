@@ -34,7 +34,7 @@ fn reply(message_type: u8, seq: u16, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Room records of a ROOM_LIST: (roomId, playerCount, maxPlayers, port, state).
-fn records(datagram: &[u8]) -> Vec<(u32, u16, u16, u16, u8)> {
+pub(crate) fn records(datagram: &[u8]) -> Vec<(u32, u16, u16, u16, u8)> {
     assert!(datagram.len() >= 14, "short ROOM_LIST {datagram:02x?}");
     assert_eq!(&datagram[..2], &[0x02, ROOM_LIST]);
     let payload_size = u16::from_be_bytes([datagram[4], datagram[5]]) as usize;

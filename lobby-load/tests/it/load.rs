@@ -239,6 +239,23 @@ fn tcp_join_joins_and_disconnects() {
     assert!(json["latency_us"]["p99"].as_f64().unwrap() > 0.0);
 }
 
+#[test]
+fn tcp_join_in_the_upstream_dialect_creates_joins_connects_and_leaves() {
+    let server = start(tcp_config());
+    let mut options = tcp_options(Mode::TcpJoin, server.tcp_lobby_addr().unwrap());
+    options.tcp_dialect = lobby_load::TcpDialect::Upstream;
+    let summary = run(&options);
+    assert!(summary.completed > 0);
+    let json = summary.to_json();
+    assert_eq!(json["errors"], serde_json::json!({}));
+    // Every join was a room of its own, and every connection spoke the upstream dialect.
+    let snap = server.snapshot().expect("a snapshot");
+    assert!(snap.lobby.tcp.rooms_created >= summary.completed);
+    // (The run may stop between a connect and its first bytes.)
+    let tcp = &snap.lobby.tcp;
+    assert!(tcp.upstream_conns >= summary.completed && tcp.upstream_conns <= tcp.admitted);
+}
+
 /// `tcp-cycle` with `players` clients in parties of 4 for `millis`: whole parties complete,
 /// every member gets every COUNTDOWN.
 fn run_parties(players: usize, spread: Option<Duration>, millis: u64) -> Summary {

@@ -44,9 +44,9 @@ const PROBE_VERSION: u32 = 1;
 /// How many structs a 2.3.7 client reads at most (its `MaxGames`).
 const CLIENT_237_MAX_GAMES: usize = 12;
 
-/// A 4-byte legacy lobby command.
+/// A 4-byte command of the Warzone legacy lobby protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Command {
+pub enum WzCommand {
     /// `gaId`: the host asks for a game id; reply u32 BE id.
     GaId,
     /// `addg`: a GAMESTRUCT follows; reply a status.
@@ -61,35 +61,35 @@ pub enum Command {
     Unknown([u8; 4]),
 }
 
-impl Command {
+impl WzCommand {
     /// The command with this case-sensitive name.
-    pub const fn from_name(name: [u8; 4]) -> Command {
+    pub const fn from_name(name: [u8; 4]) -> WzCommand {
         match &name {
-            b"gaId" => Command::GaId,
-            b"addg" => Command::Addg,
-            b"list" => Command::List,
-            b"keep" => Command::Keep,
-            b"motd" => Command::Motd,
-            _ => Command::Unknown(name),
+            b"gaId" => WzCommand::GaId,
+            b"addg" => WzCommand::Addg,
+            b"list" => WzCommand::List,
+            b"keep" => WzCommand::Keep,
+            b"motd" => WzCommand::Motd,
+            _ => WzCommand::Unknown(name),
         }
     }
 
     /// The 4 bytes on the wire.
     pub const fn name(self) -> [u8; 4] {
         match self {
-            Command::GaId => *b"gaId",
-            Command::Addg => *b"addg",
-            Command::List => *b"list",
-            Command::Keep => *b"keep",
-            Command::Motd => *b"motd",
-            Command::Unknown(name) => name,
+            WzCommand::GaId => *b"gaId",
+            WzCommand::Addg => *b"addg",
+            WzCommand::List => *b"list",
+            WzCommand::Keep => *b"keep",
+            WzCommand::Motd => *b"motd",
+            WzCommand::Unknown(name) => name,
         }
     }
 
-    /// `Err(UnknownCommand)` for [`Command::Unknown`], so the caller can count it by label.
-    pub const fn known(self) -> Result<Command, Error> {
+    /// `Err(UnknownCommand)` for [`WzCommand::Unknown`], so the caller can count it by label.
+    pub const fn known(self) -> Result<WzCommand, Error> {
         match self {
-            Command::Unknown(_) => Err(Error::UnknownCommand),
+            WzCommand::Unknown(_) => Err(Error::UnknownCommand),
             known => Ok(known),
         }
     }
@@ -104,7 +104,7 @@ pub enum Item {
     /// terminator if one has arrived).
     Command {
         /// The command.
-        cmd: Command,
+        cmd: WzCommand,
         /// Bytes to drop from the front of the buffer.
         consumed: usize,
     },
@@ -143,7 +143,7 @@ fn stop_at(skipped: usize) -> Item {
 /// 3. Otherwise four bytes are a command, case-sensitive. A known command takes its 5th byte
 ///    too when that is `\0`, `\n` or `\r`; a bare known command with no 5th byte yet is
 ///    returned at once (third-party `list` clients send 4 bytes and wait). Any other four bytes
-///    are [`Command::Unknown`].
+///    are [`WzCommand::Unknown`].
 /// 4. Skipped separators count in the command's `consumed`; before a GAMESTRUCT, or when
 ///    nothing complete follows, they are reported alone as [`Item::Garbage`].
 ///
@@ -165,9 +165,9 @@ pub fn next_item(buf: &[u8]) -> Item {
                 return Item::NeedMore;
             }
             [a, b, c, d, after @ ..] if !is_separator(*a) => {
-                let cmd = Command::from_name([*a, *b, *c, *d]);
+                let cmd = WzCommand::from_name([*a, *b, *c, *d]);
                 let terminator = match (cmd, after.first()) {
-                    (Command::Unknown(_), _) => 0,
+                    (WzCommand::Unknown(_), _) => 0,
                     (_, Some(&next)) if is_separator(next) => 1,
                     _ => 0,
                 };
@@ -509,19 +509,19 @@ mod tests {
     #[test]
     fn command_names_round_trip() {
         for cmd in [
-            Command::GaId,
-            Command::Addg,
-            Command::List,
-            Command::Keep,
-            Command::Motd,
-            Command::Unknown(*b"LIST"),
+            WzCommand::GaId,
+            WzCommand::Addg,
+            WzCommand::List,
+            WzCommand::Keep,
+            WzCommand::Motd,
+            WzCommand::Unknown(*b"LIST"),
         ] {
-            assert_eq!(Command::from_name(cmd.name()), cmd);
+            assert_eq!(WzCommand::from_name(cmd.name()), cmd);
         }
-        assert_eq!(Command::from_name(*b"gaid"), Command::Unknown(*b"gaid"));
-        assert_eq!(Command::List.known(), Ok(Command::List));
+        assert_eq!(WzCommand::from_name(*b"gaid"), WzCommand::Unknown(*b"gaid"));
+        assert_eq!(WzCommand::List.known(), Ok(WzCommand::List));
         assert_eq!(
-            Command::Unknown(*b"join").known(),
+            WzCommand::Unknown(*b"join").known(),
             Err(Error::UnknownCommand)
         );
     }
@@ -535,56 +535,56 @@ mod tests {
             (
                 b"list",
                 Item::Command {
-                    cmd: Command::List,
+                    cmd: WzCommand::List,
                     consumed: 4,
                 },
             ),
             (
                 b"list\0",
                 Item::Command {
-                    cmd: Command::List,
+                    cmd: WzCommand::List,
                     consumed: 5,
                 },
             ),
             (
                 b"list\n",
                 Item::Command {
-                    cmd: Command::List,
+                    cmd: WzCommand::List,
                     consumed: 5,
                 },
             ),
             (
                 b"gaId\0addg\0",
                 Item::Command {
-                    cmd: Command::GaId,
+                    cmd: WzCommand::GaId,
                     consumed: 5,
                 },
             ),
             (
                 b"keepkeep",
                 Item::Command {
-                    cmd: Command::Keep,
+                    cmd: WzCommand::Keep,
                     consumed: 4,
                 },
             ),
             (
                 b"\r\n\0motd\0",
                 Item::Command {
-                    cmd: Command::Motd,
+                    cmd: WzCommand::Motd,
                     consumed: 8,
                 },
             ),
             (
                 b"LIST\0",
                 Item::Command {
-                    cmd: Command::Unknown(*b"LIST"),
+                    cmd: WzCommand::Unknown(*b"LIST"),
                     consumed: 4,
                 },
             ),
             (
                 b"GET / HTTP/1.0",
                 Item::Command {
-                    cmd: Command::Unknown(*b"GET "),
+                    cmd: WzCommand::Unknown(*b"GET "),
                     consumed: 4,
                 },
             ),
@@ -601,7 +601,7 @@ mod tests {
             (
                 b"\0\0\0\x05abc",
                 Item::Command {
-                    cmd: Command::Unknown(*b"\x05abc"),
+                    cmd: WzCommand::Unknown(*b"\x05abc"),
                     consumed: 7,
                 },
             ),
@@ -629,7 +629,7 @@ mod tests {
             assert_eq!(
                 next_item(&stream),
                 Item::Command {
-                    cmd: Command::Addg,
+                    cmd: WzCommand::Addg,
                     consumed: 5
                 }
             );
@@ -643,7 +643,7 @@ mod tests {
             assert_eq!(
                 next_item(&stream[..4]),
                 Item::Command {
-                    cmd: Command::Addg,
+                    cmd: WzCommand::Addg,
                     consumed: 4
                 }
             );
@@ -833,7 +833,7 @@ mod tests {
     #[derive(Debug, Clone)]
     enum Piece {
         /// A known command with its terminator (`None`: bare 4 bytes).
-        Cmd(Command, Option<u8>),
+        Cmd(WzCommand, Option<u8>),
         /// A separator byte between items.
         Sep(u8),
         /// A GAMESTRUCT.
@@ -851,18 +851,18 @@ mod tests {
     impl Arbitrary for Stream {
         fn arbitrary(g: &mut Gen) -> Stream {
             let known = [
-                Command::GaId,
-                Command::Addg,
-                Command::List,
-                Command::Keep,
-                Command::Motd,
+                WzCommand::GaId,
+                WzCommand::Addg,
+                WzCommand::List,
+                WzCommand::Keep,
+                WzCommand::Motd,
             ];
             let count = usize::arbitrary(g) % 12;
             let mut pieces = Vec::new();
             for _ in 0..count {
                 let piece = match u8::arbitrary(g) % 4 {
                     0 | 1 => Piece::Cmd(
-                        *g.choose(&known).unwrap_or(&Command::List),
+                        *g.choose(&known).unwrap_or(&WzCommand::List),
                         *g.choose(&TERMINATORS).unwrap_or(&None),
                     ),
                     2 => Piece::Sep(*g.choose(&[0, b'\n', b'\r']).unwrap_or(&0)),
@@ -886,7 +886,7 @@ mod tests {
 
     #[derive(Debug, PartialEq)]
     enum Event {
-        Cmd(Command),
+        Cmd(WzCommand),
         Struct(Vec<u8>),
     }
 

@@ -31,7 +31,7 @@ pub use gamestruct::{c_string, GameStruct, GameStructRepr, GAMESTRUCT_LEN};
 pub use legacy::{
     emit_game_id, emit_probe_reply, emit_status, list_reply_len, motd_command_reply, next_item,
     parse_game_id, parse_probe_reply, parse_status, push_status, read_list_237, read_list_3x,
-    read_list_4x, status_len, ClientList, Command, Item, ListReplyWriter, ProbeReply,
+    read_list_4x, status_len, ClientList, Item, ListReplyWriter, ProbeReply, WzCommand,
     FIRST_BATCH_MAX, IGNORE_FIRST_BATCH, MAX_MOTD, MOTD_COMMAND_MAX, PROBE_REPLY_LEN,
     PROBE_REQUEST,
 };

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use super::games::create;
-use super::{config, frames, Sim};
+use super::{config, frames, Harness};
 use crate::general::{
     ConnId, GeneralConfig, MemberId, SLOW_MODE_COOLDOWN, SLOW_MODE_OFF, SLOW_MODE_ON,
 };
@@ -16,7 +16,7 @@ const HOME: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const AWAY: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 
 /// Opens `conn` from `ip` and signs in as `name`; everyone's inbox is cleared afterwards.
-fn member_from(sim: &mut Sim, conn: usize, name: &str, ip: IpAddr) -> MemberId {
+fn member_from(sim: &mut Harness, conn: usize, name: &str, ip: IpAddr) -> MemberId {
     sim.lobby.handle_open_from(sim.now, ConnId(conn), ip);
     sim.drain();
     sim.sign_in_opened(conn, name)
@@ -53,7 +53,7 @@ fn server_says(text: &str) -> ServerRepr<'_> {
 
 #[test]
 fn the_members_of_one_address_share_its_chat_rate() {
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         chat_ip_rate: 3,
         chat_budget: 0,
         ..config()
@@ -104,7 +104,7 @@ fn the_members_of_one_address_share_its_chat_rate() {
 
 #[test]
 fn a_connection_without_an_address_has_no_address_rate() {
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         chat_ip_rate: 1,
         chat_budget: 0,
         ..config()
@@ -131,7 +131,7 @@ fn line_len(text: &str) -> u64 {
 fn the_lobby_budget_turns_slow_mode_on_and_off() {
     // Four members: a line costs four copies; the budget holds two and a half lines a second.
     let budget = line_len("x") * 10;
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         chat_budget: budget,
         ..config()
     });
@@ -176,7 +176,7 @@ fn the_lobby_budget_turns_slow_mode_on_and_off() {
 fn private_and_game_lines_cost_their_recipients() {
     let private = |to| ClientRepr::PrivateChat { to, text: "x" };
     let private_len = ServerRepr::PrivateFrom { from: 1, text: "x" }.buffer_len() as u64;
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         chat_budget: private_len * 4,
         chat_rate: 100,
         chat_burst: 100,
@@ -238,7 +238,7 @@ fn private_and_game_lines_cost_their_recipients() {
 
 #[test]
 fn an_address_holds_at_most_its_games() {
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         max_games_per_ip: 2,
         ..config()
     });
@@ -268,7 +268,7 @@ fn an_address_holds_at_most_its_games() {
 
 #[test]
 fn an_address_holds_at_most_its_game_data() {
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         game_data: 1000,
         game_data_per_ip: 1500,
         ..config()

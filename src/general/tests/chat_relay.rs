@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use super::games::{create, join};
-use super::{config, Sim};
+use super::{config, Harness};
 use crate::general::{GeneralConfig, MemberId};
 use crate::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
 
 /// Alice (1) owns game 1 with Bob (2) and Carol (3) in it; Dave (4) is not.
-fn table() -> Sim {
-    let mut sim = Sim::new(GeneralConfig {
+fn table() -> Harness {
+    let mut sim = Harness::new(GeneralConfig {
         auto_approve: true,
         ..config()
     });

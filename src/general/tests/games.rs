@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{config, Sim};
+use super::{config, Harness};
 use crate::general::{GeneralConfig, MemberId};
 use crate::wire::general::{
     code, ClientRepr, ErrorCode, GameInfo, ServerRepr, Words, GAME_CLOSED, GAME_IN_PROGRESS,
@@ -34,7 +34,7 @@ pub(crate) fn info<'a>(
 }
 
 /// CREATE_GAME "g" of type "chess", version "1", password "pw".
-pub(crate) fn create(sim: &mut Sim, conn: usize, max_players: u32, flags: u32) {
+pub(crate) fn create(sim: &mut Harness, conn: usize, max_players: u32, flags: u32) {
     sim.send(
         conn,
         ClientRepr::CreateGame {
@@ -48,7 +48,7 @@ pub(crate) fn create(sim: &mut Sim, conn: usize, max_players: u32, flags: u32) {
     );
 }
 
-pub(crate) fn join(sim: &mut Sim, conn: usize, game: i32, request: i32, password: &str) {
+pub(crate) fn join(sim: &mut Harness, conn: usize, game: i32, request: i32, password: &str) {
     sim.send(
         conn,
         ClientRepr::JoinRequest {
@@ -59,7 +59,7 @@ pub(crate) fn join(sim: &mut Sim, conn: usize, game: i32, request: i32, password
     );
 }
 
-pub(crate) fn answer(sim: &mut Sim, conn: usize, ask: i32, accept: bool, reason: &str) {
+pub(crate) fn answer(sim: &mut Harness, conn: usize, ask: i32, accept: bool, reason: &str) {
     sim.send(
         conn,
         ClientRepr::JoinAnswer {
@@ -84,8 +84,8 @@ fn ask(game: i32, member: i32, ask: i32) -> ServerRepr<'static> {
 }
 
 /// Alice (1) on conn 1, Bob (2) on conn 2, Carol (3) on conn 3.
-fn three(config: GeneralConfig) -> Sim {
-    let mut sim = Sim::new(config);
+fn three(config: GeneralConfig) -> Harness {
+    let mut sim = Harness::new(config);
     for (conn, name) in [(1, "alice"), (2, "bob"), (3, "carol")] {
         assert_eq!(sim.member(conn, name), MemberId(conn as i32));
     }
@@ -94,7 +94,7 @@ fn three(config: GeneralConfig) -> Sim {
 
 /// [`three`] with auto-approval, where Alice owns game 1 (3 seats) and Bob plays in it; the
 /// inboxes are not cleared.
-fn owner_and_player() -> Sim {
+fn owner_and_player() -> Harness {
     let mut sim = three(GeneralConfig {
         auto_approve: true,
         ..config()

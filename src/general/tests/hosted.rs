@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::games::join;
-use super::{config, Sim};
+use super::{config, Harness};
 use crate::general::tictactoe::{BOARD, MOVE, REFUSED, RESULT};
 use crate::general::{GeneralConfig, HostedKind, HostedSpec};
 use crate::wire::general::{
@@ -52,7 +52,7 @@ fn from_game(app_code: u32, body: &[u8]) -> ServerRepr<'_> {
     }
 }
 
-fn play(sim: &mut Sim, conn: usize, cell: u8) {
+fn play(sim: &mut Harness, conn: usize, cell: u8) {
     sim.send(
         conn,
         ClientRepr::ToOwner {
@@ -65,7 +65,7 @@ fn play(sim: &mut Sim, conn: usize, cell: u8) {
 
 #[test]
 fn a_whole_tictactoe_game() {
-    let mut sim = Sim::new(hosted_config());
+    let mut sim = Harness::new(hosted_config());
     sim.open(1);
     sim.take(1);
     sim.send(
@@ -188,7 +188,7 @@ fn a_whole_tictactoe_game() {
 
 #[test]
 fn a_player_who_does_not_move_loses() {
-    let mut sim = Sim::new(hosted_config());
+    let mut sim = Harness::new(hosted_config());
     sim.member(1, "alice");
     sim.member(2, "bob");
     join(&mut sim, 1, 1, 1, "");

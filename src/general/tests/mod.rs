@@ -34,7 +34,7 @@ pub(crate) fn config() -> GeneralConfig {
 }
 
 /// A fake driver around the core.
-pub(crate) struct Sim {
+pub(crate) struct Harness {
     pub(crate) lobby: GeneralLobby,
     pub(crate) now: Instant,
     /// Bytes each connection received and the test has not looked at yet.
@@ -47,15 +47,15 @@ pub(crate) struct Sim {
     pub(crate) deliveries: [u64; 2],
 }
 
-impl Sim {
-    pub(crate) fn new(config: GeneralConfig) -> Sim {
+impl Harness {
+    pub(crate) fn new(config: GeneralConfig) -> Harness {
         let now = Instant::now();
         let mut next = 0u8;
         let tokens = Box::new(move || {
             next = next.wrapping_add(1);
             token(next)
         });
-        let mut sim = Sim {
+        let mut sim = Harness {
             lobby: GeneralLobby::new(config, now, tokens),
             now,
             inbox: BTreeMap::new(),

@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
-use super::{config, count_frames, Sim};
+use super::{config, count_frames, Harness};
 use crate::general::output::IDLE_KEEP_BYTES;
 use crate::general::{ConnId, GeneralConfig, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};
 use crate::wire::general::{ClientRepr, ServerRepr};
 
 #[test]
 fn a_lobby_chat_is_encoded_once() {
-    let mut sim = Sim::new(config());
+    let mut sim = Harness::new(config());
     for conn in 1..=50 {
         sim.member(conn, &format!("m{conn}"));
     }
@@ -48,7 +48,7 @@ fn a_lobby_chat_is_encoded_once() {
 
 #[test]
 fn a_frame_for_one_connection_is_direct() {
-    let mut sim = Sim::new(config());
+    let mut sim = Harness::new(config());
     let alone = sim.member(1, "alone");
     sim.member(2, "away");
     sim.close(2);
@@ -79,7 +79,7 @@ fn a_frame_for_one_connection_is_direct() {
 
 #[test]
 fn a_spike_of_bytes_is_given_back() {
-    let mut sim = Sim::new(config());
+    let mut sim = Harness::new(config());
     let name = "n".repeat(15_000);
     for conn in 1..=8 {
         sim.member(conn, &format!("m{conn}"));
@@ -117,7 +117,7 @@ fn a_spike_of_bytes_is_given_back() {
 
 #[test]
 fn a_spike_of_outputs_is_given_back() {
-    let mut sim = Sim::new(config());
+    let mut sim = Harness::new(config());
     for conn in 0..2_500 {
         sim.open(conn);
     }
@@ -135,7 +135,7 @@ fn a_spike_of_outputs_is_given_back() {
 #[test]
 fn the_tidy_keeps_small_buffers_and_cuts_back_large_ones() {
     let record = std::mem::size_of::<GeneralOutput>();
-    let mut sim = Sim::new(config());
+    let mut sim = Harness::new(config());
     sim.member(1, "m1");
     sim.send(1, ClientRepr::Ping { payload: b"x" });
     let ((_, arena), queue) = sim.lobby.output_memory();
@@ -173,7 +173,7 @@ fn the_tidy_keeps_small_buffers_and_cuts_back_large_ones() {
 
 #[test]
 fn handle_timeout_stops_at_its_budget() {
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         output_budget: 10,
         ..config()
     });

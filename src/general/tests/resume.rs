@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::games::{create, info, join};
-use super::{config, member_info, token, welcome_of, Sim};
+use super::{config, member_info, token, welcome_of, Harness};
 use crate::general::{ConnId, GeneralConfig, MemberId};
 use crate::wire::general::{ClientRepr, ErrorCode, ServerRepr, MEMBER_AWAY, TOKEN_LEN};
 
@@ -23,8 +23,8 @@ const BAD_TOKEN: ServerRepr<'static> = ServerRepr::Challenge {
 };
 
 /// Alice (1) owns game 1 where Bob (2) sits not ready; Carol (3) is in the lobby.
-fn table() -> Sim {
-    let mut sim = Sim::new(config());
+fn table() -> Harness {
+    let mut sim = Harness::new(config());
     for (conn, name) in [(1, "alice"), (2, "bob"), (3, "carol")] {
         sim.member(conn, name);
     }
@@ -167,7 +167,7 @@ fn a_resume_replaces_a_live_connection() {
 
 #[test]
 fn without_a_grace_a_drop_is_a_departure() {
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         resume_grace: Duration::ZERO,
         ..config()
     });

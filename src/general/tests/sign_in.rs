@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{member_info, token, Sim};
+use super::{member_info, token, Harness};
 use crate::accounts::UserId;
 use crate::accounts::{LoginPolicy, VerifyResult};
 use crate::general::{ConnId, GeneralConfig, JobId, MemberId};
@@ -36,7 +36,7 @@ const NAME_RULE: &str = "names are 1 to 24 characters without control characters
 
 #[test]
 fn accept_sends_hello_then_challenge() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.open(1);
     sim.expect(
         1,
@@ -54,7 +54,7 @@ fn accept_sends_hello_then_challenge() {
 
 #[test]
 fn sign_in_and_the_full_sync_order() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.open(1);
     sim.take(1);
     sim.send(1, sign_in("alice", ""));
@@ -121,7 +121,7 @@ fn sign_in_and_the_full_sync_order() {
 
 #[test]
 fn refused_names_and_tries_exhausted() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.member(1, "alice");
     sim.open(2);
     sim.take(2);
@@ -148,7 +148,7 @@ fn refused_names_and_tries_exhausted() {
 
 #[test]
 fn guests_may_only_sign_in_and_ping() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.open(1);
     sim.take(1);
     sim.send(1, ClientRepr::Ping { payload: b"hi" });
@@ -177,8 +177,8 @@ fn guests_may_only_sign_in_and_ping() {
     );
 }
 
-fn accounts(login: LoginPolicy) -> Sim {
-    let mut sim = Sim::new(GeneralConfig {
+fn accounts(login: LoginPolicy) -> Harness {
+    let mut sim = Harness::new(GeneralConfig {
         login,
         ..GeneralConfig::default()
     });
@@ -271,7 +271,7 @@ fn names_the_accounts_cannot_hold_are_refused_without_a_check() {
 
 #[test]
 fn sign_in_deadline_ignores_trickling() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.open(1);
     sim.take(1);
     sim.advance(Duration::from_secs(4));
@@ -287,7 +287,7 @@ fn sign_in_deadline_ignores_trickling() {
 
 #[test]
 fn idle_members_are_closed_and_only_valid_frames_count() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.member(1, "alice");
     let bob = sim.member(2, "bob");
     sim.advance(Duration::from_secs(29));
@@ -321,7 +321,7 @@ fn idle_members_are_closed_and_only_valid_frames_count() {
 
 #[test]
 fn malformed_unknown_and_oversized_frames() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.member(1, "alice");
     // CHAT whose text is not UTF-8.
     let bad_utf8 = [
@@ -367,7 +367,7 @@ fn malformed_unknown_and_oversized_frames() {
 
 #[test]
 fn frame_rate_limit() {
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         frame_rate: 2,
         frame_burst: 3,
         ..GeneralConfig::default()
@@ -390,7 +390,7 @@ fn frame_rate_limit() {
 
 #[test]
 fn member_limit_closes_newcomers() {
-    let mut sim = Sim::new(GeneralConfig {
+    let mut sim = Harness::new(GeneralConfig {
         max_members: 1,
         ..GeneralConfig::default()
     });
@@ -407,7 +407,7 @@ fn member_limit_closes_newcomers() {
 
 #[test]
 fn shutdown_notice_to_every_connection() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.member(1, "alice");
     sim.member(2, "bob");
     sim.open(3);
@@ -429,7 +429,7 @@ fn shutdown_notice_to_every_connection() {
 
 #[test]
 fn the_oldest_guest_is_the_one_to_evict() {
-    let mut sim = Sim::new(GeneralConfig::default());
+    let mut sim = Harness::new(GeneralConfig::default());
     sim.open(1);
     sim.member(2, "bob");
     sim.open(3);
@@ -440,8 +440,8 @@ fn the_oldest_guest_is_the_one_to_evict() {
 }
 
 /// A lobby with accounts under `login`, no connection yet.
-fn lobby_with_accounts(login: LoginPolicy) -> Sim {
-    Sim::new(GeneralConfig {
+fn lobby_with_accounts(login: LoginPolicy) -> Harness {
+    Harness::new(GeneralConfig {
         login,
         ..GeneralConfig::default()
     })
@@ -449,7 +449,7 @@ fn lobby_with_accounts(login: LoginPolicy) -> Sim {
 
 /// Opens `conn` and signs in as `name` with a password the driver finds right for account
 /// `user`; returns the member id. Everyone's inbox is cleared afterwards.
-fn account_member(sim: &mut Sim, conn: usize, name: &str, user: i64) -> MemberId {
+fn account_member(sim: &mut Harness, conn: usize, name: &str, user: i64) -> MemberId {
     sim.open(conn);
     sim.take(conn);
     sim.send(conn, sign_in(name, "pw"));
@@ -463,7 +463,7 @@ fn account_member(sim: &mut Sim, conn: usize, name: &str, user: i64) -> MemberId
 }
 
 /// SIGN_IN as `name` with a password from `conn` (opened here), answered `verdict`.
-fn sign_in_checked(sim: &mut Sim, conn: usize, name: &str, verdict: VerifyResult) {
+fn sign_in_checked(sim: &mut Harness, conn: usize, name: &str, verdict: VerifyResult) {
     sim.open(conn);
     sim.take(conn);
     let checks = sim.verifies.len();

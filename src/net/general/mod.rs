@@ -3,10 +3,12 @@
 //!
 //! It plugs into the loop through the [`FrontEnd`] seam (`net::server`), runs on the shared
 //! stream transport ([`crate::net::io::stream`]) and checks passwords through the login bridge
-//! ([`crate::net::login`]). No protocol logic here: bytes read are cut into frames
-//! (`wire::general::next_frame`, zero-copy when a read holds whole frames; only a frame split
-//! across reads is kept, in a buffer of at most one frame), each frame goes to the core, and
-//! the core's outputs are carried out (`general/outbound.rs`): its frames are copied from the
+//! ([`crate::net::login`]). No protocol logic here: bytes read are cut into frames by
+//! the shared reader ([`crate::net::io::frames`], over `wire::general::next_frame`'s length
+//! rule: zero-copy when a read holds whole frames; only a frame split across reads, or what
+//! is left of a read past the frame budget, is kept), each frame goes to the core, and
+//! the core's outputs are carried out by the [`Outbound`] side (`general/outbound.rs`, which
+//! owns the core and the connections; this file is the way in): its frames are copied from the
 //! core's arena into the connection's capped send queue, and every connection written to
 //! during one batch of readiness events is flushed once at its end (a chat to 1,000 members
 //! costs 1,000 queue appends and, per member, one `write` per batch, not one per frame).
@@ -27,41 +29,33 @@
 mod outbound;
 pub mod stats;
 
-use std::collections::hash_map::RandomState;
-use std::collections::VecDeque;
-use std::hash::BuildHasher;
 use std::io::{self, Read};
-use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Instant;
 
 use mio::event::Event;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry};
-use slab::Slab;
 
+use crate::accounts::tokens::os_tokens;
 use crate::accounts::LoginPolicy;
 use crate::config::GeneralSettings;
-use crate::general::{ConnId, GeneralConfig, GeneralLobby, JobId, TokenSource};
+use crate::general::{GeneralConfig, GeneralLobby, JobId};
 use crate::metrics::{GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, LoadSample, Snapshot};
-use crate::ratelimit::{PerIpConfig, PerIpLimiter};
-use crate::wire::general::{next_frame, Next, HEADER_LEN, MEMBER_AWAY};
+use crate::wire::general::{next_frame, Frame, Next, HEADER_LEN, MEMBER_AWAY};
 
-use crate::net::general::stats::GeneralDriverStats;
-use crate::net::io::buffers::{largest_holder, MemoryBudget, PartialFrame};
-use crate::net::io::heap::FORGET_PER_TIDY;
-use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, Closing, TIMERS_PER_PASS};
-use crate::net::io::stream::{
-    canonical_ip, tune_listener, AcceptGate, Linger, PerIpCounts, Phase, Stream,
-};
+use crate::net::io::admission::{PerIpAdmission, Refused};
+use crate::net::io::buffers::MemoryBudget;
+use crate::net::io::frames::{Cut, FrameReader, LengthRule};
+use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, TIMERS_PER_PASS};
+use crate::net::io::stream::{tune_listener, AcceptGate, Phase, Stream};
 use crate::net::login::{LoginMetrics, LoginShared, Logins};
 use crate::net::server::FrontEnd;
 use crate::net::token::Target;
-use crate::net::warn::WarnBudget;
 
-pub use outbound::SEND_QUEUE_CAP;
+use outbound::{conn_id, key_of, Conn, Outbound};
+pub use outbound::{LINGER, SEND_QUEUE_CAP};
 
-/// How long a connection the core closed may take to read what is queued for it.
-pub const LINGER: Duration = Duration::from_secs(2);
 /// Frames of one connection handled per readiness event before serving the others.
 pub const FRAMES_PER_EVENT: usize = 64;
 /// Bytes read per `read` call (one buffer shared by every connection).
@@ -73,101 +67,45 @@ const READ_BUDGET: usize = 8;
 /// (tens of megabytes) before anyone else's PING is answered.
 const LONG_FRAME: usize = 2 * READ_CHUNK;
 
-/// The core's name for connection `key`: the slab key in the low 32 bits, the connection's
-/// serial above, so an output the core queued for a connection that is gone can never reach
-/// a later connection that reuses its slab key (it no longer matches, and is dropped).
-fn conn_id(key: usize, serial: u32) -> ConnId {
-    ConnId((u64::from(serial) << 32 | key as u64) as usize)
+/// The general lobby's length rule: an 8-byte header (code, payload length, both u32 LE),
+/// payloads of at most `--lobby-max-frame` bytes (as `wire::general::next_frame` decides); a
+/// longer one is refused with its code, which the core's ERROR 11 names.
+#[derive(Debug, Clone, Copy)]
+struct ClientFrames {
+    max_payload: usize,
 }
 
-/// The slab key and serial a [`ConnId`] names.
-fn key_of(conn: ConnId) -> (usize, u32) {
-    let raw = conn.0 as u64;
-    ((raw & u64::from(u32::MAX)) as usize, (raw >> 32) as u32)
+impl LengthRule for ClientFrames {
+    const HEADER_LEN: usize = HEADER_LEN;
+    type TooLong = u32;
+
+    fn frame_len(&self, header: &[u8]) -> Result<usize, u32> {
+        match next_frame(header, self.max_payload) {
+            Next::Oversized { code, .. } => Err(code),
+            // Not over `max_payload`, a `usize`.
+            _ => Ok(HEADER_LEN + Frame::new_unchecked(header).declared_len() as usize),
+        }
+    }
 }
 
-/// One general lobby connection.
-#[derive(Debug)]
-struct Conn {
-    stream: Stream,
-    ip: IpAddr,
-    /// The start of a frame split across reads (at most one frame), counted against the
-    /// driver's [`MemoryBudget`].
-    partial: PartialFrame,
-    /// Whole frames wait in `partial` beyond this event's budget.
-    backlogged: bool,
-    /// The key waits in the driver's `dirty` list for a write.
-    in_dirty: bool,
-    /// The key waits in the driver's `gathering` list for a write.
-    in_gathering: bool,
-}
-
-/// The general lobby's listener, connections and logins.
+/// The general lobby's way in: the listener, admission at accept, and the reader that cuts
+/// each connection's bytes into frames for the core; what follows a frame (the core, the
+/// connections, their send queues and closing) is the [`Outbound`] side.
 pub struct GeneralDriver {
     listener: TcpListener,
-    conns: Slab<Conn>,
-    core: GeneralLobby,
-    logins: Option<Logins>,
-    per_ip: PerIpCounts,
-    rate: PerIpLimiter,
+    /// `--lobby-conn-rate` and `--lobby-max-conns-per-ip`.
+    admission: PerIpAdmission,
     gate: AcceptGate,
-    max_conns_per_ip: usize,
-    /// `HEADER_LEN + --lobby-max-frame`: the most a connection buffers.
-    frame_cap: usize,
-    /// `--lobby-memory-budget`: every connection's send queue and partial frame together.
-    budget: MemoryBudget,
-    /// Connections closed while the core's outputs are being carried out, told to the core
-    /// once those are: a departure then queues its notices after the previous one's were
-    /// carried out, so a crowd leaving at once (each failed write closing another
-    /// connection) never piles one output record per member per departure.
-    closed_meanwhile: Vec<ConnId>,
-    /// The core's outputs are being carried out.
-    carrying: bool,
-    /// Connections with bytes for them alone queued since their last write, written a slice
-    /// at a time after the event batch ([`FLUSH_SLICE`](outbound::FLUSH_SLICE)).
-    dirty: VecDeque<usize>,
-    /// Connections with fan-out bytes queued since their last write and when they are due
-    /// ([`FANOUT_DELAY`](outbound::FANOUT_DELAY) after the first of them), oldest first; a
-    /// slice at a time once due.
-    gathering: VecDeque<(Instant, usize)>,
-    /// Connections that sent frames in this event batch: their replies are written first,
-    /// ahead of the fan-out to everybody else.
-    served: Vec<usize>,
+    /// How long a frame may be (`--lobby-max-frame`).
+    frames: ClientFrames,
     /// Connections with whole frames left over after their budget, served after the batch.
     backlog: Vec<usize>,
-    /// Connections to remove after the event batch, a slice per pass.
-    closing: Closing,
     /// Accepts left in this pass, and whether the listener was left with a backlog.
     accepts: AcceptBacklog,
-    lingering: Linger,
     next_serial: u32,
     read_buf: Box<[u8; READ_CHUNK]>,
-    stats: GeneralDriverStats,
-    warnings: WarnBudget,
-}
-
-/// Resume tokens from the OS CSPRNG. Should the OS refuse (it does not on Linux once
-/// booted), a keyed hash of a counter stands in, keyed by the standard library's per-process
-/// random keys, so tokens stay unguessable from outside; the failure is logged once.
-fn os_tokens() -> TokenSource {
-    let keys = RandomState::new();
-    let mut counter: u64 = 0;
-    let mut warned = false;
-    Box::new(move || {
-        let mut token = [0u8; 16];
-        if let Err(e) = getrandom::fill(&mut token) {
-            if !std::mem::replace(&mut warned, true) {
-                log::error!(
-                    "general lobby: the OS random generator failed ({e}); using a keyed hash"
-                );
-            }
-            for half in token.chunks_mut(8) {
-                counter = counter.wrapping_add(1);
-                half.copy_from_slice(&keys.hash_one(counter).to_le_bytes());
-            }
-        }
-        token
-    })
+    /// The core, the connections and the way out of the core's outputs.
+    out: Outbound,
 }
 
 impl GeneralDriver {
@@ -198,38 +136,23 @@ impl GeneralDriver {
             Interest::READABLE,
         )?;
         let now = Instant::now();
-        let rate = u64::from(settings.conn_rate);
         Ok(GeneralDriver {
             listener,
-            conns: Slab::new(),
-            frame_cap: HEADER_LEN + config.max_frame,
-            budget: MemoryBudget::new(settings.memory_budget),
-            closed_meanwhile: Vec::new(),
-            carrying: false,
-            core: GeneralLobby::new(config, now, os_tokens()),
-            logins,
-            per_ip: PerIpCounts::default(),
-            rate: PerIpLimiter::new(PerIpConfig {
-                rate,
-                per: Duration::from_secs(60),
-                burst: rate,
-                byte_rate: 0,
-                byte_burst: 0,
-                max_entries: 65_536,
-            }),
+            admission: PerIpAdmission::new(settings.conn_rate, settings.max_conns_per_ip, 65_536),
             gate: AcceptGate::new(settings.max_conns),
-            max_conns_per_ip: settings.max_conns_per_ip,
-            dirty: VecDeque::new(),
-            gathering: VecDeque::new(),
-            served: Vec::new(),
+            frames: ClientFrames {
+                max_payload: config.max_frame,
+            },
             backlog: Vec::new(),
-            closing: Closing::default(),
             accepts: AcceptBacklog::default(),
-            lingering: Linger::new(LINGER),
             next_serial: 0,
             read_buf: Box::new([0; READ_CHUNK]),
-            stats: GeneralDriverStats::default(),
-            warnings: WarnBudget::new(now, 60, 20),
+            out: Outbound::new(
+                GeneralLobby::new(config, now, os_tokens("general lobby")),
+                logins,
+                MemoryBudget::new(settings.memory_budget),
+                now,
+            ),
         })
     }
 
@@ -239,9 +162,9 @@ impl GeneralDriver {
         self.accepts.begin();
         loop {
             // Closed connections leave the slab after the batch; they no longer count.
-            let open = self.conns.len() - self.closing.len();
+            let open = self.out.conns.len() - self.out.closing.len();
             let full = self.gate.is_full(open);
-            if full && self.core.oldest_guest().is_none() {
+            if full && self.out.core.oldest_guest().is_none() {
                 // Every connection is a signed-in member: newcomers wait in the backlog.
                 self.pause_accepting();
                 return;
@@ -252,10 +175,11 @@ impl GeneralDriver {
                 Accepted::Failed(e) => {
                     // Out of descriptors, say: retry after the next event batch rather than
                     // wait for a new connection (the listener is edge-triggered).
-                    self.warnings
+                    self.out
+                        .warnings
                         .warn(now, format_args!("general lobby accept failed: {e}"));
                     if self.gate.back_off(now) {
-                        self.stats.accept_pauses += 1;
+                        self.out.stats.accept_pauses += 1;
                     }
                     return;
                 }
@@ -272,23 +196,25 @@ impl GeneralDriver {
         peer: SocketAddr,
         full: bool,
     ) {
-        let ip = canonical_ip(peer.ip());
         // Dropping the stream closes it at once, without a word.
-        if !self.rate.allow_request(now, ip) {
-            self.stats.rate_limited += 1;
-            log::debug!("general lobby: {peer} over --lobby-conn-rate, closed");
-            return;
-        }
-        if self.per_ip.get(ip) >= self.max_conns_per_ip {
-            self.stats.per_ip_limited += 1;
-            log::debug!("general lobby: {peer} over --lobby-max-conns-per-ip, closed");
-            return;
-        }
+        let ip = match self.admission.check(now, peer) {
+            Ok(ip) => ip,
+            Err(Refused::ConnRate) => {
+                self.out.stats.rate_limited += 1;
+                log::debug!("general lobby: {peer} over --lobby-conn-rate, closed");
+                return;
+            }
+            Err(Refused::PerIp) => {
+                self.out.stats.per_ip_limited += 1;
+                log::debug!("general lobby: {peer} over --lobby-max-conns-per-ip, closed");
+                return;
+            }
+        };
         if full {
             // An admitted newcomer needs the room: the oldest connection not signed in makes it.
             self.evict_a_guest(now);
         }
-        let entry = self.conns.vacant_entry();
+        let entry = self.out.conns.vacant_entry();
         let key = entry.key();
         let token = Target::GeneralConn(key).token();
         if let Err(e) = registry.register(&mut stream, token, Interest::READABLE) {
@@ -299,49 +225,50 @@ impl GeneralDriver {
         entry.insert(Conn {
             stream: Stream::new(stream, self.next_serial),
             ip,
-            partial: PartialFrame::default(),
+            input: FrameReader::default(),
             backlogged: false,
             in_dirty: false,
             in_gathering: false,
         });
-        self.per_ip.add(ip);
-        self.stats.accepted += 1;
-        self.core
+        self.admission.opened(ip);
+        self.out.stats.accepted += 1;
+        self.out
+            .core
             .handle_open_from(now, conn_id(key, self.next_serial), ip);
-        self.carry_out(registry, now);
+        self.out.carry_out(registry, now);
     }
 
     /// At the connection cap, makes room for an accepted newcomer by closing the oldest
     /// connection that has not signed in (a crowd that connects and never signs in
     /// must not hold the lobby full).
     fn evict_a_guest(&mut self, now: Instant) {
-        let Some(conn) = self.core.oldest_guest() else {
+        let Some(conn) = self.out.core.oldest_guest() else {
             return;
         };
-        self.stats.guests_evicted += 1;
+        self.out.stats.guests_evicted += 1;
         log::debug!("general lobby: at --lobby-max-conns, closing {conn:?} (not signed in)");
         let (key, serial) = key_of(conn);
-        let ours = self.conns.get(key);
+        let ours = self.out.conns.get(key);
         if ours.is_some_and(|c| c.stream.is_open() && c.stream.serial() == serial) {
-            self.close(now, key);
+            self.out.close(now, key);
         } else {
             // Not an open connection of ours: the core forgets it all the same.
-            self.core.handle_closed(now, conn);
+            self.out.core.handle_closed(now, conn);
         }
     }
 
     fn pause_accepting(&mut self) {
         if self.gate.pause() {
-            self.stats.accept_pauses += 1;
+            self.out.stats.accept_pauses += 1;
         }
     }
 
     /// Reads what `key` sent and hands its frames to the core, within the budgets.
     fn read(&mut self, registry: &Registry, now: Instant, key: usize) {
         let mut budget = FRAMES_PER_EVENT;
-        self.served.push(key);
+        self.out.served.push(key);
         // Frames left over from the last event come first.
-        if !self.serve_partial(registry, now, key, &mut budget) {
+        if !self.serve(registry, now, key, 0, &mut budget) {
             return;
         }
         for _ in 0..READ_BUDGET {
@@ -351,12 +278,12 @@ impl GeneralDriver {
                 self.park(key);
                 return;
             }
-            let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
+            let Some(conn) = self.out.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return;
             };
             let n = match conn.stream.socket.read(&mut self.read_buf[..]) {
                 Ok(0) => {
-                    self.peer_finished(registry, now, key);
+                    self.out.peer_finished(registry, now, key);
                     return;
                 }
                 Ok(n) => n,
@@ -364,31 +291,40 @@ impl GeneralDriver {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     log::debug!("general lobby: read {key}: {e}");
-                    self.stats.io_errors += 1;
-                    self.close(now, key);
+                    self.out.stats.io_errors += 1;
+                    self.out.close(now, key);
                     return;
                 }
             };
-            self.stats.bytes_in += n as u64;
-            if !self.take_bytes(registry, now, key, n, &mut budget) {
+            self.out.stats.bytes_in += n as u64;
+            if !self.serve(registry, now, key, n, &mut budget) {
                 return;
             }
-            if (self.conns.get(key)).is_some_and(|c| c.partial.bytes().len() >= LONG_FRAME) {
+            let kept = |c: &Conn| c.input.kept_len(&self.frames);
+            if self
+                .out
+                .conns
+                .get(key)
+                .is_some_and(|c| kept(c) >= LONG_FRAME)
+            {
                 break;
             }
         }
         // Read budget spent with data possibly left: come back without waiting for an edge.
-        if let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) {
+        if let Some(conn) = self.out.conns.get_mut(key).filter(|c| c.stream.is_open()) {
             let _ = conn
                 .stream
                 .rearm(registry, Target::GeneralConn(key).token());
         }
     }
 
-    /// Hands the first `n` bytes of the read buffer to the core: whole frames straight from
-    /// the buffer, a split frame through the connection's `partial`. False when the
-    /// connection stopped reading (closed, or the frame budget ran out).
-    fn take_bytes(
+    /// Hands `key`'s frames to the core, within `budget`: first those kept from earlier
+    /// reads, then those of `read_buf[..n]` (in place when whole there; a frame split across
+    /// reads is kept in the connection's
+    /// [`PartialFrame`](crate::net::io::buffers::PartialFrame), and so is what is left when the
+    /// budget runs out). False when the connection stopped reading (closed, or the frame
+    /// budget ran out with bytes left).
+    fn serve(
         &mut self,
         registry: &Registry,
         now: Instant,
@@ -396,121 +332,69 @@ impl GeneralDriver {
         n: usize,
         budget: &mut usize,
     ) -> bool {
-        let id = self.id(key);
-        let Some(conn) = self.conns.get_mut(key) else {
-            return false;
-        };
-        if !conn.partial.is_empty() {
-            // The bytes continue a split frame. `partial` holds at most one read and one
-            // frame: a connection over its budget is not read again until it is served.
-            if !self.keep_partial(now, key, 0, n) {
-                return false;
-            }
-            return self.serve_partial(registry, now, key, budget);
-        }
+        let id = self.out.id(key);
         let mut at = 0;
-        while at < n {
-            if *budget == 0 {
-                if self.keep_partial(now, key, at, n) {
-                    self.park(key);
-                }
-                return false;
-            }
-            match next_frame(&self.read_buf[at..n], self.frame_cap - HEADER_LEN) {
-                Next::NeedMore => return self.keep_partial(now, key, at, n),
-                Next::Oversized { code, .. } => {
-                    self.core.handle_oversized(now, id, code);
-                    self.carry_out(registry, now);
-                    return false;
-                }
-                Next::Frame { frame, consumed } => {
-                    *budget -= 1;
-                    self.stats.frames_in += 1;
-                    self.core.handle_frame(now, id, &frame);
-                    at += consumed;
-                    self.carry_out(registry, now);
-                    if !self.conns.get(key).is_some_and(|c| c.stream.is_open()) {
-                        return false;
-                    }
-                }
-            }
-        }
-        true
-    }
-
-    /// Serves whole frames waiting in `key`'s `partial`, within `budget`; false when the
-    /// connection stopped reading.
-    fn serve_partial(
-        &mut self,
-        registry: &Registry,
-        now: Instant,
-        key: usize,
-        budget: &mut usize,
-    ) -> bool {
-        let id = self.id(key);
         loop {
-            let Some(conn) = self.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
+            let Some(conn) = self.out.conns.get_mut(key).filter(|c| c.stream.is_open()) else {
                 return false;
             };
-            if conn.partial.is_empty() {
-                conn.backlogged = false;
-                return true;
-            }
+            let data = &self.read_buf[..n];
             if *budget == 0 {
+                if at == n && conn.input.kept_len(&self.frames) == 0 {
+                    // Nothing is left: the caller's own budget check parks the connection.
+                    return true;
+                }
+                // The rest waits for the backlog pass, after the other connections.
+                if !conn
+                    .input
+                    .keep(&self.frames, data, &mut at, &mut self.out.budget)
+                {
+                    if self.out.shed(now, key) == key {
+                        return false;
+                    }
+                    continue;
+                }
                 self.park(key);
                 return false;
             }
-            let used = match next_frame(conn.partial.bytes(), self.frame_cap - HEADER_LEN) {
-                Next::NeedMore => {
+            match conn
+                .input
+                .next(&self.frames, data, &mut at, &mut self.out.budget)
+            {
+                Cut::NeedMore => {
                     conn.backlogged = false;
                     return true;
                 }
-                Next::Oversized { code, .. } => {
-                    conn.partial.clear(&mut self.budget);
-                    self.core.handle_oversized(now, id, code);
-                    self.carry_out(registry, now);
+                Cut::NoRoom => {
+                    // `--lobby-memory-budget` has no room for the bytes to keep: the
+                    // connections holding the most go until it has (or `key` itself goes).
+                    if self.out.shed(now, key) == key {
+                        return false;
+                    }
+                }
+                Cut::TooLong(code) => {
+                    conn.input.clear(&mut self.out.budget);
+                    self.out.core.handle_oversized(now, id, code);
+                    self.out.carry_out(registry, now);
                     return false;
                 }
-                Next::Frame { frame, consumed } => {
+                Cut::Frame(frame) => {
                     *budget -= 1;
-                    self.stats.frames_in += 1;
-                    self.core.handle_frame(now, id, &frame);
-                    consumed
+                    self.out.stats.frames_in += 1;
+                    self.out
+                        .core
+                        .handle_frame(now, id, &Frame::new_unchecked(frame));
+                    // A frame kept across reads is not held once served.
+                    conn.input.release(&self.frames, &mut self.out.budget);
+                    self.out.carry_out(registry, now);
                 }
-            };
-            if let Some(conn) = self.conns.get_mut(key) {
-                // A split frame's buffer is not kept once served.
-                conn.partial.consume(used, &mut self.budget);
             }
-            self.carry_out(registry, now);
         }
-    }
-
-    /// The peer shut its sending side: the core forgets the connection now (its member is
-    /// away), and what is queued for it (the replies to its last frames) is still written
-    /// before the socket closes, within [`LINGER`].
-    fn peer_finished(&mut self, registry: &Registry, now: Instant, key: usize) {
-        let id = self.id(key);
-        self.core.handle_closed(now, id);
-        self.carry_out(registry, now);
-        if let Some(c) = self.conns.get_mut(key) {
-            if c.stream.start_draining() {
-                self.lingering.start(now, key, c.stream.serial());
-            }
-            // It is not read again.
-            c.partial.clear(&mut self.budget);
-        }
-        self.flush(registry, now, key);
-    }
-
-    /// The core's name for the connection at slab key `key` (see [`conn_id`]).
-    fn id(&self, key: usize) -> ConnId {
-        conn_id(key, self.conns.get(key).map_or(0, |c| c.stream.serial()))
     }
 
     /// Marks `key` as having whole frames left for after this batch.
     fn park(&mut self, key: usize) {
-        if let Some(conn) = self.conns.get_mut(key) {
+        if let Some(conn) = self.out.conns.get_mut(key) {
             if !conn.backlogged {
                 conn.backlogged = true;
                 self.backlog.push(key);
@@ -518,78 +402,11 @@ impl GeneralDriver {
         }
     }
 
-    /// Closes `key` now: the core forgets it (also when it asked for the close, or was told
-    /// at the peer's EOF: `handle_closed` of a connection it already forgot does nothing) and
-    /// the slab entry goes after the event batch.
-    fn close(&mut self, now: Instant, key: usize) {
-        if let Some(id) = self.close_quietly(key) {
-            if self.carrying {
-                self.closed_meanwhile.push(id);
-            } else {
-                self.core.handle_closed(now, id);
-            }
-        }
-    }
-
-    /// Closes `key` and frees its buffers, without telling the core yet: the caller does,
-    /// with the id returned (none when it was closed already).
-    fn close_quietly(&mut self, key: usize) -> Option<ConnId> {
-        let conn = self.conns.get_mut(key)?;
-        if !conn.stream.mark_closed(&mut self.budget) {
-            return None;
-        }
-        conn.partial.clear(&mut self.budget);
-        self.closing.push(key);
-        Some(self.id(key))
-    }
-
-    /// Appends `read_buf[from..to]` to `key`'s partial frame, dropping the connections that
-    /// hold the most while `--lobby-memory-budget` has no room for it; false when `key`
-    /// itself was dropped (it held the most).
-    fn keep_partial(&mut self, now: Instant, key: usize, from: usize, to: usize) -> bool {
-        loop {
-            let Some(conn) = self.conns.get_mut(key) else {
-                return false;
-            };
-            if conn
-                .partial
-                .extend(&self.read_buf[from..to], &mut self.budget)
-            {
-                return true;
-            }
-            if self.shed(now, key) == key {
-                return false;
-            }
-        }
-    }
-
-    /// `--lobby-memory-budget` is full and `asking` needs room: closes the connection whose
-    /// send queue and partial frame hold the most (`asking` itself when nobody else holds
-    /// more, or when nobody holds anything), counts and logs it. Returns its key.
-    fn shed(&mut self, now: Instant, asking: usize) -> usize {
-        let holds = |c: &Conn| c.stream.held() + c.partial.capacity();
-        let live = (self.conns.iter()).filter(|(_, c)| c.stream.phase() != Phase::Closed);
-        let victim = largest_holder(live.map(|(key, c)| (key, holds(c))), asking);
-        let held = self.conns.get(victim).map_or(0, holds);
-        self.stats.memory_budget_drops += 1;
-        self.warnings.warn(
-            now,
-            format_args!(
-                "general lobby: --lobby-memory-budget full ({} of {} bytes held): dropping \
-                 the connection that holds the most ({held} bytes)",
-                self.budget.held(),
-                self.budget.limit()
-            ),
-        );
-        self.close(now, victim);
-        victim
-    }
-
     /// Serves connections whose frames waited past their budget, one budget each.
     fn serve_backlog(&mut self, registry: &Registry, now: Instant) {
         let backlog = std::mem::take(&mut self.backlog);
         for key in backlog {
-            if let Some(conn) = self.conns.get_mut(key) {
+            if let Some(conn) = self.out.conns.get_mut(key) {
                 conn.backlogged = false;
             }
             // A fresh read also picks up what the socket holds beyond the buffer.
@@ -600,8 +417,9 @@ impl GeneralDriver {
     /// Games and gauges for the operators' pages, and the first `named` members by name.
     fn games_snapshot(&self, named: usize) -> GeneralSnapshot {
         GeneralSnapshot {
-            members: self.core.member_count(),
+            members: self.out.core.member_count(),
             member_list: self
+                .out
                 .core
                 .members()
                 .take(named)
@@ -613,11 +431,12 @@ impl GeneralDriver {
                     games: m.games,
                 })
                 .collect(),
-            members_away: self.core.member_count() - self.core.present_count(),
-            connections: self.conns.len(),
-            buffered_bytes: self.budget.held(),
-            buffered_peak: self.budget.peak(),
+            members_away: self.out.core.member_count() - self.out.core.present_count(),
+            connections: self.out.conns.len(),
+            buffered_bytes: self.out.budget.held(),
+            buffered_peak: self.out.budget.peak(),
             games: self
+                .out
                 .core
                 .games()
                 .map(|game| GeneralGameInfo {
@@ -641,7 +460,7 @@ impl FrontEnd for GeneralDriver {
             Target::GeneralListener => self.accept(registry, now),
             Target::GeneralConn(key) => {
                 if event.is_writable() {
-                    self.flush(registry, now, key);
+                    self.out.flush(registry, now, key);
                 }
                 if event.is_readable() || event.is_read_closed() || event.is_error() {
                     self.read(registry, now, key);
@@ -655,44 +474,44 @@ impl FrontEnd for GeneralDriver {
 
     fn after_events(&mut self, registry: &Registry) {
         let now = Instant::now();
-        while let Some((job, result)) = self.logins.as_mut().and_then(|l| l.next_result(now)) {
-            self.core.handle_verify_result(now, JobId(job), result);
-            self.carry_out(registry, now);
+        while let Some((job, result)) = self.out.logins.as_mut().and_then(|l| l.next_result(now)) {
+            self.out.core.handle_verify_result(now, JobId(job), result);
+            self.out.carry_out(registry, now);
         }
-        self.core.handle_timeout_within(now, TIMERS_PER_PASS);
-        self.carry_out(registry, now);
+        self.out.core.handle_timeout_within(now, TIMERS_PER_PASS);
+        self.out.carry_out(registry, now);
         self.serve_backlog(registry, now);
-        self.settle(registry, now);
-        while let Some((key, serial)) = self.lingering.expired(now) {
-            let still_there = self.conns.get(key).is_some_and(|c| {
+        self.out.settle(registry, now);
+        while let Some((key, serial)) = self.out.lingering.expired(now) {
+            let still_there = self.out.conns.get(key).is_some_and(|c| {
                 c.stream.serial() == serial && c.stream.phase() == Phase::Draining
             });
             if still_there {
-                self.stats.linger_timeouts += 1;
-                self.close(now, key);
+                self.out.stats.linger_timeouts += 1;
+                self.out.close(now, key);
             }
         }
         // Every output is carried out before a slab key is freed for reuse.
-        self.carry_out(registry, now);
-        let per_ip = &mut self.per_ip;
+        self.out.carry_out(registry, now);
+        let admission = &mut self.admission;
         let take = |conn: Conn| {
-            per_ip.remove(conn.ip);
+            admission.closed(conn.ip);
             conn.stream
         };
-        self.closing
-            .release_slice(&mut self.conns, registry, |c| &c.stream, take);
-        let resumed = self.gate.try_resume(self.conns.len(), now);
+        self.out
+            .closing
+            .release_slice(&mut self.out.conns, registry, |c| &c.stream, take);
+        let resumed = self.gate.try_resume(self.out.conns.len(), now);
         if (self.accepts.take_pending() && !self.gate.is_paused()) || resumed {
             self.accept(registry, now);
-            self.settle(registry, now);
+            self.out.settle(registry, now);
         }
     }
 
     fn tidy(&mut self, now: Instant) {
-        self.rate.tidy(now, FORGET_PER_TIDY);
-        self.per_ip.shrink();
+        self.admission.tidy(now);
         // `after_events` drained the core's outputs just before.
-        self.core.tidy();
+        self.out.core.tidy();
     }
 
     fn next_deadline(&self) -> Option<Instant> {
@@ -701,14 +520,14 @@ impl FrontEnd for GeneralDriver {
         // (immediate) poll; gathered fan-out when the first of it is due.
         let backlog = work_left(
             !self.backlog.is_empty()
-                || !self.dirty.is_empty()
+                || !self.out.dirty.is_empty()
                 || self.accepts.is_pending()
-                || !self.closing.is_empty(),
+                || !self.out.closing.is_empty(),
         );
         [
-            self.gathering.front().map(|&(due, _)| due),
-            self.core.poll_timeout(),
-            self.lingering.next_deadline(),
+            self.out.gathering.front().map(|&(due, _)| due),
+            self.out.core.poll_timeout(),
+            self.out.lingering.next_deadline(),
             self.gate.deadline(),
             backlog,
         ]
@@ -718,17 +537,17 @@ impl FrontEnd for GeneralDriver {
     }
 
     fn load(&self, sample: &mut LoadSample) {
-        sample.requests[3] += self.stats.frames_in;
-        sample.connections += self.conns.len() as u64;
-        sample.members += self.core.member_count() as u64;
-        sample.games += self.core.game_count() as u64;
+        sample.requests[3] += self.out.stats.frames_in;
+        sample.connections += self.out.conns.len() as u64;
+        sample.members += self.out.core.member_count() as u64;
+        sample.games += self.out.core.game_count() as u64;
     }
 
     fn snapshot(&self, snap: &mut Snapshot) {
-        let core = self.core.stats();
+        let core = self.out.core.stats();
         snap.add_counters(|f| core.visit(f));
-        snap.add_counters(|f| self.stats.visit(f));
-        if let Some(logins) = self.logins.as_ref() {
+        snap.add_counters(|f| self.out.stats.visit(f));
+        if let Some(logins) = self.out.logins.as_ref() {
             snap.add_counters(|f| logins.visit(f));
         }
         snap.general = Some(self.games_snapshot(snap.detail_rows));
@@ -738,44 +557,32 @@ impl FrontEnd for GeneralDriver {
         let now = Instant::now();
         self.pause_accepting();
         // ERROR(0, 0, "server shutting down") to every connection, then close after flush.
-        self.core.handle_shutdown(now);
-        self.carry_out(registry, now);
-        self.settle(registry, now);
+        self.out.core.handle_shutdown(now);
+        self.out.carry_out(registry, now);
+        self.out.settle(registry, now);
     }
 
     fn flush_shutdown(&mut self, registry: &Registry) -> bool {
         let now = Instant::now();
         let waiting: Vec<usize> = self
+            .out
             .conns
             .iter()
             .filter(|(_, c)| c.stream.phase() != Phase::Closed && c.stream.pending() > 0)
             .map(|(key, _)| key)
             .collect();
         for &key in &waiting {
-            self.flush(registry, now, key);
+            self.out.flush(registry, now, key);
         }
-        self.conns
+        self.out
+            .conns
             .iter()
             .any(|(_, c)| c.stream.phase() != Phase::Closed && c.stream.pending() > 0)
     }
 
     fn close_all(&mut self, registry: &Registry) {
-        for conn in self.conns.drain() {
+        for conn in self.out.conns.drain() {
             conn.stream.release(registry);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_connection_id_names_its_key_and_serial() {
-        for (key, serial) in [(0, 0), (1, 1), (7, u32::MAX), (u32::MAX as usize, 12345)] {
-            assert_eq!(key_of(conn_id(key, serial)), (key, serial));
-        }
-        // The same key with another serial is another connection for the core.
-        assert_ne!(conn_id(3, 1), conn_id(3, 2));
     }
 }

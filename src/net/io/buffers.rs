@@ -7,6 +7,8 @@
 
 use std::io::{self, Write};
 
+use crate::net::io::frames::Tail;
+
 /// A total of heap bytes shared by the buffers of every connection of a front end: their
 /// send queues and their partial input frames. Each buffer's capacity is counted (taken as
 /// it grows, given back as it is freed), so the total is what those buffers really hold, and
@@ -212,9 +214,11 @@ impl SendQueue {
     }
 }
 
-/// The start of an input frame split across reads, its capacity counted against the front
-/// end's [`MemoryBudget`]. It grows only as bytes arrive (a large declared length reserves
-/// nothing) and is freed once its frames are served.
+/// Input kept between reads (the start of a frame split across reads, or what a connection
+/// over its frame budget left unserved), its capacity counted against the front end's
+/// [`MemoryBudget`]. It grows only as bytes arrive (a large declared length reserves nothing)
+/// and is freed once its frames are served. The general lobby's frame reader keeps it as its
+/// [`Tail`]; Warzone's driver, whose core cuts its own input, as its read buffer.
 #[derive(Debug, Default)]
 pub struct PartialFrame {
     buf: Vec<u8>,
@@ -256,6 +260,22 @@ impl PartialFrame {
     /// Drops everything and frees the buffer.
     pub fn clear(&mut self, budget: &mut MemoryBudget) {
         free_counted(&mut self.buf, budget);
+    }
+}
+
+impl Tail for PartialFrame {
+    type Budget = MemoryBudget;
+
+    fn bytes(&self) -> &[u8] {
+        PartialFrame::bytes(self)
+    }
+
+    fn extend(&mut self, bytes: &[u8], budget: &mut MemoryBudget) -> bool {
+        PartialFrame::extend(self, bytes, budget)
+    }
+
+    fn consume(&mut self, n: usize, budget: &mut MemoryBudget) {
+        PartialFrame::consume(self, n, budget)
     }
 }
 

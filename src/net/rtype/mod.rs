@@ -18,7 +18,14 @@
 //! one `send` (fewer system calls per join). Timers already due run, and their
 //! frames are written, before the batch's other events ([`FrontEnd::run_due_timers`]): a
 //! countdown is not held up behind a batch of joins. No protocol logic here.
+//!
+//! With `--instance-exec` a room's instance is a game server of the operator's
+//! ([`game_server`]): the core's [`Output::StartInstance`] spawns it, [`Output::CloseInstance`]
+//! stops it, and its exit (an event on its pidfd) goes to the core as
+//! [`RtypeCore::handle_instance_exited`]. At shutdown the front end stops every game server
+//! and keeps the loop's shutdown wait going until they are gone or past their grace.
 
+pub mod game_server;
 pub mod instance;
 pub mod random;
 pub mod stats;
@@ -37,8 +44,10 @@ use crate::metrics::{LoadSample, RoomView, Snapshot};
 use crate::rtype::{ConnId, Output, RoomId, RtypeCore, TcpInput};
 use crate::wire::tcp_lobby::validate_name;
 
+use crate::net::directory::DirectoryBridge;
 use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::TIMERS_PER_PASS;
+use crate::net::rtype::game_server::{GameServers, Stream};
 use crate::net::rtype::tcp::{Readiness, TcpLobby};
 use crate::net::rtype::udp::{Batch, ReadSize, Received, UdpLobby};
 use crate::net::server::FrontEnd;
@@ -83,6 +92,8 @@ pub struct RtypeFrontEnd {
     lobby: RtypeCore,
     udp: UdpLobby,
     tcp: Option<TcpLobby>,
+    /// The rooms' game servers with `--instance-exec` (then no relay socket is bound).
+    servers: Option<GameServers>,
     /// Reused for every relayed DATA datagram.
     destinations: Vec<SocketAddr>,
     /// Reused for the inputs of each TCP lobby readiness event.
@@ -91,6 +102,9 @@ pub struct RtypeFrontEnd {
     /// counts as received at when its read was not stamped by the kernel (they were all in
     /// the kernel by then), so such START_REQs read in one batch share one schedule.
     batch_started: Option<Instant>,
+    /// The room directory a group of nodes shares (`--directory`): this node's listable
+    /// rooms go out through it, the other nodes' come back into ROOM_LIST.
+    directory: Option<DirectoryBridge>,
 }
 
 impl RtypeFrontEnd {
@@ -100,9 +114,57 @@ impl RtypeFrontEnd {
             lobby,
             udp,
             tcp,
+            servers: None,
             destinations: Vec::with_capacity(16),
             tcp_inputs: Vec::new(),
             batch_started: None,
+            directory: None,
+        }
+    }
+
+    /// Shares this node's UDP rooms with a group through `directory`, and lists theirs.
+    pub fn set_directory(&mut self, directory: DirectoryBridge) {
+        self.directory = Some(directory);
+    }
+
+    /// The directory's reports taken (the other nodes' rooms into the list, or out of it
+    /// once stale) and this node's list handed over when it changed (coalesced).
+    fn sync_directory(&mut self) {
+        let Some(directory) = self.directory.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        if directory.poll(now) {
+            self.udp
+                .set_remote_rooms(directory.remote_records(), directory.remote_generation());
+            self.lobby.handle_remote_listed(directory.remote_len());
+        }
+        if directory.publish_due(self.lobby.list_generation(), now) {
+            let (generation, records) = self.udp.local_records(&self.lobby);
+            directory.publish(generation, records, now);
+        }
+    }
+
+    /// Runs each room's instance as a game server of `servers` (`--instance-exec`); the
+    /// core must have been configured with [`crate::rtype::RtypeConfig::instance_exec`].
+    pub fn with_game_servers(mut self, servers: GameServers) -> RtypeFrontEnd {
+        self.servers = Some(servers);
+        self
+    }
+
+    /// A game server's pidfd is readable: if it exited, its room goes (core input).
+    fn game_server_exited(&mut self, registry: &Registry, key: usize) {
+        let now = Instant::now();
+        let Some(room) = self.servers.as_mut().and_then(|s| s.exit_event(now, key)) else {
+            return;
+        };
+        self.lobby.handle_instance_exited(now, room);
+        self.dispatch(registry);
+    }
+
+    fn game_server_output(&mut self, registry: &Registry, key: usize, stream: Stream) {
+        if let Some(servers) = self.servers.as_mut() {
+            servers.output_event(registry, Instant::now(), key, stream);
         }
     }
 
@@ -213,7 +275,24 @@ impl RtypeFrontEnd {
                     let port = self.udp.open_instance(registry, now, room);
                     self.lobby.handle_instance_opened(now, room, port);
                 }
-                Output::CloseInstance { room } => self.udp.close_instance(room),
+                Output::StartInstance {
+                    room,
+                    players,
+                    seed,
+                } => {
+                    let now = Instant::now();
+                    let port = match self.servers.as_mut() {
+                        Some(servers) => servers.start(registry, now, room, players, seed),
+                        None => self.udp.open_instance(registry, now, room),
+                    };
+                    self.lobby.handle_instance_opened(now, room, port);
+                }
+                Output::CloseInstance { room } => {
+                    if let Some(servers) = self.servers.as_mut() {
+                        servers.stop(Instant::now(), room);
+                    }
+                    self.udp.close_instance(room);
+                }
                 Output::Tcp { conn, msg } => {
                     if let Some(tcp) = self.tcp.as_mut() {
                         tcp.send(conn, msg, &mut self.lobby);
@@ -293,6 +372,9 @@ impl FrontEnd for RtypeFrontEnd {
             Target::Instance(key) => self.instance_readable(registry, key),
             Target::TcpListener => self.tcp_accept(registry),
             Target::TcpConn(key) => self.tcp_ready(registry, key, event),
+            Target::GameServer(key) => self.game_server_exited(registry, key),
+            Target::GameServerOut(key) => self.game_server_output(registry, key, Stream::Out),
+            Target::GameServerErr(key) => self.game_server_output(registry, key, Stream::Err),
             _ => {}
         }
         // No datagram waits past the event that produced it.
@@ -301,6 +383,9 @@ impl FrontEnd for RtypeFrontEnd {
 
     fn run_due_timers(&mut self, registry: &Registry) {
         let now = Instant::now();
+        if let Some(servers) = self.servers.as_mut() {
+            servers.kill_overdue(now);
+        }
         // The loop's deadline may be the transport's (a draining connection), not a timer.
         if !self.lobby.poll_timeout().is_some_and(|at| at <= now) {
             return;
@@ -325,6 +410,11 @@ impl FrontEnd for RtypeFrontEnd {
             self.flush_tcp(registry);
         }
         self.udp.remove_closed(registry, Instant::now());
+        if let Some(servers) = self.servers.as_mut() {
+            servers.kill_overdue(Instant::now());
+            servers.remove_closed(registry, Instant::now());
+        }
+        self.sync_directory();
     }
 
     fn tidy(&mut self, now: Instant) {
@@ -336,7 +426,15 @@ impl FrontEnd for RtypeFrontEnd {
 
     fn next_deadline(&self) -> Option<Instant> {
         let tcp = self.tcp.as_ref().and_then(TcpLobby::next_deadline);
-        [self.lobby.poll_timeout(), tcp].into_iter().flatten().min()
+        let kills = self.servers.as_ref().and_then(GameServers::next_deadline);
+        let directory = self
+            .directory
+            .as_ref()
+            .and_then(|d| d.next_deadline(self.lobby.list_generation()));
+        [self.lobby.poll_timeout(), tcp, kills, directory]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn load(&self, sample: &mut LoadSample) {
@@ -356,6 +454,11 @@ impl FrontEnd for RtypeFrontEnd {
     fn snapshot(&self, snap: &mut Snapshot) {
         snap.lobby = self.lobby.stats.clone();
         snap.add_counters(|f| self.udp.stats.visit(f));
+        if let Some(directory) = self.directory.as_ref() {
+            let now = Instant::now();
+            snap.add_counters(|f| directory.visit(now, f));
+            snap.directory = Some(directory.view(now));
+        }
         if let Some(tcp) = self.tcp.as_ref() {
             snap.add_counters(|f| tcp.stats.visit(f));
             snap.tcp_connections = Some(tcp.conn_count());
@@ -389,10 +492,18 @@ impl FrontEnd for RtypeFrontEnd {
         }
         snap.open_instances = self.udp.open_instances();
         snap.ports_in_use = self.udp.ports_in_use();
+        if let Some(servers) = self.servers.as_ref() {
+            snap.add_counters(|f| servers.stats.visit(servers.running(), f));
+            snap.open_instances += servers.running();
+            snap.ports_in_use += servers.ports_in_use();
+        }
         snap.rate_table_len = self.lobby.rate_table_len();
     }
 
     fn shutdown(&mut self, registry: &Registry) {
+        if let Some(servers) = self.servers.as_mut() {
+            servers.stop_all(Instant::now());
+        }
         if self.tcp.is_none() {
             return;
         }
@@ -404,10 +515,23 @@ impl FrontEnd for RtypeFrontEnd {
     }
 
     fn flush_shutdown(&mut self, registry: &Registry) -> bool {
-        self.tcp.as_mut().is_some_and(|tcp| tcp.flush_all(registry))
+        let bytes = self.tcp.as_mut().is_some_and(|tcp| tcp.flush_all(registry));
+        let servers = self
+            .servers
+            .as_mut()
+            .is_some_and(|servers| servers.poll_shutdown(Instant::now()));
+        bytes || servers
+    }
+
+    fn shutdown_wake(&self) -> Option<Instant> {
+        let now = Instant::now();
+        self.servers.as_ref().and_then(|s| s.shutdown_wake(now))
     }
 
     fn close_all(&mut self, registry: &Registry) {
+        if let Some(servers) = self.servers.as_mut() {
+            servers.close_all();
+        }
         if let Some(tcp) = self.tcp.as_mut() {
             tcp.close_all(registry);
         }

@@ -1,5 +1,7 @@
-//! Counters of the R-Type UDP sockets (`net::rtype::udp`): what was dropped before the core saw it,
-//! in either dialect of the lobby, and I/O totals.
+//! The R-Type front end's driver counters: its UDP sockets' (`net::rtype::udp`: what was
+//! dropped before the core saw it, in either dialect of the lobby, and I/O totals), its TCP
+//! lobby transport's (`net::rtype::tcp`: admission, drops, I/O totals) and the rooms' game
+//! servers' (`net::rtype::game_server`, `--instance-exec`). The core's own are `rtype::stats`.
 
 use crate::wire::frame::Error as FrameError;
 use crate::wire::udp_upstream::lobby::MessageFamily;
@@ -140,5 +142,185 @@ impl UdpStats {
             "",
             self.instance_bind_failures,
         );
+    }
+}
+
+/// Counters of the TCP transport.
+#[derive(Clone, Debug, Default)]
+pub struct TcpStats {
+    /// Connections accepted and handed to the core.
+    pub accepted: u64,
+    /// Connections closed at once: over `--conn-rate` for their IP.
+    pub rate_limited: u64,
+    /// Connections closed at once: their IP has `--max-conns-per-ip` open.
+    pub per_ip_limited: u64,
+    /// Times accepting paused at `--max-conns`.
+    pub accept_paused: u64,
+    /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`](crate::net::rtype::tcp::SEND_QUEUE_CAP).
+    pub slow_readers: u64,
+    /// Connections dropped because `--tcp-memory-budget` was full: each the one holding the
+    /// most queued bytes (the core counts them as slow readers too).
+    pub memory_budget_drops: u64,
+    /// Connections without CONNECT_ACK closed at `--max-conns` to make room for a newcomer.
+    pub evicted: u64,
+    /// Connections whose queued bytes could not be flushed within the close wait.
+    pub drain_timeouts: u64,
+    /// accept() errors other than `WouldBlock`.
+    pub accept_errors: u64,
+    /// Bytes read.
+    pub bytes_in: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+    /// Frames queued.
+    pub frames_out: u64,
+    /// Frames (and oversized headers) read and handed to the core.
+    pub frames_in: u64,
+}
+
+impl TcpStats {
+    /// Calls `f(name, label, value)` for every counter.
+    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        f("tcp_lobby_accepted_total", "", self.accepted);
+        f("tcp_lobby_refused_total", "conn_rate", self.rate_limited);
+        f(
+            "tcp_lobby_refused_total",
+            "max_conns_per_ip",
+            self.per_ip_limited,
+        );
+        f("tcp_lobby_accept_paused_total", "", self.accept_paused);
+        f("tcp_lobby_dropped_total", "slow_reader", self.slow_readers);
+        f(
+            "tcp_lobby_dropped_total",
+            "memory_budget",
+            self.memory_budget_drops,
+        );
+        f("tcp_lobby_dropped_total", "evicted", self.evicted);
+        f(
+            "tcp_lobby_dropped_total",
+            "drain_timeout",
+            self.drain_timeouts,
+        );
+        f("tcp_lobby_accept_errors_total", "", self.accept_errors);
+        f("tcp_lobby_bytes_in_total", "", self.bytes_in);
+        f("tcp_lobby_bytes_out_total", "", self.bytes_out);
+        f("tcp_lobby_frames_out_total", "", self.frames_out);
+        f("tcp_lobby_frames_in_total", "", self.frames_in);
+    }
+}
+
+/// Why a game server ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCause {
+    /// It exited by itself with status 0.
+    Exited,
+    /// It exited by itself with another status, or a signal lobbyd did not send ended it.
+    Failed,
+    /// It ended after lobbyd's SIGTERM, within the grace.
+    Stopped,
+    /// lobbyd sent SIGKILL after the grace.
+    Killed,
+}
+
+impl ExitCause {
+    /// Every cause, for exporting all counters.
+    pub const ALL: [ExitCause; 4] = [
+        ExitCause::Exited,
+        ExitCause::Failed,
+        ExitCause::Stopped,
+        ExitCause::Killed,
+    ];
+
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExitCause::Exited => "exited",
+            ExitCause::Failed => "failed",
+            ExitCause::Stopped => "stopped",
+            ExitCause::Killed => "killed",
+        }
+    }
+}
+
+/// Why a game server could not be started (the room was refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpawnFailure {
+    /// Every port of `--instance-ports` is taken.
+    NoPort,
+    /// The command could not be run (not found, not executable, out of processes).
+    Spawn,
+    /// Its exit cannot be watched (no pidfd) or its pipes not registered: it was killed.
+    Watch,
+}
+
+impl SpawnFailure {
+    /// Every reason.
+    pub const ALL: [SpawnFailure; 3] = [
+        SpawnFailure::NoPort,
+        SpawnFailure::Spawn,
+        SpawnFailure::Watch,
+    ];
+
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpawnFailure::NoPort => "no_port",
+            SpawnFailure::Spawn => "spawn",
+            SpawnFailure::Watch => "watch",
+        }
+    }
+}
+
+/// The game servers' counters.
+#[derive(Clone, Debug, Default)]
+pub struct GameServerStats {
+    /// Game servers started.
+    pub spawned: u64,
+    /// Game servers ended, by [`ExitCause`] (index in [`ExitCause::ALL`]).
+    pub exited: [u64; ExitCause::ALL.len()],
+    /// Rooms refused because their game server could not start, by [`SpawnFailure`].
+    pub spawn_failures: [u64; SpawnFailure::ALL.len()],
+    /// Output lines logged.
+    pub lines_logged: u64,
+    /// Output lines over the log budget, not logged.
+    pub lines_dropped: u64,
+}
+
+impl GameServerStats {
+    /// Calls `f(name, label, value)` for every counter; `running` is the gauge of servers
+    /// alive now.
+    pub fn visit(&self, running: usize, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        f("game_servers_spawned_total", "", self.spawned);
+        for (cause, value) in ExitCause::ALL.iter().zip(self.exited) {
+            f("game_servers_exited_total", cause.as_str(), value);
+        }
+        for (reason, value) in SpawnFailure::ALL.iter().zip(self.spawn_failures) {
+            f("game_server_spawn_failures_total", reason.as_str(), value);
+        }
+        f("game_server_log_lines_total", "", self.lines_logged);
+        f(
+            "game_server_log_lines_dropped_total",
+            "",
+            self.lines_dropped,
+        );
+        f("game_servers_running", "", running as u64);
+    }
+
+    /// How many ended for `cause`.
+    pub fn exits(&self, cause: ExitCause) -> u64 {
+        let i = ExitCause::ALL.iter().position(|c| *c == cause);
+        i.map_or(0, |i| self.exited[i])
+    }
+
+    /// How many rooms were refused for `reason`.
+    pub fn failures(&self, reason: SpawnFailure) -> u64 {
+        let i = SpawnFailure::ALL.iter().position(|r| *r == reason);
+        i.map_or(0, |i| self.spawn_failures[i])
+    }
+
+    /// Counts a room refused for `reason`.
+    pub fn failed(&mut self, reason: SpawnFailure) {
+        if let Some(i) = SpawnFailure::ALL.iter().position(|r| *r == reason) {
+            self.spawn_failures[i] += 1;
+        }
     }
 }

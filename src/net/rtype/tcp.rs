@@ -31,8 +31,11 @@ use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
-use crate::rtype::{server_repr, ConnClose, ConnId, RtypeCore, TcpInput, TcpMessage};
+use crate::rtype::{
+    server_repr, upstream_repr, ConnClose, ConnId, RtypeCore, TcpInput, TcpMessage,
+};
 use crate::wire::tcp_lobby::{self as wire, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD};
+use crate::wire::tcp_upstream as up;
 
 use crate::net::io::buffers::{largest_holder, MemoryBudget, QueueFull};
 use crate::net::io::heap::FORGET_PER_TIDY;
@@ -41,6 +44,7 @@ use crate::net::io::rx_time;
 use crate::net::io::stream::{
     canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
 };
+use crate::net::rtype::stats::TcpStats;
 use crate::net::rtype::tcp_frames::{FrameReader, Piece};
 use crate::net::token::Target;
 use crate::net::warn::WarnBudget;
@@ -72,69 +76,6 @@ pub struct TcpLimits {
     /// `--tcp-memory-budget`, in bytes: what every connection's send queue may hold
     /// together.
     pub memory_budget: usize,
-}
-
-/// Counters of the TCP transport.
-#[derive(Clone, Debug, Default)]
-pub struct TcpStats {
-    /// Connections accepted and handed to the core.
-    pub accepted: u64,
-    /// Connections closed at once: over `--conn-rate` for their IP.
-    pub rate_limited: u64,
-    /// Connections closed at once: their IP has `--max-conns-per-ip` open.
-    pub per_ip_limited: u64,
-    /// Times accepting paused at `--max-conns`.
-    pub accept_paused: u64,
-    /// Connections dropped because their send queue passed [`SEND_QUEUE_CAP`].
-    pub slow_readers: u64,
-    /// Connections dropped because `--tcp-memory-budget` was full: each the one holding the
-    /// most queued bytes (the core counts them as slow readers too).
-    pub memory_budget_drops: u64,
-    /// Connections without CONNECT_ACK closed at `--max-conns` to make room for a newcomer.
-    pub evicted: u64,
-    /// Connections whose queued bytes could not be flushed within the close wait.
-    pub drain_timeouts: u64,
-    /// accept() errors other than `WouldBlock`.
-    pub accept_errors: u64,
-    /// Bytes read.
-    pub bytes_in: u64,
-    /// Bytes written.
-    pub bytes_out: u64,
-    /// Frames queued.
-    pub frames_out: u64,
-    /// Frames (and oversized headers) read and handed to the core.
-    pub frames_in: u64,
-}
-
-impl TcpStats {
-    /// Calls `f(name, label, value)` for every counter.
-    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
-        f("tcp_lobby_accepted_total", "", self.accepted);
-        f("tcp_lobby_refused_total", "conn_rate", self.rate_limited);
-        f(
-            "tcp_lobby_refused_total",
-            "max_conns_per_ip",
-            self.per_ip_limited,
-        );
-        f("tcp_lobby_accept_paused_total", "", self.accept_paused);
-        f("tcp_lobby_dropped_total", "slow_reader", self.slow_readers);
-        f(
-            "tcp_lobby_dropped_total",
-            "memory_budget",
-            self.memory_budget_drops,
-        );
-        f("tcp_lobby_dropped_total", "evicted", self.evicted);
-        f(
-            "tcp_lobby_dropped_total",
-            "drain_timeout",
-            self.drain_timeouts,
-        );
-        f("tcp_lobby_accept_errors_total", "", self.accept_errors);
-        f("tcp_lobby_bytes_in_total", "", self.bytes_in);
-        f("tcp_lobby_bytes_out_total", "", self.bytes_out);
-        f("tcp_lobby_frames_out_total", "", self.frames_out);
-        f("tcp_lobby_frames_in_total", "", self.frames_in);
-    }
 }
 
 /// What readiness a connection has, from its poll event.
@@ -483,35 +424,44 @@ impl TcpLobby {
         if c.stream.phase() == Phase::Closed {
             return;
         }
-        let len = match msg {
-            TcpMessage::GameStart(room) => {
-                let ip = self
-                    .limits
-                    .public_host
-                    .unwrap_or_else(|| local_ipv4(&c.stream.socket));
-                let port = lobby.room(room).and_then(|r| r.port).unwrap_or(0);
-                self.slots.clear();
-                self.slots.extend(lobby.game_start_players(room).map(
-                    |(slot, hash, name, spawn)| {
-                        (
-                            PlayerInfo {
-                                number: slot,
-                                hash,
-                                name,
-                            },
-                            spawn,
-                        )
-                    },
-                ));
-                match GameStart::new(ip, port, &self.slots) {
-                    Some(game_start) => ServerRepr::GameStart(game_start).emit(&mut self.frame_buf),
-                    None => return,
-                }
-            }
-            ref other => match server_repr(other) {
-                Some(repr) => repr.emit(&mut self.frame_buf),
+        let len = if c.frames.is_upstream() {
+            match upstream_frames(&mut self.frame_buf, msg, lobby) {
+                Some(len) => len,
                 None => return,
-            },
+            }
+        } else {
+            match msg {
+                TcpMessage::GameStart(room) => {
+                    let ip = self
+                        .limits
+                        .public_host
+                        .unwrap_or_else(|| local_ipv4(&c.stream.socket));
+                    let port = lobby.room(room).and_then(|r| r.port).unwrap_or(0);
+                    self.slots.clear();
+                    self.slots.extend(lobby.game_start_players(room).map(
+                        |(slot, hash, name, spawn)| {
+                            (
+                                PlayerInfo {
+                                    number: slot,
+                                    hash,
+                                    name,
+                                },
+                                spawn,
+                            )
+                        },
+                    ));
+                    match GameStart::new(ip, port, &self.slots) {
+                        Some(game_start) => {
+                            ServerRepr::GameStart(game_start).emit(&mut self.frame_buf)
+                        }
+                        None => return,
+                    }
+                }
+                ref other => match server_repr(other) {
+                    Some(repr) => repr.emit(&mut self.frame_buf),
+                    None => return,
+                },
+            }
         };
         let Some(was_empty) = self.conns.get(key).map(|c| c.stream.pending() == 0) else {
             return;
@@ -718,6 +668,31 @@ fn local_ipv4(stream: &TcpStream) -> Ipv4Addr {
     }
 }
 
+/// Writes `msg` for a connection of the upstream client's dialect into `buf` and returns the
+/// length, or `None` for a message the dialect does not have (ERROR_MSG). GAME_START carries
+/// the party's seed and the upstream tick rate, LIST_ROOMS_ACK the core's rooms; a ready
+/// player's PLAYER_JOIN is followed by its PLAYER_READY (the dialect's PLAYER_JOIN has no
+/// ready byte). `buf` holds the largest, LIST_ROOMS_ACK's 2034 bytes.
+fn upstream_frames(buf: &mut [u8], msg: TcpMessage, lobby: &RtypeCore) -> Option<usize> {
+    Some(match msg {
+        TcpMessage::GameStart(room) => up::ServerRepr::GameStart {
+            seed: lobby.party_seed(room),
+            tick_rate: up::UPSTREAM_TICK_RATE,
+        }
+        .emit(buf),
+        TcpMessage::RoomList => up::emit_room_list(buf, lobby.upstream_rooms()),
+        ref other => {
+            let len = upstream_repr(other)?.emit(buf);
+            match msg {
+                TcpMessage::PlayerJoin {
+                    slot, ready: true, ..
+                } => len + up::ServerRepr::PlayerReady { number: slot }.emit(&mut buf[len..]),
+                _ => len,
+            }
+        }
+    })
+}
+
 /// What one piece of `key`'s stream means for the core: the core decides
 /// ([`TcpInput::of_frame`]); the driver only logs a violation.
 fn input_of(key: usize, piece: Piece<'_>) -> TcpInput {
@@ -738,6 +713,21 @@ fn input_of(key: usize, piece: Piece<'_>) -> TcpInput {
             );
             TcpInput::OVERSIZED
         }
+        Piece::Upstream => {
+            log::debug!("tcp lobby: conn {key} speaks the upstream client's dialect");
+            TcpInput::Upstream
+        }
+        Piece::UpstreamFrame(frame) => {
+            let input = TcpInput::of_upstream_frame(&frame);
+            if let TcpInput::Violation(violation) = input {
+                log::debug!("tcp lobby: conn {key}: {}", violation.as_str());
+            }
+            input
+        }
+        Piece::BadLength { declared } => {
+            log::debug!("tcp lobby: conn {key}: frame length {declared}, skipped");
+            TcpInput::BAD_LENGTH
+        }
     }
 }
 
@@ -748,9 +738,10 @@ mod tests {
     #[test]
     fn an_idle_connection_is_a_small_fixed_struct() {
         // What one idle connection costs the driver: its slab entry, no heap buffer (the
-        // send queue's own tests are in `stream.rs`).
+        // send queue's own tests are in `stream.rs`). Its frame reader holds the largest
+        // client frame of either dialect (37 bytes, the upstream client's CONNECT_REQ).
         let entry = std::mem::size_of::<Conn>();
-        assert!(entry <= 112, "Conn is {entry} bytes");
+        assert!(entry <= 120, "Conn is {entry} bytes");
         assert_eq!(crate::net::io::buffers::SendQueue::default().capacity(), 0);
     }
 }

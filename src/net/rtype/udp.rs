@@ -105,6 +105,19 @@ enum Socket {
     Instance(usize),
 }
 
+/// What the ROOM_LIST records in `list_buf` were built from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ListCache {
+    /// The core's list generation.
+    local_generation: u64,
+    /// The remote rooms' generation.
+    remote_generation: u64,
+    /// This node's records, first.
+    local: usize,
+    /// Every record, the other nodes' after this node's.
+    count: usize,
+}
+
 /// The UDP lobby socket, the instance sockets and their buffers.
 pub struct UdpLobby {
     socket: Option<UdpSocket>,
@@ -120,10 +133,17 @@ pub struct UdpLobby {
     /// The last ROOM_LIST built: its records stay in place between requests and are copied
     /// into each reply.
     list_buf: Box<[u8; SLOT_LEN]>,
-    /// The core's list generation `list_buf`'s records were built at, and their count.
-    list_cache: Option<(u64, usize)>,
-    /// The same for the upstream dialect's ROOM_LIST.
+    /// What `list_buf`'s records were built from, and their counts.
+    list_cache: Option<ListCache>,
+    /// The upstream dialect's ROOM_LIST records and what they were built from. They list
+    /// this node's rooms only: `remote` holds other nodes' rooms as the seed's records
+    /// (no name, no password flag), which the upstream layouts cannot carry as they are.
     upstream_list: UpstreamList,
+    /// Other nodes' rooms (the directory's cache, encoded records, joinable first), listed
+    /// after this node's own; empty without a directory.
+    remote: Vec<u8>,
+    /// Changes whenever `remote` does.
+    remote_generation: u64,
     /// Instance slab keys to remove once the current event batch is done.
     closing: Vec<usize>,
     /// The UDP counters.
@@ -158,6 +178,8 @@ impl UdpLobby {
             list_buf: Box::new([0; SLOT_LEN]),
             list_cache: None,
             upstream_list: UpstreamList::new(upstream_records),
+            remote: Vec::new(),
+            remote_generation: 0,
             closing: Vec::new(),
             stats: UdpStats::default(),
             warnings: WarnBudget::new(Instant::now(), 60, 20),
@@ -369,7 +391,7 @@ impl UdpLobby {
         }
         let reply = match reply {
             LobbyReply::RoomList => {
-                let count = self.room_list_records(lobby);
+                let count = self.room_list_records(lobby).count;
                 self.make_room();
                 let records = &self.list_buf[..udp_lobby::room_list_len(count)];
                 let queued = self.queue.push_emitted(Socket::Lobby, to, |slot| {
@@ -424,15 +446,22 @@ impl UdpLobby {
         }
     }
 
-    /// The records of the current ROOM_LIST in `list_buf`, their count returned. They are
-    /// rebuilt only when the core's list generation moved since they were written; each
-    /// reply copies them and writes its own header, count and checksum (profiled: building
-    /// the list was most of lobbyd's user time under a LIST_ROOMS load,
-    /// docs/PERFORMANCE.md, "Measured decisions").
-    fn room_list_records(&mut self, lobby: &RtypeCore) -> usize {
-        let generation = lobby.list_generation();
+    /// The records of the current ROOM_LIST in `list_buf`: this node's rooms, then the other
+    /// nodes' (the directory's cache), at most `--max-list-rooms` in all. They are rebuilt
+    /// only when the core's list generation or the remote rooms moved since they were
+    /// written; each reply copies them and writes its own header, count and checksum
+    /// (profiled: building the list was most of lobbyd's user time under a LIST_ROOMS load,
+    /// docs/PERFORMANCE.md, "Measured decisions"). Allocates nothing.
+    fn room_list_records(&mut self, lobby: &RtypeCore) -> ListCache {
+        let local_generation = lobby.list_generation();
+        let remote_generation = self.remote_generation;
         match self.list_cache {
-            Some((built, count)) if built == generation => count,
+            Some(cache)
+                if cache.local_generation == local_generation
+                    && cache.remote_generation == remote_generation =>
+            {
+                cache
+            }
             _ => {
                 let records = lobby.room_list().map(|info: RoomInfo| RoomRecord {
                     room_id: info.room.0,
@@ -441,11 +470,46 @@ impl UdpLobby {
                     port: info.port,
                     state: info.state.code(),
                 });
-                let count = udp_lobby::write_room_records(&mut self.list_buf[..], records);
-                self.list_cache = Some((generation, count));
-                count
+                let local = udp_lobby::write_room_records(&mut self.list_buf[..], records);
+                // Whole records within the cap, which a datagram (and `list_buf`) holds.
+                let room_left = (lobby.config().max_list_rooms)
+                    .min(udp_lobby::MAX_LIST_ROOMS_UNFRAGMENTED)
+                    .saturating_sub(local);
+                let start = udp_lobby::ROOM_RECORDS_OFFSET + local * udp_lobby::ROOM_RECORD_LEN;
+                let remote_len = self
+                    .remote
+                    .len()
+                    .min(room_left * udp_lobby::ROOM_RECORD_LEN);
+                let remote_len = remote_len - remote_len % udp_lobby::ROOM_RECORD_LEN;
+                self.list_buf[start..start + remote_len]
+                    .copy_from_slice(&self.remote[..remote_len]);
+                let cache = ListCache {
+                    local_generation,
+                    remote_generation,
+                    local,
+                    count: local + remote_len / udp_lobby::ROOM_RECORD_LEN,
+                };
+                self.list_cache = Some(cache);
+                cache
             }
         }
+    }
+
+    /// This node's listable rooms as encoded ROOM_LIST records (what it publishes in the
+    /// directory), with the core's list generation they were built at.
+    pub fn local_records(&mut self, lobby: &RtypeCore) -> (u64, &[u8]) {
+        let cache = self.room_list_records(lobby);
+        let start = udp_lobby::ROOM_RECORDS_OFFSET;
+        let end = start + cache.local * udp_lobby::ROOM_RECORD_LEN;
+        (cache.local_generation, &self.list_buf[start..end])
+    }
+
+    /// Lists these other nodes' rooms (encoded records, joinable first) after this node's
+    /// own from now on; `generation` changes whenever they do.
+    pub fn set_remote_rooms(&mut self, records: &[u8], generation: u64) {
+        self.remote.clear();
+        self.remote.extend_from_slice(records);
+        self.remote_generation = generation;
     }
 
     /// Queues one of the core's instance messages from `room`'s socket.

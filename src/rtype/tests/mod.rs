@@ -1,10 +1,11 @@
 //! Unit tests of the R-Type core, one file per component: `rooms.rs` (the UDP room lobby and
 //! the instances), `parties.rs` (TCP lobby parties), `conns.rs` (TCP connections' deadlines,
-//! rates and eviction).
+//! rates and eviction), `upstream.rs` (the upstream client's dialect: rooms, seats, lists).
 
 mod conns;
 mod parties;
 mod rooms;
+mod upstream;
 
 /// Player hashes for tests: distinct, non-zero, the same on every run.
 fn seeded_hashes() -> super::HashSource {

@@ -43,7 +43,7 @@ impl Harness {
         let mut out = Vec::new();
         while let Some(o) = self.lobby.poll_output() {
             match o {
-                Output::OpenInstance { room } => {
+                Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
                     let port = (self.ports_left > 0).then(|| {
                         self.ports_left -= 1;
                         self.next_port += 1;

@@ -35,7 +35,7 @@ impl Harness {
         let mut out = Vec::new();
         while let Some(o) = self.lobby.poll_output() {
             match o {
-                Output::OpenInstance { room } => {
+                Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
                     let port = if self.ports_left == 0 {
                         None
                     } else {
@@ -447,4 +447,52 @@ fn list_puts_joinable_rooms_first_and_is_capped() {
     h.lobby.config.max_list_rooms = 2;
     let ids: Vec<RoomId> = h.lobby.room_list().map(|r| r.room).collect();
     assert_eq!(ids, vec![a, c]);
+}
+
+#[test]
+fn a_node_of_a_group_hands_out_ids_carrying_its_number() {
+    let mut h = Harness::new(RtypeConfig {
+        node_id: Some(3),
+        ..config()
+    });
+    let (first, _) = h.create(addr(1, 5000));
+    let (second, _) = h.create(addr(2, 5000));
+    assert_eq!(first, RoomId(3 << 24 | 1));
+    assert_eq!(second, RoomId(3 << 24 | 2));
+    assert_eq!(first.0 >> NODE_SHIFT, 3);
+    // A JOIN naming another node's room is not this node's to grant.
+    let out = h.lobby(addr(4, 5000), 1, LobbyRequest::JoinRoom(4 << 24 | 1));
+    assert!(matches!(
+        out.as_slice(),
+        [Output::Lobby {
+            reply: LobbyReply::JoinFailed(_),
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn remote_records_count_in_the_list_size_within_the_cap() {
+    // One local room plus the directory's remote records: the reply budget is charged for
+    // all of them, never past --max-list-rooms.
+    let mut h = Harness::new(RtypeConfig {
+        max_list_rooms: 5,
+        rate: PerIpConfig {
+            rate: 1000,
+            per: Duration::from_secs(1),
+            burst: 1000,
+            byte_rate: 14 + 13 * 5,
+            byte_burst: 14 + 13 * 5,
+            max_entries: 64,
+        },
+        ..config()
+    });
+    h.create(addr(1, 5000));
+    h.lobby.handle_remote_listed(40);
+    // The first list takes the whole burst (14 + 13 * 5 bytes); a second is over budget.
+    let first = h.lobby(addr(9, 5000), 1, LobbyRequest::ListRooms);
+    assert_eq!(first.len(), 1);
+    let second = h.lobby(addr(9, 5000), 2, LobbyRequest::ListRooms);
+    assert!(second.is_empty(), "{second:?}");
+    assert_eq!(h.lobby.stats.reply_budget_exceeded, 1);
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 
-use super::{addg, host_struct, motd_config, Sim, HOST_V4};
+use super::{addg, host_struct, motd_config, Harness, HOST_V4};
 use crate::wire::wz::{
     parse_status, read_list_237, read_list_3x, read_list_4x, ClientList, GameStructRepr,
 };
@@ -36,7 +36,7 @@ fn assert_listed(list: &ClientList, ids: &[u32]) {
 
 #[test]
 fn host_237_registers_on_two_sockets_and_reregisters() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     sim.open(2, HOST_V6);
     let id = sim.gaid(1);
@@ -45,21 +45,21 @@ fn host_237_registers_on_two_sockets_and_reregisters() {
 
     sim.send(1, &addg(&gs));
     let out = sim.out();
-    let (probe1, target, wzlr) = Sim::probe(&out).unwrap();
+    let (probe1, target, wzlr) = Harness::probe(&out).unwrap();
     assert_eq!(target, SocketAddr::new(HOST_V4, 2100));
     assert!(!wzlr, "2.3.7 hosts do not know the WZLR probe");
     sim.send(2, &addg(&gs));
     let out = sim.out();
-    let (probe2, target, _) = Sim::probe(&out).unwrap();
+    let (probe2, target, _) = Harness::probe(&out).unwrap();
     assert_eq!(target, SocketAddr::new(HOST_V6, 2100));
     sim.lobby
         .handle_probe_result(sim.now, probe2, ProbeResult::Connected);
     sim.lobby
         .handle_probe_result(sim.now, probe1, ProbeResult::Connected);
     let out = sim.out();
-    assert_eq!(parse_status(&Sim::sent(&out, 1)).unwrap().0, 200);
-    assert_eq!(parse_status(&Sim::sent(&out, 2)).unwrap().0, 200);
-    assert_eq!(parse_status(&Sim::sent(&out, 2)).unwrap().1, b"hello");
+    assert_eq!(parse_status(&Harness::sent(&out, 1)).unwrap().0, 200);
+    assert_eq!(parse_status(&Harness::sent(&out, 2)).unwrap().0, 200);
+    assert_eq!(parse_status(&Harness::sent(&out, 2)).unwrap().1, b"hello");
 
     let reply = sim.list(10);
     let list = read_list_237(&reply).unwrap();
@@ -91,7 +91,7 @@ fn host_237_registers_on_two_sockets_and_reregisters() {
 
 #[test]
 fn host_3x_updates_get_no_reply() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     let id = sim.gaid(1);
     let mut repr = GameStructRepr::parse(
@@ -117,20 +117,20 @@ fn host_3x_updates_get_no_reply() {
 
 #[test]
 fn host_4x_probe_updates_and_keep() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     let id = sim.gaid(1);
     let gs = host_struct("4.x", "four", id, 2200);
     sim.send(1, &addg(&gs));
     let out = sim.out();
-    let (probe, target, wzlr) = Sim::probe(&out).unwrap();
+    let (probe, target, wzlr) = Harness::probe(&out).unwrap();
     assert_eq!(target, SocketAddr::new(HOST_V4, 2200));
     assert!(wzlr);
-    assert!(Sim::sent(&out, 1).is_empty());
+    assert!(Harness::sent(&out, 1).is_empty());
     sim.lobby
         .handle_probe_result(sim.now, probe, ProbeResult::Wzlr { game_id: id });
     let out = sim.out();
-    assert_eq!(parse_status(&Sim::sent(&out, 1)).unwrap().0, 200);
+    assert_eq!(parse_status(&Harness::sent(&out, 1)).unwrap().0, 200);
 
     // Every update gets a status; keep never does.
     for players in 2..4 {
@@ -141,7 +141,7 @@ fn host_4x_probe_updates_and_keep() {
         repr.current_players = players;
         sim.send(1, &repr.to_bytes());
         let out = sim.out();
-        let sent = Sim::sent(&out, 1);
+        let sent = Harness::sent(&out, 1);
         let (code, motd, used) = parse_status(&sent).unwrap();
         assert_eq!((code, motd, used), (200, &b"hello"[..], sent.len()));
     }
@@ -171,7 +171,7 @@ fn list_reply_serves_every_generation_with_many_games() {
         registration_burst: 100,
         ..motd_config()
     };
-    let mut sim = Sim::new(config);
+    let mut sim = Harness::new(config);
     let mut ids = Vec::new();
     for conn in 0..15 {
         sim.open(conn, HOST_V4);
@@ -192,7 +192,7 @@ fn list_reply_serves_every_generation_with_many_games() {
     sim.open(101, HOST_V6);
     sim.send(101, b"list");
     let out = sim.out();
-    assert_listed(&read_list_4x(&Sim::sent(&out, 101)).unwrap(), &ids);
+    assert_listed(&read_list_4x(&Harness::sent(&out, 101)).unwrap(), &ids);
 }
 
 #[test]
@@ -200,36 +200,37 @@ fn addg_split_at_every_byte_boundary() {
     let gs = host_struct("4.x", "split", 0, 0);
     let whole = addg(&gs);
     for split in 0..=whole.len() {
-        let mut sim = Sim::new(motd_config());
+        let mut sim = Harness::new(motd_config());
         sim.open(1, HOST_V4);
         let id = sim.gaid(1);
         sim.send(1, &whole[..split]);
         let mut out = sim.out();
-        assert!(Sim::probe(&out).is_none() || split == whole.len());
+        assert!(Harness::probe(&out).is_none() || split == whole.len());
         sim.advance(Duration::from_millis(44));
         sim.send(1, &whole[split..]);
         out.extend(sim.out());
-        let (probe, _, _) = Sim::probe(&out).unwrap_or_else(|| panic!("no probe at split {split}"));
+        let (probe, _, _) =
+            Harness::probe(&out).unwrap_or_else(|| panic!("no probe at split {split}"));
         sim.lobby
             .handle_probe_result(sim.now, probe, ProbeResult::Wzlr { game_id: id });
         assert_eq!(
-            parse_status(&Sim::sent(&sim.out(), 1)).unwrap().0,
+            parse_status(&Harness::sent(&sim.out(), 1)).unwrap().0,
             200,
             "split {split}"
         );
     }
     // And one byte at a time.
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     for byte in &whole {
         sim.send(1, &[*byte]);
     }
-    assert!(Sim::probe(&sim.out()).is_some());
+    assert!(Harness::probe(&sim.out()).is_some());
 }
 
 #[test]
 fn unreachable_host_gets_408_then_close() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     let id = sim.gaid(1);
     let (code, motd, closed) =
@@ -247,15 +248,15 @@ fn unreachable_host_gets_408_then_close() {
     // The driver never answers: the core decides within the addg reply budget.
     sim.open(2, HOST_V4);
     sim.send(2, &addg(&host_struct("2.3.7", "g", 0, 0)));
-    let (probe, _, _) = Sim::probe(&sim.out()).unwrap();
+    let (probe, _, _) = Harness::probe(&sim.out()).unwrap();
     let deadline = sim.lobby.poll_timeout().unwrap();
     assert!(deadline - sim.now < Duration::from_millis(2500));
     sim.advance(Duration::from_millis(2000));
     assert_eq!(sim.out(), vec![]);
     sim.advance(Duration::from_millis(300));
     let out = sim.out();
-    assert_eq!(parse_status(&Sim::sent(&out, 2)).unwrap().0, 408);
-    assert!(Sim::closed(&out, 2));
+    assert_eq!(parse_status(&Harness::sent(&out, 2)).unwrap().0, 408);
+    assert!(Harness::closed(&out, 2));
     sim.lobby
         .handle_probe_result(sim.now, probe, ProbeResult::Connected);
     assert_eq!(sim.out(), vec![]);
@@ -265,7 +266,7 @@ fn unreachable_host_gets_408_then_close() {
 
 #[test]
 fn wzlr_with_wrong_game_id_is_refused() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     let id = sim.gaid(1);
     let (code, _, closed) = sim.register(
@@ -280,7 +281,7 @@ fn wzlr_with_wrong_game_id_is_refused() {
 
 #[test]
 fn host_disconnect_and_silence_delist_at_once() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     sim.open(2, HOST_V6);
     sim.register(1, &host_struct("3.x", "a", 0, 0), ProbeResult::Connected);
@@ -297,8 +298,8 @@ fn host_disconnect_and_silence_delist_at_once() {
     assert_eq!(sim.lobby.games().count(), 1);
     sim.advance(Duration::from_secs(11));
     let out = sim.out();
-    assert!(Sim::closed(&out, 2));
-    assert!(Sim::sent(&out, 2).is_empty());
+    assert!(Harness::closed(&out, 2));
+    assert!(Harness::sent(&out, 2).is_empty());
     assert_eq!(sim.lobby.games().count(), 0);
     assert_eq!(sim.lobby.stats.removals(Removal::Silence), 1);
 }
@@ -311,7 +312,7 @@ fn banned_words_min_version_and_per_ip_limits() {
         max_games_per_ip: 1,
         ..motd_config()
     };
-    let mut sim = Sim::new(config);
+    let mut sim = Harness::new(config);
     sim.open(1, HOST_V4);
     let (code, motd, closed) = sim.register(
         1,
@@ -356,8 +357,8 @@ fn banned_words_min_version_and_per_ip_limits() {
     );
     sim.send(5, &host_struct("4.x", "now badword", id, 0));
     let out = sim.out();
-    assert_eq!(parse_status(&Sim::sent(&out, 5)).unwrap().0, 406);
-    assert!(Sim::closed(&out, 5));
+    assert_eq!(parse_status(&Harness::sent(&out, 5)).unwrap().0, 406);
+    assert!(Harness::closed(&out, 5));
     assert_eq!(sim.lobby.games().count(), 1);
 }
 
@@ -367,7 +368,7 @@ fn gaid_is_always_answered_even_over_the_connection_limit() {
         max_conns_per_ip: 1,
         ..motd_config()
     };
-    let mut sim = Sim::new(config);
+    let mut sim = Harness::new(config);
     sim.open(1, HOST_V4);
     sim.open(2, HOST_V4);
     assert_ne!(sim.gaid(2), 0);
@@ -384,7 +385,7 @@ fn registration_rate_is_limited_per_address() {
         registrations_per_minute: 1,
         ..motd_config()
     };
-    let mut sim = Sim::new(config);
+    let mut sim = Harness::new(config);
     for conn in 0..3 {
         sim.open(conn, HOST_V4);
         let (code, _, _) = sim.register(
@@ -400,7 +401,7 @@ fn registration_rate_is_limited_per_address() {
 
 #[test]
 fn malformed_input_closes_and_counts() {
-    let mut sim = Sim::new(WzConfig {
+    let mut sim = Harness::new(WzConfig {
         check_reachable: false,
         ..motd_config()
     });
@@ -429,7 +430,7 @@ fn malformed_input_closes_and_counts() {
         let before = sim.lobby.stats.protocol_errors_of(reason);
         sim.open(conn, HOST_V4);
         sim.send(conn, &bytes);
-        assert!(Sim::closed(&sim.out(), conn), "{reason:?}");
+        assert!(Harness::closed(&sim.out(), conn), "{reason:?}");
         assert_eq!(sim.lobby.stats.protocol_errors_of(reason), before + 1);
         sim.close(conn);
         assert_eq!(sim.lobby.games().count(), 0, "{reason:?}");
@@ -443,7 +444,7 @@ fn malformed_input_closes_and_counts() {
     sim.open(51, HOST_V4);
     sim.send(51, partial);
     sim.advance(Duration::from_secs(11));
-    assert!(Sim::closed(&sim.out(), 51));
+    assert!(Harness::closed(&sim.out(), 51));
     assert_eq!(
         sim.lobby.stats.protocol_errors_of(ProtocolError::Truncated),
         2
@@ -452,8 +453,8 @@ fn malformed_input_closes_and_counts() {
     sim.open(52, HOST_V4);
     sim.send(52, &[b"addg\0".as_slice(), &[0, 0, 0, 2]].concat());
     let out = sim.out();
-    assert_eq!(parse_status(&Sim::sent(&out, 52)).unwrap().0, 403);
-    assert!(Sim::closed(&out, 52));
+    assert_eq!(parse_status(&Harness::sent(&out, 52)).unwrap().0, 403);
+    assert!(Harness::closed(&out, 52));
 }
 
 /// One step of an arbitrary driver script.
@@ -495,7 +496,7 @@ fn run_script(steps: Vec<Step>) -> bool {
         max_games_per_ip: 2,
         ..motd_config()
     };
-    let mut sim = Sim::new(config);
+    let mut sim = Harness::new(config);
     let mut probes: Vec<ProbeId> = Vec::new();
     for step in steps {
         match step {
@@ -586,7 +587,7 @@ fn arbitrary_scripts_never_panic_and_stay_bounded() {
 
 #[test]
 fn stats_visit_covers_every_counter() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     sim.send(1, b"zzzz");
     let mut seen = Vec::new();
@@ -602,11 +603,11 @@ fn stats_visit_covers_every_counter() {
 
 #[test]
 fn ipv4_mapped_peer_is_listed_and_probed_as_ipv4() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     let mapped = IpAddr::V6(Ipv4Addr::new(10, 0, 0, 7).to_ipv6_mapped());
     sim.open(1, mapped);
     sim.send(1, &addg(&host_struct("3.x", "g", 0, 0)));
-    let (probe, target, _) = Sim::probe(&sim.out()).unwrap();
+    let (probe, target, _) = Harness::probe(&sim.out()).unwrap();
     assert_eq!(target, "10.0.0.7:2100".parse().unwrap());
     sim.lobby
         .handle_probe_result(sim.now, probe, ProbeResult::Connected);
@@ -617,15 +618,15 @@ fn ipv4_mapped_peer_is_listed_and_probed_as_ipv4() {
 
 #[test]
 fn reachability_check_off_lists_at_once() {
-    let mut sim = Sim::new(WzConfig {
+    let mut sim = Harness::new(WzConfig {
         check_reachable: false,
         ..motd_config()
     });
     sim.open(1, HOST_V4);
     sim.send(1, &addg(&host_struct("4.x", "g", 0, 0)));
     let out = sim.out();
-    assert!(Sim::probe(&out).is_none());
-    assert_eq!(parse_status(&Sim::sent(&out, 1)).unwrap().0, 200);
+    assert!(Harness::probe(&out).is_none());
+    assert_eq!(parse_status(&Harness::sent(&out, 1)).unwrap().0, 200);
     assert_eq!(sim.lobby.stats.games_listed, 1);
 }
 
@@ -633,7 +634,7 @@ fn reachability_check_off_lists_at_once() {
 /// extend its deadline and it is offered for eviction, oldest first.
 #[test]
 fn a_listed_host_is_settled_and_the_others_time_out() {
-    let mut sim = Sim::new(motd_config());
+    let mut sim = Harness::new(motd_config());
     sim.open(1, HOST_V4);
     sim.open(2, HOST_V6);
     assert_eq!(sim.lobby.oldest_unsettled(), Some(crate::wz::ConnId(1)));
@@ -648,7 +649,10 @@ fn a_listed_host_is_settled_and_the_others_time_out() {
     }
     sim.advance(Duration::from_secs(1));
     let out = sim.out();
-    assert!(Sim::closed(&out, 2) && !Sim::closed(&out, 1), "{out:?}");
+    assert!(
+        Harness::closed(&out, 2) && !Harness::closed(&out, 1),
+        "{out:?}"
+    );
     let idle = ProtocolError::IdleTimeout;
     assert_eq!(sim.lobby.stats.protocol_errors_of(idle), 1);
 }

@@ -1,5 +1,5 @@
 //! Scenario tests for [`super::WzLobby`], sans-IO, in quinn-proto's shape: the driver
-//! stand-in [`Sim`] and the host-side byte builders here, the legacy protocol's scenarios
+//! stand-in [`Harness`] and the host-side byte builders here, the legacy protocol's scenarios
 //! and properties in [`legacy`], the v4 protocol's in [`v4`].
 
 use std::collections::HashMap;
@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use super::{ConnId, ProbeId, ProbeResult, WzConfig, WzLobby, WzOutput};
+use crate::accounts::tokens::{counting_tokens, TokenSource};
 use crate::wire::wz::{c_string, parse_game_id, parse_status, GameStructRepr, GAMESTRUCT_LEN};
 
 mod legacy;
@@ -52,7 +53,7 @@ fn addg(gs: &[u8; GAMESTRUCT_LEN]) -> Vec<u8> {
 /// A driver stand-in: per-connection read buffers, a virtual clock. Tests name a
 /// connection by its driver key (a small number); the stand-in wraps it in a [`ConnId`]
 /// where it talks to the core, as the driver does.
-struct Sim {
+struct Harness {
     lobby: WzLobby,
     now: Instant,
     bufs: HashMap<usize, Vec<u8>>,
@@ -61,11 +62,15 @@ struct Sim {
     max_left: usize,
 }
 
-impl Sim {
-    fn new(config: WzConfig) -> Sim {
+impl Harness {
+    fn new(config: WzConfig) -> Harness {
+        Harness::with_session_ids(config, counting_tokens())
+    }
+
+    fn with_session_ids(config: WzConfig, session_ids: TokenSource) -> Harness {
         let now = Instant::now();
-        Sim {
-            lobby: WzLobby::new(config, now),
+        Harness {
+            lobby: WzLobby::new(config, now, session_ids),
             now,
             bufs: HashMap::new(),
             max_left: GAMESTRUCT_LEN,
@@ -139,8 +144,8 @@ impl Sim {
     fn gaid(&mut self, conn: usize) -> u32 {
         self.send(conn, b"gaId\0");
         let out = self.out();
-        assert!(!Sim::closed(&out, conn));
-        parse_game_id(&Sim::sent(&out, conn)).unwrap()
+        assert!(!Harness::closed(&out, conn));
+        parse_game_id(&Harness::sent(&out, conn)).unwrap()
     }
 
     /// Register a game on an open connection, answering the probe with `result`; returns
@@ -153,25 +158,28 @@ impl Sim {
     ) -> (u32, Vec<u8>, bool) {
         self.send(conn, &addg(gs));
         let mut out = self.out();
-        if let Some((probe, _, _)) = Sim::probe(&out) {
-            assert!(Sim::sent(&out, conn).is_empty(), "status before the probe");
+        if let Some((probe, _, _)) = Harness::probe(&out) {
+            assert!(
+                Harness::sent(&out, conn).is_empty(),
+                "status before the probe"
+            );
             self.now += Duration::from_millis(5);
             self.lobby.handle_probe_result(self.now, probe, result);
             out = self.out();
         }
-        let sent = Sim::sent(&out, conn);
+        let sent = Harness::sent(&out, conn);
         let (code, motd, used) = parse_status(&sent).unwrap();
         assert_eq!(used, sent.len());
-        (code, motd.to_vec(), Sim::closed(&out, conn))
+        (code, motd.to_vec(), Harness::closed(&out, conn))
     }
 
     fn list(&mut self, conn: usize) -> Vec<u8> {
         self.open(conn, IpAddr::V4(Ipv4Addr::new(192, 0, 2, 9)));
         self.send(conn, b"list\0");
         let out = self.out();
-        assert!(Sim::closed(&out, conn));
+        assert!(Harness::closed(&out, conn));
         self.close(conn);
-        Sim::sent(&out, conn)
+        Harness::sent(&out, conn)
     }
 }
 

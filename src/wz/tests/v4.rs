@@ -9,7 +9,7 @@ use std::time::Duration;
 use quickcheck::QuickCheck;
 use serde_json::{json, Value as Json};
 
-use super::{addg, host_struct, motd_config, Sim, HOST_V4};
+use super::{addg, host_struct, motd_config, Harness, HOST_V4};
 use crate::accounts::{LoginPolicy, UserId, VerifyResult};
 use crate::wire::wz::v4::MAX_FRAME;
 use crate::wire::wz::{parse_status, read_list_4x};
@@ -27,7 +27,7 @@ fn frame(text: &str) -> Vec<u8> {
 
 /// Every response frame sent to `conn` in `outputs`, parsed.
 fn responses(outputs: &[WzOutput], conn: usize) -> Vec<Json> {
-    let bytes = Sim::sent(outputs, conn);
+    let bytes = Harness::sent(outputs, conn);
     let mut rest = &bytes[..];
     let mut out = Vec::new();
     while rest.len() >= 4 {
@@ -58,8 +58,8 @@ fn resumed(outputs: &[WzOutput], conn: usize) -> bool {
 }
 
 /// A simulation whose connections may hold one v4 frame unconsumed.
-fn v4_sim(config: WzConfig) -> Sim {
-    let mut sim = Sim::new(config);
+fn v4_harness(config: WzConfig) -> Harness {
+    let mut sim = Harness::new(config);
     sim.max_left = MAX_FRAME as usize + 4;
     sim
 }
@@ -73,7 +73,7 @@ fn config(login: LoginPolicy, check_reachable: bool) -> WzConfig {
 }
 
 /// Opens a v4 connection and returns the one response to `request`.
-fn call(sim: &mut Sim, conn: usize, request: &str) -> Json {
+fn call(sim: &mut Harness, conn: usize, request: &str) -> Json {
     sim.send(conn, &frame(request));
     let out = sim.out();
     let mut all = responses(&out, conn);
@@ -81,14 +81,14 @@ fn call(sim: &mut Sim, conn: usize, request: &str) -> Json {
     all.remove(0)
 }
 
-fn open_v4(sim: &mut Sim, conn: usize, ip: IpAddr) {
+fn open_v4(sim: &mut Harness, conn: usize, ip: IpAddr) {
     sim.open(conn, ip);
     sim.send(conn, HANDSHAKE);
     assert!(sim.out().is_empty(), "the handshake gets no reply");
 }
 
 /// Logs `conn` in as `user` through the Verify round trip; returns the session id.
-fn login(sim: &mut Sim, conn: usize, user: i64) -> String {
+fn login(sim: &mut Harness, conn: usize, user: i64) -> String {
     sim.send(
         conn,
         &frame(r#"{"method": "login", "params": {"username": "u", "password": "p"}, "id": 1}"#),
@@ -108,7 +108,7 @@ fn login(sim: &mut Sim, conn: usize, user: i64) -> String {
 const LOGIN: &str = r#"{"method": "login", "params": {"username": "u", "password": "p"}, "id": 1}"#;
 
 /// Sends a `login` on `conn`, answers its verification with `verdict`, and returns the reply.
-fn login_answered(sim: &mut Sim, conn: usize, verdict: VerifyResult) -> Json {
+fn login_answered(sim: &mut Harness, conn: usize, verdict: VerifyResult) -> Json {
     sim.send(conn, &frame(LOGIN));
     let (job, _, _) = verify(&sim.out()).expect("a verification");
     sim.lobby.handle_verify_result(sim.now, job, verdict);
@@ -123,7 +123,7 @@ fn handshake_and_frames_split_at_every_byte() {
     let mut input = HANDSHAKE.to_vec();
     input.extend_from_slice(&request);
     for cut in 0..=input.len() {
-        let mut sim = v4_sim(config(LoginPolicy::Off, false));
+        let mut sim = v4_harness(config(LoginPolicy::Off, false));
         sim.open(1, HOST_V4);
         sim.send(1, &input[..cut]);
         let early = sim.out();
@@ -135,13 +135,13 @@ fn handshake_and_frames_split_at_every_byte() {
             vec![json!({"status": 0, "result": {"count": 0, "list": []}, "id": 9})],
             "cut at {cut}"
         );
-        assert!(!Sim::closed(&out, 1));
+        assert!(!Harness::closed(&out, 1));
     }
 }
 
 #[test]
 fn pipelined_requests_are_answered_a_few_per_call() {
-    let mut sim = v4_sim(config(LoginPolicy::Off, false));
+    let mut sim = v4_harness(config(LoginPolicy::Off, false));
     open_v4(&mut sim, 1, HOST_V4);
     let one = frame(r#"{"method": "list", "id": 1}"#);
     let many: Vec<u8> = one.iter().copied().cycle().take(one.len() * 20).collect();
@@ -155,13 +155,13 @@ fn pipelined_requests_are_answered_a_few_per_call() {
 
 #[test]
 fn wrong_version_and_oversized_frame_close() {
-    let mut sim = v4_sim(config(LoginPolicy::Off, false));
+    let mut sim = v4_harness(config(LoginPolicy::Off, false));
     sim.open(1, HOST_V4);
     sim.send(1, b"version\0\0\0\0\x03");
-    assert!(Sim::closed(&sim.out(), 1));
+    assert!(Harness::closed(&sim.out(), 1));
     open_v4(&mut sim, 2, HOST_V4);
     sim.send(2, &(64 * 1024 + 1u32).to_be_bytes());
-    assert!(Sim::closed(&sim.out(), 2));
+    assert!(Harness::closed(&sim.out(), 2));
     assert_eq!(
         sim.lobby
             .stats
@@ -178,7 +178,7 @@ fn wrong_version_and_oversized_frame_close() {
 
 #[test]
 fn login_holds_later_requests_until_the_verdict() {
-    let mut sim = v4_sim(config(LoginPolicy::Required, false));
+    let mut sim = v4_harness(config(LoginPolicy::Required, false));
     open_v4(&mut sim, 1, HOST_V4);
     let mut both =
         frame(r#"{"method": "login", "params": {"username": "u", "password": "p"}, "id": 1}"#);
@@ -206,7 +206,7 @@ fn login_holds_later_requests_until_the_verdict() {
 
 #[test]
 fn wrong_password_busy_and_late_verdicts() {
-    let mut sim = v4_sim(config(LoginPolicy::Optional, false));
+    let mut sim = v4_harness(config(LoginPolicy::Optional, false));
     open_v4(&mut sim, 1, HOST_V4);
     let reply = login_answered(&mut sim, 1, VerifyResult::Invalid);
     assert_eq!(
@@ -234,8 +234,26 @@ fn wrong_password_busy_and_late_verdicts() {
 }
 
 #[test]
+fn session_ids_come_from_the_injected_source() {
+    // A broken source: every draw gives the same id, so the second login finds it live.
+    let mut sim = Harness::with_session_ids(
+        config(LoginPolicy::Optional, false),
+        Box::new(|| [0xab; 16]),
+    );
+    sim.max_left = MAX_FRAME as usize + 4;
+    open_v4(&mut sim, 1, HOST_V4);
+    assert_eq!(login(&mut sim, 1, 1), "ab".repeat(16));
+    open_v4(&mut sim, 2, PLAYER);
+    let reply = login_answered(&mut sim, 2, VerifyResult::Valid(UserId(2)));
+    assert_eq!(
+        reply,
+        json!({"status": -403, "result": "Server error: no session could be created, try again", "id": 1})
+    );
+}
+
+#[test]
 fn add_player_checks_live_sessions_of_the_named_user() {
-    let mut sim = v4_sim(WzConfig {
+    let mut sim = v4_harness(WzConfig {
         session_ttl: Duration::from_secs(60),
         ..config(LoginPolicy::Optional, false)
     });
@@ -264,11 +282,11 @@ fn add_player_checks_live_sessions_of_the_named_user() {
 
 #[test]
 fn probe_decides_add_game_and_timeout_answers() {
-    let mut sim = v4_sim(config(LoginPolicy::Off, true));
+    let mut sim = v4_harness(config(LoginPolicy::Off, true));
     open_v4(&mut sim, 1, HOST_V4);
     sim.send(1, &frame(ADD_GAME));
     let out = sim.out();
-    let (probe, target, send_wzlr) = Sim::probe(&out).expect("probe");
+    let (probe, target, send_wzlr) = Harness::probe(&out).expect("probe");
     assert_eq!(target, "10.0.0.1:2200".parse().unwrap());
     assert!(!send_wzlr);
     assert!(responses(&out, 1).is_empty());
@@ -282,7 +300,7 @@ fn probe_decides_add_game_and_timeout_answers() {
 
     open_v4(&mut sim, 2, PLAYER);
     sim.send(2, &frame(ADD_GAME));
-    assert!(Sim::probe(&sim.out()).is_some());
+    assert!(Harness::probe(&sim.out()).is_some());
     sim.advance(Duration::from_secs(3));
     let out = sim.out();
     let reply = &responses(&out, 2)[0];
@@ -296,7 +314,7 @@ fn probe_decides_add_game_and_timeout_answers() {
 
 #[test]
 fn one_game_table_for_both_protocols() {
-    let mut sim = v4_sim(config(LoginPolicy::Off, false));
+    let mut sim = v4_harness(config(LoginPolicy::Off, false));
     open_v4(&mut sim, 1, HOST_V4);
     let v4_id = call(&mut sim, 1, ADD_GAME)["result"]["gameId"]
         .as_i64()
@@ -305,14 +323,14 @@ fn one_game_table_for_both_protocols() {
     sim.send(2, b"gaId\0");
     let legacy_id = {
         let out = sim.out();
-        let bytes = Sim::sent(&out, 2);
+        let bytes = Harness::sent(&out, 2);
         u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
     };
     sim.send(
         2,
         &addg(&host_struct("4.x", "Legacy game", legacy_id, 2100)),
     );
-    let (code, _, _) = parse_status(&Sim::sent(&sim.out(), 2)).unwrap();
+    let (code, _, _) = parse_status(&Harness::sent(&sim.out(), 2)).unwrap();
     assert_eq!(code, 200);
 
     // A legacy browser sees both, the v4 game as a version 4 GAMESTRUCT.
@@ -345,7 +363,7 @@ fn one_game_table_for_both_protocols() {
 
 #[test]
 fn silent_v4_host_is_delisted() {
-    let mut sim = v4_sim(WzConfig {
+    let mut sim = v4_harness(WzConfig {
         silence_timeout: Duration::from_secs(30),
         ..config(LoginPolicy::Off, false)
     });
@@ -354,7 +372,7 @@ fn silent_v4_host_is_delisted() {
     sim.advance(Duration::from_secs(29));
     assert_eq!(sim.lobby.games().count(), 1);
     sim.advance(Duration::from_secs(2));
-    assert!(Sim::closed(&sim.out(), 1));
+    assert!(Harness::closed(&sim.out(), 1));
     assert_eq!(sim.lobby.games().count(), 0);
     assert_eq!(sim.lobby.stats.removals(Removal::Silence), 1);
 }
@@ -364,7 +382,7 @@ fn silent_v4_host_is_delisted() {
 #[test]
 fn arbitrary_frames_never_panic() {
     fn run(chunks: Vec<(u8, Vec<u8>)>) -> bool {
-        let mut sim = v4_sim(config(LoginPolicy::Optional, true));
+        let mut sim = v4_harness(config(LoginPolicy::Optional, true));
         open_v4(&mut sim, 1, HOST_V4);
         for (pick, body) in chunks {
             let bytes = match pick % 4 {
@@ -432,7 +450,7 @@ fn arbitrary_frames_never_panic() {
 /// timeout applies.
 #[test]
 fn an_unsettled_v4_connection_is_closed_at_the_handshake_deadline() {
-    let mut sim = v4_sim(config(LoginPolicy::Off, false));
+    let mut sim = v4_harness(config(LoginPolicy::Off, false));
     open_v4(&mut sim, 1, HOST_V4);
     open_v4(&mut sim, 2, PLAYER);
     assert_eq!(sim.lobby.oldest_unsettled(), Some(ConnId(1)));
@@ -446,28 +464,28 @@ fn an_unsettled_v4_connection_is_closed_at_the_handshake_deadline() {
     assert_eq!(sim.lobby.oldest_unsettled(), Some(ConnId(1)));
     sim.advance(Duration::from_secs(1));
     let out = sim.out();
-    assert!(Sim::closed(&out, 1), "{out:?}");
-    assert!(!Sim::closed(&out, 2));
+    assert!(Harness::closed(&out, 1), "{out:?}");
+    assert!(!Harness::closed(&out, 2));
     let idle = ProtocolError::IdleTimeout;
     assert_eq!(sim.lobby.stats.protocol_errors_of(idle), 1);
     sim.close(1);
     assert_eq!(sim.lobby.oldest_unsettled(), None);
     // The settled one lives on its silence deadline, from its last frame (at 4 s).
     sim.advance(Duration::from_secs(88));
-    assert!(!Sim::closed(&sim.out(), 2));
+    assert!(!Harness::closed(&sim.out(), 2));
     sim.advance(Duration::from_secs(1));
-    assert!(Sim::closed(&sim.out(), 2));
+    assert!(Harness::closed(&sim.out(), 2));
 }
 
 /// A refused login or a refused game does not settle a connection; a successful login does.
 #[test]
 fn only_a_successful_answer_settles_a_v4_connection() {
-    let mut sim = v4_sim(config(LoginPolicy::Optional, true));
+    let mut sim = v4_harness(config(LoginPolicy::Optional, true));
     open_v4(&mut sim, 1, HOST_V4);
     let reply = login_answered(&mut sim, 1, VerifyResult::Invalid);
     assert_eq!(reply["status"], -405);
     sim.send(1, &frame(ADD_GAME));
-    let (probe, _, _) = Sim::probe(&sim.out()).unwrap();
+    let (probe, _, _) = Harness::probe(&sim.out()).unwrap();
     sim.lobby
         .handle_probe_result(sim.now, probe, ProbeResult::Refused);
     assert_eq!(responses(&sim.out(), 1)[0]["status"], -403);
@@ -475,5 +493,5 @@ fn only_a_successful_answer_settles_a_v4_connection() {
     login(&mut sim, 1, 7);
     assert_eq!(sim.lobby.oldest_unsettled(), None);
     sim.advance(Duration::from_secs(6));
-    assert!(!Sim::closed(&sim.out(), 1));
+    assert!(!Harness::closed(&sim.out(), 1));
 }

@@ -1,0 +1,268 @@
+//! The room table one node of a group publishes in the directory (docs/OPERATING.md "More
+//! than one process"): the value of the Redis key `lobbyd:rooms:{node}`, the node's listable
+//! UDP rooms in ROOM_LIST's own 13-byte record encoding ([`crate::udp_lobby`]), behind a
+//! 12-byte header.
+//!
+//! ```text
+//! offset  size  field
+//! 0       1     version     1
+//! 1       1     node        the publishing node's id (1-255)
+//! 2       8     generation  u64, changes whenever the records do
+//! 10      2     count       u16, at most MAX_NODE_ROOMS
+//! 12      13n   records     ROOM_LIST records, the node's listing order (joinable first)
+//! ```
+//!
+//! All integers big-endian. [`NodeRoomsRepr::parse`] is total: any bytes give a value whose
+//! records are exactly `count` whole records, or an [`Error`]; it borrows the records and
+//! allocates nothing. The value comes from a store other processes can write, so a reader
+//! treats it as untrusted input like any datagram.
+
+use core::fmt;
+
+use crate::udp_lobby::{RoomRecord, ROOM_RECORD_LEN};
+
+/// The version byte this module reads and writes.
+pub const VERSION: u8 = 1;
+/// Bytes before the records.
+pub const HEADER_LEN: usize = 12;
+/// The most records one node publishes: one full ROOM_LIST (a node lists at most that many
+/// of its own rooms anywhere).
+pub const MAX_NODE_ROOMS: usize = 112;
+
+mod field {
+    use crate::Field;
+    pub const VERSION: usize = 0;
+    pub const NODE: usize = 1;
+    pub const GENERATION: Field = 2..10;
+    pub const COUNT: Field = 10..12;
+}
+
+/// Why a node's room table did not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// Shorter than the header.
+    Truncated,
+    /// A version this reader does not know.
+    BadVersion,
+    /// Node id 0 (ids are 1-255).
+    BadNode,
+    /// The length is not the header plus `count` records, or `count` is over
+    /// [`MAX_NODE_ROOMS`].
+    BadLength,
+}
+
+impl Error {
+    /// A short label for metrics and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Error::Truncated => "truncated",
+            Error::BadVersion => "bad_version",
+            Error::BadNode => "bad_node",
+            Error::BadLength => "bad_length",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One node's room table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NodeRoomsRepr<'a> {
+    /// The publishing node.
+    pub node: u8,
+    /// Changes whenever the records do.
+    pub generation: u64,
+    /// Whole ROOM_LIST records, `count` of them.
+    records: &'a [u8],
+}
+
+impl<'a> NodeRoomsRepr<'a> {
+    /// A table over `records`, encoded ROOM_LIST records (a whole number of them, at most
+    /// [`MAX_NODE_ROOMS`]; `None` otherwise).
+    pub fn new(node: u8, generation: u64, records: &'a [u8]) -> Option<NodeRoomsRepr<'a>> {
+        let whole = records.len() % ROOM_RECORD_LEN == 0;
+        (node != 0 && whole && records.len() / ROOM_RECORD_LEN <= MAX_NODE_ROOMS).then_some(
+            NodeRoomsRepr {
+                node,
+                generation,
+                records,
+            },
+        )
+    }
+
+    /// Parses a table; total.
+    pub fn parse(buf: &'a [u8]) -> Result<NodeRoomsRepr<'a>, Error> {
+        if buf.len() < HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        if buf[field::VERSION] != VERSION {
+            return Err(Error::BadVersion);
+        }
+        let node = buf[field::NODE];
+        if node == 0 {
+            return Err(Error::BadNode);
+        }
+        let generation = u64::from_be_bytes(array(&buf[field::GENERATION]));
+        let count = usize::from(u16::from_be_bytes(array(&buf[field::COUNT])));
+        let records = &buf[HEADER_LEN..];
+        if count > MAX_NODE_ROOMS || records.len() != count * ROOM_RECORD_LEN {
+            return Err(Error::BadLength);
+        }
+        Ok(NodeRoomsRepr {
+            node,
+            generation,
+            records,
+        })
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len() / ROOM_RECORD_LEN
+    }
+
+    /// Whether the node lists no room.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The records' bytes, as ROOM_LIST carries them.
+    pub fn record_bytes(&self) -> impl Iterator<Item = &'a [u8; ROOM_RECORD_LEN]> + 'a {
+        self.records
+            .chunks_exact(ROOM_RECORD_LEN)
+            .filter_map(|chunk| <&[u8; ROOM_RECORD_LEN]>::try_from(chunk).ok())
+    }
+
+    /// The records, decoded.
+    pub fn records(&self) -> impl Iterator<Item = RoomRecord> + 'a {
+        self.record_bytes().map(RoomRecord::from_bytes)
+    }
+
+    /// Bytes [`NodeRoomsRepr::emit`] writes.
+    pub fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.records.len()
+    }
+
+    /// Writes the table into `buf[..self.buffer_len()]`; returns that length.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than [`NodeRoomsRepr::buffer_len`].
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        let len = self.buffer_len();
+        let buf = &mut buf[..len];
+        buf[field::VERSION] = VERSION;
+        buf[field::NODE] = self.node;
+        buf[field::GENERATION].copy_from_slice(&self.generation.to_be_bytes());
+        // `new` and `parse` bound the count by MAX_NODE_ROOMS, well inside a u16.
+        let count = u16::try_from(self.len()).unwrap_or(u16::MAX);
+        buf[field::COUNT].copy_from_slice(&count.to_be_bytes());
+        buf[HEADER_LEN..].copy_from_slice(self.records);
+        len
+    }
+}
+
+/// Whether a listed room takes joins: Waiting or Countdown with a free seat (the order of
+/// docs/protocols/udp-lobby.md "LIST_ROOMS": joinable rooms first).
+pub fn is_joinable(record: &RoomRecord) -> bool {
+    record.state <= 1 && record.player_count < record.max_players
+}
+
+fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut out = [0; N];
+    out.copy_from_slice(&bytes[..N]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::quickcheck;
+
+    /// Node 7, generation 0x0102030405060708, one room: id 7<<24|1, 1 of 4 players, port
+    /// 4300 (0x10cc), Waiting.
+    const GOLDEN: [u8; 25] = [
+        0x01, 0x07, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x00, 0x01, // header
+        0x07, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x04, 0x10, 0xcc, 0x00, 0x00, 0x00,
+    ];
+
+    fn golden_record() -> RoomRecord {
+        RoomRecord {
+            room_id: 7 << 24 | 1,
+            player_count: 1,
+            max_players: 4,
+            port: 4300,
+            state: 0,
+        }
+    }
+
+    #[test]
+    fn deconstruct() {
+        let repr = NodeRoomsRepr::parse(&GOLDEN).unwrap();
+        assert_eq!(repr.node, 7);
+        assert_eq!(repr.generation, 0x0102_0304_0506_0708);
+        assert_eq!(repr.len(), 1);
+        assert_eq!(repr.records().collect::<Vec<_>>(), vec![golden_record()]);
+    }
+
+    #[test]
+    fn construct() {
+        let repr = NodeRoomsRepr::new(7, 0x0102_0304_0506_0708, &GOLDEN[HEADER_LEN..]).unwrap();
+        let mut buf = [0xa5; 25];
+        assert_eq!(repr.emit(&mut buf), 25);
+        assert_eq!(buf, GOLDEN);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(NodeRoomsRepr::parse(&GOLDEN[..11]), Err(Error::Truncated));
+        let mut bad = GOLDEN;
+        bad[0] = 2;
+        assert_eq!(NodeRoomsRepr::parse(&bad), Err(Error::BadVersion));
+        let mut bad = GOLDEN;
+        bad[1] = 0;
+        assert_eq!(NodeRoomsRepr::parse(&bad), Err(Error::BadNode));
+        assert_eq!(NodeRoomsRepr::parse(&GOLDEN[..24]), Err(Error::BadLength));
+        let mut bad = GOLDEN;
+        bad[11] = 2;
+        assert_eq!(NodeRoomsRepr::parse(&bad), Err(Error::BadLength));
+        // A count over MAX_NODE_ROOMS is refused even when the length agrees.
+        let mut big = vec![0u8; HEADER_LEN + 113 * ROOM_RECORD_LEN];
+        big[..HEADER_LEN].copy_from_slice(&GOLDEN[..HEADER_LEN]);
+        big[10..12].copy_from_slice(&113u16.to_be_bytes());
+        assert_eq!(NodeRoomsRepr::parse(&big), Err(Error::BadLength));
+        assert!(NodeRoomsRepr::new(0, 1, &[]).is_none());
+        assert!(NodeRoomsRepr::new(1, 1, &[0; 12]).is_none());
+    }
+
+    #[test]
+    fn joinable_is_waiting_or_countdown_with_a_free_seat() {
+        let open = golden_record();
+        assert!(is_joinable(&open));
+        assert!(is_joinable(&RoomRecord { state: 1, ..open }));
+        assert!(!is_joinable(&RoomRecord { state: 2, ..open }));
+        assert!(!is_joinable(&RoomRecord {
+            player_count: 4,
+            ..open
+        }));
+    }
+
+    quickcheck! {
+        fn arbitrary_bytes_never_panic(data: Vec<u8>) -> bool {
+            let _ = NodeRoomsRepr::parse(&data);
+            true
+        }
+
+        fn round_trip(node: u8, generation: u64, records: Vec<u8>) -> bool {
+            let node = node.max(1);
+            let whole = records.len() / ROOM_RECORD_LEN * ROOM_RECORD_LEN;
+            let records = &records[..whole.min(MAX_NODE_ROOMS * ROOM_RECORD_LEN)];
+            let repr = NodeRoomsRepr::new(node, generation, records).unwrap();
+            let mut buf = vec![0xa5; repr.buffer_len()];
+            repr.emit(&mut buf);
+            NodeRoomsRepr::parse(&buf) == Ok(repr)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `make cluster`: a private Redis and three lobbyd nodes sharing the ports of this box
+# (docs/OPERATING.md "More than one process"), for trying a group out. Every node answers on
+# UDP/TCP 4242 (SO_REUSEPORT); node N has instance ports 4N00-4N99 (node 1: 4300-4399) and
+# its status page on 127.0.0.1:910N. The TCP lobby, the Warzone server and the general lobby
+# run on node 1 only (parties and Warzone games stay on one node for now). Ctrl-C stops all.
+# The Redis server is private: a unix socket in a temporary folder, no persistence.
+# CLUSTER_ARGS="..." passes more flags to every node.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "redis-server not found: apt-get install redis-server" >&2
+  exit 1
+fi
+cargo build --release --bin lobbyd
+
+dir=$(mktemp -d /tmp/lobbyd-cluster.XXXXXX)
+pids=()
+stop() {
+  # Only the processes started here, by their ids.
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap stop EXIT
+trap 'exit 0' INT TERM
+
+redis-server --port 0 --unixsocket "$dir/r.sock" --save '' --appendonly no --dir "$dir" \
+  >"$dir/redis.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do
+  [ -S "$dir/r.sock" ] && break
+  sleep 0.1
+done
+[ -S "$dir/r.sock" ] || { echo "redis-server did not start: $dir/redis.log" >&2; exit 1; }
+
+for n in 1 2 3; do
+  lo=$((4200 + 100 * n))
+  only_on_one=()
+  if [ "$n" -gt 1 ]; then
+    only_on_one=(--tcp-port 0 --wz-port 0 --lobby-port 0)
+  fi
+  # shellcheck disable=SC2086 # CLUSTER_ARGS is a list of flags
+  target/release/lobbyd --node-id "$n" --directory "redis+unix://$dir/r.sock" --reuse-port \
+    --instance-ports "$lo-$((lo + 99))" --metrics "127.0.0.1:$((9100 + n))" \
+    "${only_on_one[@]}" ${CLUSTER_ARGS:-} &
+  pids+=($!)
+done
+echo "three nodes on UDP 4242 (status pages: http://127.0.0.1:9101/ 9102/ 9103/); Ctrl-C stops"
+wait

@@ -1,0 +1,627 @@
+//! The room directory a group of lobbyd processes shares in Redis (docs/OPERATING.md "More
+//! than one process"), and the `lobbyd-directory` thread that speaks Redis for one node, so
+//! the event loop never waits on the network for it.
+//!
+//! **What is stored.** Soft state with a time to live, refreshed by its owner only: no node
+//! ever judges another's health. Each node `N` writes
+//! - `lobbyd:node:{N}`: a random token, claimed with `SET NX` and kept with a compare-and-set
+//!   script, so a second live process with the same `--node-id` is refused (it logs why and
+//!   serves alone);
+//! - `lobbyd:rooms:{N}`: its listable UDP rooms ([`crate::wire::directory`]), rewritten on
+//!   change (at most every [`COALESCE`]) and every [`REFRESH`];
+//! - `INCR lobbyd:changes` with each write: a change counter the other nodes poll every
+//!   [`NUDGE_POLL`], so a change reaches them without waiting for their [`REFRESH`] read.
+//!
+//! Both node keys expire [`TTL`] after the last write, so a node that dies or stalls leaves
+//! every list by itself, and one that comes back is listed again at its next write. Every
+//! [`REFRESH`] (and when the change counter moved) the thread reads every other node's rooms
+//! key with one `MGET` and hands the loop the merged records ([`RemoteRooms`]: joinable rooms
+//! first), ready to copy into a ROOM_LIST.
+//!
+//! **The thread's contract** (the shape of the accounts' password worker): commands come in
+//! through a bounded queue that the loop fills with `try_send` (a full queue is the loop's to
+//! count, never a wait); reports go back through a channel, each followed by `notify` (the
+//! loop's waker). Every Redis call has [`IO_TIMEOUT`] read and write timeouts; a failed call
+//! drops the connection, reports [`Report::Down`] and reconnects with a jittered backoff
+//! doubling from [`BACKOFF_MIN`] to [`BACKOFF_MAX`], then claims and republishes at once.
+//! Dropping the [`DirectoryClient`] stops the thread, which deletes its node's keys first
+//! when it still owns them, so a node stopped cleanly leaves the lists at once.
+//!
+//! Imports only `wire`; nothing here knows of the loop or the cores.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use redis::{Connection, ConnectionAddr, ConnectionInfo, RedisConnectionInfo, Value};
+
+use crate::wire::directory::{is_joinable, NodeRoomsRepr, MAX_NODE_ROOMS};
+use crate::wire::udp_lobby::{RoomRecord, ROOM_RECORD_LEN};
+
+/// How long a node's keys live after its last write.
+pub const TTL: Duration = Duration::from_millis(3000);
+/// How often a node rewrites its keys and reads the others' even when nothing changed.
+pub const REFRESH: Duration = Duration::from_secs(1);
+/// The shortest time between two writes of a node's rooms.
+pub const COALESCE: Duration = Duration::from_millis(100);
+/// How often the change counter is polled.
+pub const NUDGE_POLL: Duration = Duration::from_millis(100);
+/// Connect, read and write timeout of every Redis call.
+pub const IO_TIMEOUT: Duration = Duration::from_millis(200);
+/// The first reconnection delay.
+pub const BACKOFF_MIN: Duration = Duration::from_millis(100);
+/// The longest reconnection delay.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Commands that may wait for the thread before `submit` refuses.
+pub const COMMAND_QUEUE: usize = 64;
+/// The largest node id.
+const MAX_NODE: u8 = u8::MAX;
+
+/// Claims or keeps `KEYS[1]` for the token `ARGV[1]` for `ARGV[2]` ms: 1 when it is ours
+/// now, 0 when another live token holds it.
+const CLAIM: &str = "local v = redis.call('GET', KEYS[1]) \
+    if v == ARGV[1] or v == false then \
+      redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 \
+    end return 0";
+/// Deletes `KEYS[1]` (the node key) and `KEYS[2]` (its rooms) if `KEYS[1]` holds `ARGV[1]`,
+/// and bumps the change counter `KEYS[3]` so the other nodes read at once.
+const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+      redis.call('DEL', KEYS[1], KEYS[2]) redis.call('INCR', KEYS[3]) return 1 \
+    end return 0";
+/// The change counter every write bumps.
+const CHANGES_KEY: &str = "lobbyd:changes";
+
+/// Where the directory's Redis server listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DirectoryAddr {
+    /// `redis://HOST:PORT`.
+    Tcp {
+        /// The host name or IP address.
+        host: String,
+        /// The port.
+        port: u16,
+    },
+    /// `redis+unix:///path`: a Redis server's unix socket.
+    Unix(PathBuf),
+}
+
+impl fmt::Display for DirectoryAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DirectoryAddr::Tcp { host, port } => write!(f, "redis://{host}:{port}"),
+            DirectoryAddr::Unix(path) => write!(f, "redis+unix://{}", path.display()),
+        }
+    }
+}
+
+/// What the loop asks of the thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// This node's listable rooms changed: publish these encoded ROOM_LIST records (at most
+    /// [`MAX_NODE_ROOMS`]) under `generation`.
+    Publish {
+        /// Changes whenever the records do.
+        generation: u64,
+        /// Whole ROOM_LIST records.
+        records: Vec<u8>,
+    },
+}
+
+/// The other nodes' rooms as last read, ready for a ROOM_LIST.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteRooms {
+    /// Encoded ROOM_LIST records, joinable rooms first (each group in node order, each node's
+    /// in its own listing order), at most [`MAX_NODE_ROOMS`].
+    pub records: Vec<u8>,
+    /// Nodes with a live rooms key, this one excepted.
+    pub nodes: usize,
+    /// Rooms keys that did not parse, or named another node than their key.
+    pub bad_tables: usize,
+}
+
+impl RemoteRooms {
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len() / ROOM_RECORD_LEN
+    }
+
+    /// Whether no other node lists a room.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+/// What the thread tells the loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// Connected, and this node's id is ours: publishing and reading.
+    Up,
+    /// Redis is unreachable or failed a call (the reason, one line); reconnecting.
+    Down(String),
+    /// Another live process holds this node id: the directory is given up for good (the
+    /// reason, one line); the node serves alone.
+    Refused(String),
+    /// A read of the other nodes' rooms, at this instant.
+    Remote(RemoteRooms, Instant),
+}
+
+/// Why a command was not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitError {
+    /// [`COMMAND_QUEUE`] commands are waiting.
+    Full,
+    /// The thread is gone (the node id was refused, or it could not start).
+    Stopped,
+}
+
+/// The handle of one node's `lobbyd-directory` thread.
+pub struct DirectoryClient {
+    commands: Option<SyncSender<Command>>,
+    reports: Receiver<Report>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl DirectoryClient {
+    /// Starts the thread for node `node` (1-255) on the Redis server at `addr`; `notify` is
+    /// called on it after each report.
+    pub fn spawn(
+        node: u8,
+        addr: DirectoryAddr,
+        notify: Box<dyn Fn() + Send>,
+    ) -> std::io::Result<DirectoryClient> {
+        let (commands, inbox) = mpsc::sync_channel(COMMAND_QUEUE);
+        let (outbox, reports) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("lobbyd-directory".into())
+            .spawn(move || {
+                let mut node = Node::new(node, addr, outbox, notify);
+                node.run(&inbox);
+            })?;
+        Ok(DirectoryClient {
+            commands: Some(commands),
+            reports,
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues a command without waiting.
+    pub fn submit(&self, command: Command) -> Result<(), SubmitError> {
+        let commands = self.commands.as_ref().ok_or(SubmitError::Stopped)?;
+        commands.try_send(command).map_err(|e| match e {
+            TrySendError::Full(_) => SubmitError::Full,
+            TrySendError::Disconnected(_) => SubmitError::Stopped,
+        })
+    }
+
+    /// A report, if one is waiting.
+    pub fn try_recv(&self) -> Option<Report> {
+        self.reports.try_recv().ok()
+    }
+}
+
+impl Drop for DirectoryClient {
+    fn drop(&mut self) {
+        // A closed queue is the thread's signal to release its keys and stop.
+        self.commands = None;
+        if let Some(thread) = self.thread.take() {
+            // A panic on the thread has nothing left to report to; ignore it.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The thread's state.
+struct Node {
+    id: u8,
+    info: ConnectionInfo,
+    addr: DirectoryAddr,
+    /// This process's claim on `lobbyd:node:{id}`.
+    token: String,
+    node_key: String,
+    rooms_key: String,
+    /// Every other node's rooms key, for the `MGET`.
+    other_keys: Vec<String>,
+    reports: mpsc::Sender<Report>,
+    notify: Box<dyn Fn() + Send>,
+    conn: Option<Connection>,
+    /// The next connection attempt, while down.
+    reconnect_at: Instant,
+    backoff: Duration,
+    /// Whether the last report was `Down` (so it is not repeated each attempt).
+    reported_down: bool,
+    /// The latest table to publish (header and records).
+    table: Vec<u8>,
+    /// The latest table is not written yet.
+    dirty: bool,
+    last_write: Option<Instant>,
+    next_refresh: Instant,
+    next_poll: Instant,
+    /// The change counter as last seen.
+    changes: Option<i64>,
+    /// A source of jitter.
+    rng: u64,
+}
+
+impl Node {
+    fn new(
+        id: u8,
+        addr: DirectoryAddr,
+        reports: mpsc::Sender<Report>,
+        notify: Box<dyn Fn() + Send>,
+    ) -> Node {
+        let seed = getrandom::u64().unwrap_or_else(|_| {
+            // No OS randomness: the clock and the process id still tell processes apart.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            nanos ^ u64::from(std::process::id()) << 32
+        });
+        let info = ConnectionInfo {
+            addr: match &addr {
+                DirectoryAddr::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
+                DirectoryAddr::Unix(path) => ConnectionAddr::Unix(path.clone()),
+            },
+            redis: RedisConnectionInfo::default(),
+        };
+        let now = Instant::now();
+        let empty = NodeRoomsRepr::new(id, 0, &[]).map_or_else(Vec::new, |t| {
+            let mut buf = vec![0; t.buffer_len()];
+            t.emit(&mut buf);
+            buf
+        });
+        Node {
+            id,
+            info,
+            addr,
+            token: format!("{seed:016x}-{}", std::process::id()),
+            node_key: format!("lobbyd:node:{id}"),
+            rooms_key: format!("lobbyd:rooms:{id}"),
+            other_keys: (1..=MAX_NODE)
+                .filter(|&n| n != id)
+                .map(|n| format!("lobbyd:rooms:{n}"))
+                .collect(),
+            reports,
+            notify,
+            conn: None,
+            reconnect_at: now,
+            backoff: BACKOFF_MIN,
+            reported_down: false,
+            table: empty,
+            dirty: true,
+            last_write: None,
+            next_refresh: now,
+            next_poll: now,
+            changes: None,
+            rng: seed | 1,
+        }
+    }
+
+    fn report(&self, report: Report) {
+        if self.reports.send(report).is_ok() {
+            (self.notify)();
+        }
+    }
+
+    /// Serves until the command queue closes or the node id is refused.
+    fn run(&mut self, inbox: &Receiver<Command>) {
+        loop {
+            let now = Instant::now();
+            if self.conn.is_none() && now >= self.reconnect_at && !self.connect() {
+                return;
+            }
+            if self.conn.is_some() {
+                if let Err(e) = self.due_work(Instant::now()) {
+                    self.down(&e);
+                }
+            }
+            let wake = self.next_wake();
+            let wait = wake.saturating_duration_since(Instant::now());
+            match inbox.recv_timeout(wait) {
+                Ok(Command::Publish {
+                    generation,
+                    records,
+                }) => self.set_table(generation, &records),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.release();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// When the thread next has something to do.
+    fn next_wake(&self) -> Instant {
+        if self.conn.is_none() {
+            return self.reconnect_at;
+        }
+        let mut at = self.next_refresh.min(self.next_poll);
+        if self.dirty {
+            at = at.min(self.last_write.map_or_else(Instant::now, |w| w + COALESCE));
+        }
+        at
+    }
+
+    fn set_table(&mut self, generation: u64, records: &[u8]) {
+        let cut = records.len().min(MAX_NODE_ROOMS * ROOM_RECORD_LEN);
+        let cut = cut - cut % ROOM_RECORD_LEN;
+        if let Some(table) = NodeRoomsRepr::new(self.id, generation, &records[..cut]) {
+            self.table.resize(table.buffer_len(), 0);
+            table.emit(&mut self.table);
+            self.dirty = true;
+        }
+    }
+
+    /// Connects and claims the node id; false when the id is refused (the thread stops).
+    fn connect(&mut self) -> bool {
+        let result = redis::Client::open(self.info.clone())
+            .and_then(|client| client.get_connection_with_timeout(IO_TIMEOUT))
+            .and_then(|conn| {
+                conn.set_read_timeout(Some(IO_TIMEOUT))?;
+                conn.set_write_timeout(Some(IO_TIMEOUT))?;
+                Ok(conn)
+            });
+        let mut conn = match result {
+            Ok(conn) => conn,
+            Err(e) => {
+                self.down(&e);
+                return true;
+            }
+        };
+        match self.claim(&mut conn) {
+            Ok(true) => {}
+            Ok(false) => {
+                let reason = format!(
+                    "node id {} is held by another live process on {} (same --node-id \
+                     twice?): serving this node's rooms alone",
+                    self.id, self.addr
+                );
+                log::error!("directory: {reason}");
+                self.report(Report::Refused(reason));
+                return false;
+            }
+            Err(e) => {
+                self.down(&e);
+                return true;
+            }
+        }
+        log::info!("directory: node {} connected to {}", self.id, self.addr);
+        self.conn = Some(conn);
+        self.backoff = BACKOFF_MIN;
+        self.reported_down = false;
+        // Republish and read at once.
+        let now = Instant::now();
+        self.dirty = true;
+        self.last_write = None;
+        self.next_refresh = now;
+        self.next_poll = now;
+        self.changes = None;
+        self.report(Report::Up);
+        true
+    }
+
+    /// Claims or keeps the node key: whether it is ours.
+    fn claim(&self, conn: &mut Connection) -> redis::RedisResult<bool> {
+        let ours: i64 = redis::cmd("EVAL")
+            .arg(CLAIM)
+            .arg(1)
+            .arg(&self.node_key)
+            .arg(&self.token)
+            .arg(TTL.as_millis() as u64)
+            .query(conn)?;
+        Ok(ours == 1)
+    }
+
+    /// A failed call: drop the connection and try again after the backoff.
+    fn down(&mut self, e: &redis::RedisError) {
+        self.conn = None;
+        let jitter = self.next_random() % 500 + 500; // 50 % to 100 % of the backoff
+        let delay = self.backoff * jitter as u32 / 1000;
+        self.reconnect_at = Instant::now() + delay;
+        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+        if !self.reported_down {
+            self.reported_down = true;
+            let reason = format!("{}: {e}", self.addr);
+            log::warn!("directory down: {reason}; serving this node's rooms alone until back");
+            self.report(Report::Down(reason));
+        }
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64: jitter only, no secret.
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// Writes what is due, polls the change counter, reads when due.
+    fn due_work(&mut self, now: Instant) -> redis::RedisResult<()> {
+        let refresh = now >= self.next_refresh;
+        let write_due = self.dirty && self.last_write.map_or(true, |w| now >= w + COALESCE);
+        if refresh || write_due {
+            self.write()?;
+            if refresh {
+                self.next_refresh = now + REFRESH;
+            }
+        }
+        let mut read = refresh;
+        if now >= self.next_poll {
+            self.next_poll = now + NUDGE_POLL;
+            let conn = self.conn.as_mut().ok_or_else(not_connected)?;
+            let changes: Option<i64> = redis::cmd("GET").arg(CHANGES_KEY).query(conn)?;
+            if changes != self.changes {
+                self.changes = changes;
+                read = true;
+            }
+        }
+        if read {
+            self.read()?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the node key and writes the rooms key, in one round trip; a lost node key
+    /// (another process took the id while this one was cut off) ends the claim.
+    fn write(&mut self) -> redis::RedisResult<()> {
+        let changed = self.dirty;
+        let conn = self.conn.as_mut().ok_or_else(not_connected)?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("EVAL")
+            .arg(CLAIM)
+            .arg(1)
+            .arg(&self.node_key)
+            .arg(&self.token)
+            .arg(TTL.as_millis() as u64);
+        pipe.cmd("SET")
+            .arg(&self.rooms_key)
+            .arg(&self.table[..])
+            .arg("PX")
+            .arg(TTL.as_millis() as u64)
+            .ignore();
+        if changed {
+            pipe.cmd("INCR").arg(CHANGES_KEY).ignore();
+        }
+        let (ours,): (i64,) = pipe.query(conn)?;
+        if ours != 1 {
+            // The rooms key written above is another process's now: leave it to expire.
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::ResponseError,
+                "node id taken by another process while this one was cut off",
+            )));
+        }
+        self.dirty = false;
+        self.last_write = Some(Instant::now());
+        Ok(())
+    }
+
+    /// Reads every other node's rooms key and reports them merged.
+    fn read(&mut self) -> redis::RedisResult<()> {
+        let conn = self.conn.as_mut().ok_or_else(not_connected)?;
+        let values: Vec<Value> = redis::cmd("MGET").arg(&self.other_keys).query(conn)?;
+        let read_at = Instant::now();
+        let tables = self
+            .other_keys
+            .iter()
+            .zip(&values)
+            .filter_map(|(key, value)| {
+                let Value::BulkString(bytes) = value else {
+                    return None;
+                };
+                let node = key.rsplit(':').next().and_then(|n| n.parse::<u8>().ok())?;
+                Some((node, &bytes[..]))
+            });
+        let remote = merge_tables(tables);
+        self.report(Report::Remote(remote, read_at));
+        Ok(())
+    }
+
+    /// Deletes this node's keys if they are still ours (a clean stop).
+    fn release(&mut self) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        let result: redis::RedisResult<i64> = redis::cmd("EVAL")
+            .arg(RELEASE)
+            .arg(3)
+            .arg(&self.node_key)
+            .arg(&self.rooms_key)
+            .arg(CHANGES_KEY)
+            .arg(&self.token)
+            .query(conn);
+        if let Err(e) = result {
+            log::debug!("directory: keys left to expire: {e}");
+        }
+    }
+}
+
+/// The other nodes' rooms keys as read, `(node of the key, value)`, merged for a ROOM_LIST:
+/// joinable rooms first (each group in node order, each node's in its own order), at most
+/// [`MAX_NODE_ROOMS`]; a value that does not parse, or names another node than its key, is
+/// skipped and counted.
+pub fn merge_tables<'a>(values: impl IntoIterator<Item = (u8, &'a [u8])>) -> RemoteRooms {
+    let mut remote = RemoteRooms::default();
+    let mut tables = Vec::new();
+    for (node, bytes) in values {
+        match NodeRoomsRepr::parse(bytes) {
+            Ok(table) if table.node == node => tables.push(table),
+            _ => remote.bad_tables += 1,
+        }
+    }
+    remote.nodes = tables.len();
+    let records = || tables.iter().flat_map(|t| t.record_bytes());
+    let joinable = records().filter(|r| is_joinable(&RoomRecord::from_bytes(r)));
+    let others = records().filter(|r| !is_joinable(&RoomRecord::from_bytes(r)));
+    for record in joinable.chain(others).take(MAX_NODE_ROOMS) {
+        remote.records.extend_from_slice(record);
+    }
+    remote
+}
+
+fn not_connected() -> redis::RedisError {
+    redis::RedisError::from((redis::ErrorKind::IoError, "not connected"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A node's table of rooms `(local id, players, seats, state)`.
+    fn table(node: u8, rooms: &[(u32, u16, u16, u8)]) -> Vec<u8> {
+        let mut records = vec![0u8; rooms.len() * ROOM_RECORD_LEN];
+        for (slot, &(local, players, seats, state)) in
+            records.chunks_exact_mut(ROOM_RECORD_LEN).zip(rooms)
+        {
+            slot[..4].copy_from_slice(&(u32::from(node) << 24 | local).to_be_bytes());
+            slot[4..6].copy_from_slice(&players.to_be_bytes());
+            slot[6..8].copy_from_slice(&seats.to_be_bytes());
+            slot[8..10].copy_from_slice(&(4000 + local as u16).to_be_bytes());
+            slot[10] = state;
+        }
+        let repr = NodeRoomsRepr::new(node, 1, &records).expect("whole records");
+        let mut buf = vec![0; repr.buffer_len()];
+        repr.emit(&mut buf);
+        buf
+    }
+
+    fn ids(remote: &RemoteRooms) -> Vec<u32> {
+        remote
+            .records
+            .chunks_exact(ROOM_RECORD_LEN)
+            .map(|r| u32::from_be_bytes([r[0], r[1], r[2], r[3]]))
+            .collect()
+    }
+
+    #[test]
+    fn joinable_rooms_of_every_node_come_first() {
+        // Node 2: a full room, then an open one; node 3: a playing room, then an open one.
+        let two = table(2, &[(1, 4, 4, 0), (2, 1, 4, 0)]);
+        let three = table(3, &[(1, 2, 4, 2), (2, 0, 4, 1)]);
+        let remote = merge_tables([(2, &two[..]), (3, &three[..])]);
+        assert_eq!(
+            ids(&remote),
+            [2 << 24 | 2, 3 << 24 | 2, 2 << 24 | 1, 3 << 24 | 1]
+        );
+        assert_eq!((remote.nodes, remote.bad_tables, remote.len()), (2, 0, 4));
+    }
+
+    #[test]
+    fn bad_or_misplaced_tables_are_skipped_and_counted() {
+        let four = table(4, &[(1, 0, 4, 0)]);
+        let remote = merge_tables([(5, &four[..]), (6, &[1, 6, 0][..]), (4, &four[..])]);
+        assert_eq!(ids(&remote), [4 << 24 | 1]);
+        assert_eq!((remote.nodes, remote.bad_tables), (1, 2));
+    }
+
+    #[test]
+    fn the_merge_stops_at_one_full_list() {
+        let rooms: Vec<(u32, u16, u16, u8)> = (1..=100).map(|n| (n, 0, 4, 0)).collect();
+        let a = table(1, &rooms);
+        let b = table(2, &rooms);
+        let remote = merge_tables([(1, &a[..]), (2, &b[..])]);
+        assert_eq!(remote.len(), MAX_NODE_ROOMS);
+        assert_eq!(remote.nodes, 2);
+    }
+}

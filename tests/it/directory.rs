@@ -1,0 +1,454 @@
+//! A group of lobbyd nodes sharing their UDP rooms through a room directory in Redis
+//! (docs/OPERATING.md "More than one process"), over real sockets: a private
+//! `redis-server` on a unix socket in a temporary folder, lobbyd nodes in this process (and one
+//! as a child process, to be killed with SIGKILL), raw UDP clients asserting on the bytes.
+//!
+//! Each test skips with a message when `redis-server` is not installed, except under
+//! `CI=true` (where `.ci/run` installs it), where its absence fails the test.
+
+use crate::common;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use lobbyd::config::{Config, DirectoryAddr, DirectorySettings};
+use lobbyd::net::ServerHandle;
+
+// The ROOM_LIST reader of the single-node tests: framing, CRC and record checks.
+use crate::udp_lobby::records;
+
+const LIST: u8 = 0x40;
+const CREATE: u8 = 0x42;
+const CREATED: u8 = 0x43;
+const JOIN: u8 = 0x44;
+const JOIN_SUCCESS: u8 = 0x45;
+const JOIN_FAILED: u8 = 0x46;
+
+/// How long a remote room may take to leave a list once its node is gone: the keys' 3 s
+/// time to live, one read period, and slack for a loaded test machine.
+const GONE_WAIT: Duration = Duration::from_secs(8);
+/// How long a change may take to show on another node, generously.
+const SHOW_WAIT: Duration = Duration::from_secs(5);
+
+/// A private `redis-server` on a unix socket, persistence off; killed when dropped.
+struct Redis {
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Redis {
+    /// Starts one, or `None` (with a message) when `redis-server` is not installed outside
+    /// CI.
+    fn start(tag: &str) -> Option<Redis> {
+        let installed = Command::new("redis-server")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !installed {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "redis-server is not installed (CI installs it: .ci/run)"
+            );
+            eprintln!("SKIPPED directory::{tag}: redis-server is not installed");
+            return None;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir =
+            std::env::temp_dir().join(format!("lobbyd-redis-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temporary folder");
+        let mut redis = Redis { dir, child: None };
+        redis.restart();
+        Some(redis)
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.dir.join("r.sock")
+    }
+
+    fn addr(&self) -> DirectoryAddr {
+        DirectoryAddr::Unix(self.socket())
+    }
+
+    fn url(&self) -> String {
+        format!("redis+unix://{}", self.socket().display())
+    }
+
+    /// Starts the server (again) on the same socket and waits until it accepts.
+    fn restart(&mut self) {
+        let _ = std::fs::remove_file(self.socket());
+        let child = Command::new("redis-server")
+            .args(["--port", "0", "--unixsocket"])
+            .arg(self.socket())
+            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + REPLY_WAIT;
+        while std::os::unix::net::UnixStream::connect(self.socket()).is_err() {
+            assert!(Instant::now() < deadline, "redis-server did not come up");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Kills the server (SIGKILL) and waits for it.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A node of the group on loopback, OS-chosen ports, limits out of the tests' way.
+fn node(redis: &Redis, id: u8) -> ServerHandle {
+    start(Config {
+        udp_rate: 10_000,
+        max_rooms_per_ip: 1000,
+        max_rooms: 1000,
+        directory: DirectorySettings {
+            node_id: Some(id),
+            directory: Some(redis.addr()),
+            reuse_port: false,
+        },
+        ..test_config()
+    })
+}
+
+fn lobby(server: &ServerHandle) -> SocketAddr {
+    server.udp_lobby_addr().expect("udp lobby enabled")
+}
+
+/// The room ids `to` lists now.
+fn list(client: &UdpClient, to: SocketAddr) -> Vec<u32> {
+    client.send(to, &frame(0x01, LIST, 1, &[]));
+    records(&client.recv()).iter().map(|r| r.0).collect()
+}
+
+/// Creates a room on `to`; its id and instance port.
+fn create(client: &UdpClient, to: SocketAddr) -> (u32, u16) {
+    client.send(to, &frame(0x01, CREATE, 2, &[]));
+    let reply = client.recv();
+    assert_eq!(&reply[..2], &[0x02, CREATED], "{reply:02x?}");
+    (
+        u32::from_be_bytes([reply[8], reply[9], reply[10], reply[11]]),
+        u16::from_be_bytes([reply[12], reply[13]]),
+    )
+}
+
+/// Polls `to`'s list every 10 ms until `cond` holds or `wait` passes; how long it took.
+fn until_listed(
+    client: &UdpClient,
+    to: SocketAddr,
+    wait: Duration,
+    cond: impl Fn(&[u32]) -> bool,
+) -> Option<Duration> {
+    let began = Instant::now();
+    while began.elapsed() < wait {
+        if cond(&list(client, to)) {
+            return Some(began.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+fn gauge(server: &ServerHandle, name: &str) -> Option<u64> {
+    snapshot(server).counter(name, "")
+}
+
+/// Waits until the node's directory is up (its first read done).
+fn wait_up(server: &ServerHandle) {
+    let snap = eventually(server, SHOW_WAIT, |s| {
+        s.counter("directory_up", "") == Some(1) && s.counter("directory_reads_total", "") > Some(0)
+    });
+    assert_eq!(snap.counter("directory_up", ""), Some(1), "directory up");
+}
+
+/// S1: a room created on node 1 shows on node 2, after node 2's own rooms, with node 1's
+/// id and port; node 2 does not grant a seat in it (only its owner may). The time to show
+/// is printed as a figure (no timed assertion).
+#[test]
+fn a_room_created_on_one_node_is_listed_by_the_other() {
+    let Some(redis) = Redis::start("s1") else {
+        return;
+    };
+    let one = node(&redis, 1);
+    let two = node(&redis, 2);
+    wait_up(&one);
+    wait_up(&two);
+    let client = UdpClient::on("127.0.0.2");
+    let (local, _) = create(&client, lobby(&two));
+    assert_eq!(local >> 24, 2, "node 2's ids carry its number");
+    let mut latencies = Vec::new();
+    for _ in 0..20 {
+        let creator = UdpClient::on("127.0.0.3");
+        let (room, port) = create(&creator, lobby(&one));
+        assert_eq!(room >> 24, 1, "node 1's ids carry its number");
+        let shown = until_listed(&client, lobby(&two), SHOW_WAIT, |ids| ids.contains(&room));
+        let shown = shown.unwrap_or_else(|| panic!("room {room:#x} never listed on node 2"));
+        latencies.push(shown);
+        client.send(lobby(&two), &frame(0x01, LIST, 3, &[]));
+        let listed = records(&client.recv());
+        assert_eq!(listed[0].0, local, "node 2's own room first");
+        let remote = listed.iter().find(|r| r.0 == room).expect("listed");
+        assert_eq!(remote.3, port, "node 1's instance port");
+        assert_eq!(remote.1, 1, "the creator's reservation counts");
+    }
+    latencies.sort();
+    eprintln!(
+        "directory S1 (loaded test machine): create on node 1 -> listed on node 2, {} trials: \
+         min {:?}, median {:?}, max {:?}",
+        latencies.len(),
+        latencies[0],
+        latencies[latencies.len() / 2],
+        latencies[latencies.len() - 1]
+    );
+    // Node 1 lists node 2's room too.
+    let local_shown = until_listed(&client, lobby(&one), SHOW_WAIT, |ids| ids.contains(&local));
+    assert!(local_shown.is_some(), "node 2's room listed on node 1");
+    // A JOIN to another node's room is its owner's to grant; until owners answer remote
+    // JOINs, the node asked refuses it and never grants a seat from its cached list.
+    let joiner = UdpClient::on("127.0.0.4");
+    let remote_room = list(&joiner, lobby(&two))
+        .into_iter()
+        .find(|id| id >> 24 == 1)
+        .expect("a node 1 room");
+    joiner.send(
+        lobby(&two),
+        &frame(0x01, JOIN, 4, &remote_room.to_be_bytes()),
+    );
+    assert_eq!(joiner.recv(), frame(0x02, JOIN_FAILED, 4, &[]));
+    // The owner grants it.
+    joiner.send(
+        lobby(&one),
+        &frame(0x01, JOIN, 5, &remote_room.to_be_bytes()),
+    );
+    assert_eq!(&joiner.recv()[..2], &[0x02, JOIN_SUCCESS]);
+    let snap = snapshot(&two);
+    assert_eq!(snap.counter("directory_remote_nodes", ""), Some(1));
+    assert_eq!(snap.counter("directory_remote_rooms", ""), Some(20));
+    assert_eq!(snap.counter("directory_cmd_dropped_total", ""), Some(0));
+    let view = snap.directory.expect("the status page's directory line");
+    assert_eq!((view.node, view.state, view.remote_nodes), (2, "up", 1));
+}
+
+/// S8: a second process with a node id already live refuses the directory, logs why and
+/// serves alone; the first is unaffected.
+#[test]
+fn a_second_node_with_a_live_id_serves_alone() {
+    let Some(redis) = Redis::start("s8") else {
+        return;
+    };
+    let first = node(&redis, 7);
+    let other = node(&redis, 8);
+    wait_up(&first);
+    wait_up(&other);
+    let twin = node(&redis, 7);
+    let snap = eventually(&twin, SHOW_WAIT, |s| {
+        s.counter("directory_node_refused", "") == Some(1)
+    });
+    assert_eq!(snap.counter("directory_node_refused", ""), Some(1));
+    assert_eq!(snap.counter("directory_up", ""), Some(0));
+    assert_eq!(snap.directory.map(|d| d.state), Some("refused"));
+    // The twin serves its own rooms, and nobody else lists them.
+    let client = UdpClient::on("127.0.0.5");
+    let (twin_room, _) = create(&client, lobby(&twin));
+    assert_eq!(list(&client, lobby(&twin)), vec![twin_room]);
+    // The first is unaffected: still up, its rooms listed on node 8.
+    let (room, _) = create(&client, lobby(&first));
+    let shown = until_listed(&client, lobby(&other), SHOW_WAIT, |ids| ids.contains(&room));
+    assert!(shown.is_some(), "the first node 7's room listed on node 8");
+    assert_eq!(gauge(&first, "directory_up"), Some(1));
+    assert_eq!(gauge(&first, "directory_node_refused"), Some(0));
+    // The twin's room (same id space) never showed on node 8: only node 7's first room.
+    let ids = list(&client, lobby(&other));
+    assert_eq!(
+        ids.iter().filter(|&&id| id >> 24 == 7).count(),
+        1,
+        "{ids:x?}"
+    );
+}
+
+/// S6: Redis killed, then restarted: local rooms are served throughout, remote rooms leave
+/// the lists, `directory_up` goes 0 then 1, and the lists converge again.
+#[test]
+fn redis_down_then_back() {
+    let Some(mut redis) = Redis::start("s6") else {
+        return;
+    };
+    let one = node(&redis, 1);
+    let two = node(&redis, 2);
+    wait_up(&one);
+    wait_up(&two);
+    let client = UdpClient::on("127.0.0.6");
+    let (remote, _) = create(&client, lobby(&one));
+    assert!(until_listed(&client, lobby(&two), SHOW_WAIT, |ids| ids.contains(&remote)).is_some());
+
+    redis.kill();
+    let killed = Instant::now();
+    // Local service is unaffected: create, join, list on both nodes.
+    let (local, _) = create(&client, lobby(&two));
+    let joiner = UdpClient::on("127.0.0.7");
+    joiner.send(lobby(&two), &frame(0x01, JOIN, 6, &local.to_be_bytes()));
+    assert_eq!(&joiner.recv()[..2], &[0x02, JOIN_SUCCESS]);
+    let snap = eventually(&two, SHOW_WAIT, |s| {
+        s.counter("directory_up", "") == Some(0)
+    });
+    assert_eq!(snap.counter("directory_up", ""), Some(0), "directory down");
+    let gone = until_listed(&client, lobby(&two), GONE_WAIT, |ids| {
+        !ids.contains(&remote)
+    });
+    assert!(gone.is_some(), "node 1's room left node 2's list");
+    eprintln!(
+        "directory S6 (loaded test machine): remote room gone from the list {:?} after \
+         redis was killed",
+        killed.elapsed()
+    );
+    assert_eq!(list(&client, lobby(&two)), vec![local], "local rooms only");
+    assert!(snapshot(&two).counter("directory_down_total", "") >= Some(1));
+
+    redis.restart();
+    let restarted = Instant::now();
+    wait_up(&one);
+    wait_up(&two);
+    let back = until_listed(&client, lobby(&two), SHOW_WAIT, |ids| ids.contains(&remote));
+    assert!(back.is_some(), "node 1's room listed again");
+    let back_on_one = until_listed(&client, lobby(&one), SHOW_WAIT, |ids| ids.contains(&local));
+    assert!(
+        back_on_one.is_some(),
+        "node 2's room listed on node 1 again"
+    );
+    eprintln!(
+        "directory S6 (loaded test machine): lists converged {:?} after redis restarted",
+        restarted.elapsed()
+    );
+}
+
+/// S4, the list half: a node killed with SIGKILL (no chance to clean up) leaves every other
+/// node's list by itself when its keys expire.
+#[test]
+fn a_killed_node_leaves_the_lists() {
+    let Some(redis) = Redis::start("s4") else {
+        return;
+    };
+    let two = node(&redis, 2);
+    wait_up(&two);
+    let url = redis.url();
+    let mut args = LOOPBACK_ARGS.to_vec();
+    args.extend([
+        "--wz-port",
+        "0",
+        "--tcp-port",
+        "0",
+        "--log",
+        "info",
+        "--node-id",
+        "3",
+        "--directory",
+        &url,
+    ]);
+    let (mut child, addrs) = crate::cli::spawn_lobbyd(&[], &args, &["udp room lobby"]);
+    let three = addrs[0];
+    let client = UdpClient::on("127.0.0.8");
+    let rooms: Vec<u32> = (0..3).map(|_| create(&client, three).0).collect();
+    assert!(rooms.iter().all(|id| id >> 24 == 3), "{rooms:x?}");
+    let all_shown = until_listed(&client, lobby(&two), SHOW_WAIT, |ids| {
+        rooms.iter().all(|r| ids.contains(r))
+    });
+    assert!(all_shown.is_some(), "node 3's rooms listed on node 2");
+    child.kill().expect("SIGKILL node 3");
+    let _ = child.wait();
+    let gone = until_listed(&client, lobby(&two), GONE_WAIT, |ids| {
+        !ids.iter().any(|id| id >> 24 == 3)
+    });
+    let gone = gone.expect("node 3's rooms left node 2's list");
+    eprintln!(
+        "directory S4 (loaded test machine): a SIGKILLed node's rooms left the list {gone:?} \
+         after the kill"
+    );
+}
+
+/// Redis unreachable at start is not an error: the node starts, serves its rooms alone and
+/// reports the directory down.
+#[test]
+fn a_node_starts_without_its_directory() {
+    let server = start(Config {
+        directory: DirectorySettings {
+            node_id: Some(9),
+            directory: Some(DirectoryAddr::Unix(PathBuf::from(
+                "/nonexistent/lobbyd-test/r.sock",
+            ))),
+            reuse_port: false,
+        },
+        ..test_config()
+    });
+    let client = UdpClient::on("127.0.0.9");
+    let (room, _) = create(&client, lobby(&server));
+    assert_eq!(room, 9 << 24 | 1);
+    assert_eq!(list(&client, lobby(&server)), vec![room]);
+    let snap = snapshot(&server);
+    assert_eq!(snap.counter("directory_up", ""), Some(0));
+    assert_eq!(snap.counter("directory_node_refused", ""), Some(0));
+    assert_eq!(snap.counter("directory_remote_rooms", ""), Some(0));
+}
+
+/// S9: three nodes sharing one UDP port with `--reuse-port`; clients that know that one
+/// address see every node's rooms whichever node the kernel hands their datagrams to.
+#[test]
+fn three_nodes_share_one_port() {
+    let Some(redis) = Redis::start("s9") else {
+        return;
+    };
+    let shared = |id: u8, port: u16| {
+        start(Config {
+            udp_rate: 10_000,
+            udp_port: Some(port),
+            directory: DirectorySettings {
+                node_id: Some(id),
+                directory: Some(redis.addr()),
+                reuse_port: true,
+            },
+            ..test_config()
+        })
+    };
+    let first = shared(1, 0);
+    let port = lobby(&first).port();
+    let nodes = [first, shared(2, port), shared(3, port)];
+    for node in &nodes {
+        assert_eq!(lobby(node).port(), port, "one port for the group");
+        wait_up(node);
+    }
+    let address = lobby(&nodes[0]);
+    // Clients on 127.0.0.10-29 each create a room through the shared address.
+    let clients: Vec<UdpClient> = (10..30)
+        .map(|n| UdpClient::on(&format!("127.0.0.{n}")))
+        .collect();
+    let rooms: Vec<u32> = clients.iter().map(|c| create(c, address).0).collect();
+    let owners: std::collections::BTreeSet<u32> = rooms.iter().map(|id| id >> 24).collect();
+    eprintln!("directory S9: 20 creates through one address landed on nodes {owners:?}");
+    assert!(owners.iter().all(|n| (1..=3).contains(n)), "{rooms:x?}");
+    // Every client's list, wherever it lands, shows every room.
+    for client in &clients {
+        let all = until_listed(client, address, SHOW_WAIT, |ids| {
+            rooms.iter().all(|r| ids.contains(r))
+        });
+        assert!(all.is_some(), "{:?} sees every room", client.addr());
+    }
+}
