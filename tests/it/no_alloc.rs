@@ -453,4 +453,14 @@ fn list_with_remote_rooms_allocates_nothing() {
         .collect();
     assert!(ids[..8].iter().all(|id| id >> 24 == 0), "{ids:x?}");
     assert!(ids[8..].iter().all(|id| id >> 24 == 2), "{ids:x?}");
+    // The upstream dialect's ROOM_LIST lists this node's 8 rooms only: the remote records
+    // are the seed's layout, which carries no name or password flag.
+    let repr = UpstreamRequestRepr {
+        seq: 100,
+        request: UpstreamRequest::ListRooms,
+    };
+    let mut buf = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut buf);
+    lister.send_to(&buf, served.lobby).unwrap();
+    assert_eq!(served.answer(&lister).len(), 23 + 8 * 31);
 }
