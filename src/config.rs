@@ -24,6 +24,8 @@ use std::time::Duration;
 
 use getopts::{Matches, Options};
 
+use crate::wire::udp_upstream::records::RecordLayout;
+
 mod directory;
 mod file;
 mod general;
@@ -117,6 +119,9 @@ pub struct Config {
     pub rate_table_size: usize,
     /// Most rooms in one LIST reply (`--max-list-rooms`, default 112, 1 to 112).
     pub max_list_rooms: usize,
+    /// The ROOM_LIST record layout of the upstream R-Type UDP dialect
+    /// (`--rtype-udp-records v1|v3`, default v3).
+    pub rtype_udp_records: RecordLayout,
     /// Server IP sent in TCP GAME_START (`--public-host`); `None` means the local address
     /// of the client's own connection.
     pub public_host: Option<Ipv4Addr>,
@@ -187,6 +192,7 @@ impl Default for Config {
             udp_reply_bytes,
             rate_table_size,
             max_list_rooms,
+            rtype_udp_records,
             public_host,
             spawns,
             max_violations,
@@ -214,6 +220,7 @@ impl Default for Config {
             udp_reply_bytes,
             rate_table_size,
             max_list_rooms,
+            rtype_udp_records,
             public_host,
             spawns,
             max_violations,
@@ -257,6 +264,7 @@ impl Config {
             udp_reply_bytes: self.udp_reply_bytes,
             rate_table_size: self.rate_table_size,
             max_list_rooms: self.max_list_rooms,
+            rtype_udp_records: self.rtype_udp_records,
             public_host: self.public_host,
             spawns: self.spawns.clone(),
             max_violations: self.max_violations,
@@ -616,6 +624,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         udp_reply_bytes,
         rate_table_size,
         max_list_rooms,
+        rtype_udp_records,
         public_host,
         spawns,
         max_violations,
@@ -657,6 +666,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         udp_reply_bytes,
         rate_table_size,
         max_list_rooms,
+        rtype_udp_records,
         public_host,
         spawns,
         max_violations,

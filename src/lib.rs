@@ -8,8 +8,9 @@
 //!
 //! - [`wire`]: the `lobbyd-wire` crate (`lobbyd-wire/`), re-exported so a Rust client
 //!   can depend on the wire formats alone. One module per protocol, no I/O, every parser
-//!   total. Two families: the fixed-layout messages (`frame`, `udp_lobby`, `instance`,
-//!   `tcp_lobby/`, `tcp_upstream/`, `wz::gamestruct`, `general/`) are zero-copy views with checked constructors plus
+//!   total. Two families: the fixed-layout messages (`frame`, `udp_lobby`, `udp_upstream`,
+//!   `instance`, `tcp_lobby/`, `tcp_upstream/`, `wz::gamestruct`, `general/`) are zero-copy
+//!   views with checked constructors plus
 //!   `Repr` types with `parse`/`buffer_len`/`emit`, smoltcp's `wire`; the stream and document
 //!   protocols (`wz::legacy`, `wz/v4/` with its BSON and JSON decoders) are total decoders
 //!   with stated bounds. Imports nothing of this crate.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use getopts::Matches;
 
+use super::dialect::Dialect;
 use super::sources::{check_local, parse_sources};
 use super::{Mode, Options, TcpDialect};
 
@@ -130,10 +131,12 @@ fn spec() -> getopts::Options {
     o.optopt(
         "",
         "dialect",
-        "tcp-join: rfc (default) or upstream, the upstream R-Type client's dialect: each cycle \
-         creates a room, joins it, connects, leaves (the server's --max-rooms must allow \
-         --concurrency rooms).",
-        "rfc|upstream",
+        "the lobby dialect: seed or rfc (the default, the documents' own), upstream-v1 or \
+         upstream-v3 (udp-list, udp-create-join: the upstream R-Type client's UDP spelling, \
+         its room list read as lobbyd's --rtype-udp-records says), upstream (tcp-join: the \
+         upstream client's TCP dialect; each cycle creates a room, joins it, connects, \
+         leaves, so the server's --max-rooms must allow --concurrency rooms).",
+        "NAME",
     );
     o.optflag(
         "",
@@ -258,12 +261,27 @@ pub fn parse(args: &[String]) -> Result<LoadCommand, String> {
             "spread", &text, 0, 60_000,
         )?));
     }
-    o.dialect = match m.opt_str("dialect").as_deref() {
-        None | Some("rfc") => TcpDialect::Rfc,
-        Some("upstream") if mode == Mode::TcpJoin => TcpDialect::Upstream,
+    // One flag for both transports: "seed" and "rfc" name the documents' dialect (the
+    // default), the upstream values are each for the modes that speak them.
+    match m.opt_str("dialect").as_deref() {
+        None | Some("seed") | Some("rfc") => {}
+        Some("upstream") if mode == Mode::TcpJoin => o.tcp_dialect = TcpDialect::Upstream,
         Some("upstream") => return Err("--dialect upstream: tcp-join only".into()),
-        Some(other) => return Err(format!("--dialect: '{other}' is neither rfc nor upstream")),
-    };
+        Some(text) => {
+            let udp = Dialect::from_name(text).ok_or_else(|| {
+                format!(
+                    "--dialect: '{text}' is none of rfc, upstream, {}",
+                    Dialect::NAMES.join(", ")
+                )
+            })?;
+            if !matches!(mode, Mode::UdpList | Mode::UdpCreateJoin) {
+                return Err(format!(
+                    "--dialect {text}: udp-list and udp-create-join only"
+                ));
+            }
+            o.dialect = udp;
+        }
+    }
     o.start = m.opt_present("start");
     o.blocking = m.opt_present("blocking");
     o.ws = m.opt_present("ws");
@@ -313,6 +331,7 @@ fn bounded(m: &Matches, name: &str, default: usize, lo: usize, hi: usize) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lobbyd::wire::udp_upstream::records::RecordLayout;
 
     fn run(args: &[&str]) -> Result<Options, String> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
@@ -425,17 +444,44 @@ mod tests {
 
     #[test]
     fn dialect_is_rfc_or_upstream_for_tcp_join() {
-        assert_eq!(run(&["tcp-join"]).unwrap().dialect, TcpDialect::Rfc);
+        assert_eq!(run(&["tcp-join"]).unwrap().tcp_dialect, TcpDialect::Rfc);
         assert_eq!(
-            run(&["tcp-join", "--dialect", "upstream"]).unwrap().dialect,
+            run(&["tcp-join", "--dialect", "upstream"])
+                .unwrap()
+                .tcp_dialect,
             TcpDialect::Upstream
         );
         assert_eq!(
-            run(&["tcp-join", "--dialect", "rfc"]).unwrap().dialect,
+            run(&["tcp-join", "--dialect", "rfc"]).unwrap().tcp_dialect,
             TcpDialect::Rfc
         );
         assert!(run(&["tcp-idle", "--dialect", "upstream"]).is_err());
         assert!(run(&["tcp-join", "--dialect", "aernw1"]).is_err());
+        assert!(run(&["tcp-join", "--dialect", "upstream-v3"]).is_err());
+    }
+
+    #[test]
+    fn dialect_is_seed_or_upstream_v1_v3_for_the_udp_lobby_modes() {
+        assert_eq!(run(&["udp-list"]).unwrap().dialect, Dialect::Seed);
+        assert_eq!(
+            run(&["udp-list", "--dialect", "seed"]).unwrap().dialect,
+            Dialect::Seed
+        );
+        assert_eq!(
+            run(&["udp-create-join", "--dialect", "upstream-v1"])
+                .unwrap()
+                .dialect,
+            Dialect::Upstream(RecordLayout::V1)
+        );
+        assert_eq!(
+            run(&["udp-list", "--dialect", "upstream-v3"])
+                .unwrap()
+                .dialect,
+            Dialect::Upstream(RecordLayout::V3)
+        );
+        assert!(run(&["udp-list", "--dialect", "upstream"]).is_err());
+        assert!(run(&["tcp-cycle", "--dialect", "upstream-v1"]).is_err());
+        assert!(run(&["udp-list", "--dialect", "v3"]).is_err());
     }
 
     #[test]

@@ -11,8 +11,6 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use lobbyd::wire::udp_lobby::{room_list_len, MAX_LIST_ROOMS_UNFRAGMENTED};
-
 use super::caps::{Budgets, Caps, Rate, SourcePool};
 use super::sources::{describe, spread, MAX_SOURCES};
 use super::{Mode, Options};
@@ -253,7 +251,7 @@ fn describe_budgets(o: &Options, caps: &Caps, notes: &mut Vec<String>) {
             notes.push(format!(
                 "{} clients, each address within {:.0} lists/s (--udp-rate {}, --udp-reply-bytes {})",
                 o.concurrency,
-                udp_rate(caps, LIST_REPLY_MAX).per_second(),
+                udp_rate(caps, o.dialect.list_reply_max()).per_second(),
                 caps.udp_rate,
                 caps.udp_reply_bytes
             ));
@@ -370,8 +368,6 @@ fn describe_budgets(o: &Options, caps: &Caps, notes: &mut Vec<String>) {
     }
 }
 
-/// The longest ROOM_LIST: what a LIST_ROOMS may cost in reply bytes.
-pub const LIST_REPLY_MAX: usize = room_list_len(MAX_LIST_ROOMS_UNFRAGMENTED);
 /// A reply to CREATE_ROOM or JOIN_ROOM, or an instance's WELCOME: well under 64 bytes.
 pub const SMALL_REPLY: usize = 64;
 

@@ -34,6 +34,7 @@
 
 pub mod args;
 pub mod caps;
+pub mod dialect;
 pub mod echo_server;
 pub mod fit;
 pub mod general_chat;
@@ -266,8 +267,11 @@ pub struct Options {
     /// `lobby-join`, `lobby-idle`, `lobby-chat`: over lobbyd's WebSocket port (`--target`
     /// is that port), each frame one binary message ([`ws`]).
     pub ws: bool,
-    /// `tcp-join`: the TCP lobby dialect its clients speak.
-    pub dialect: TcpDialect,
+    /// `udp-list`, `udp-create-join`: the spelling of the UDP lobby (`--dialect seed`,
+    /// `upstream-v1`, `upstream-v3`).
+    pub dialect: dialect::Dialect,
+    /// `tcp-join`: the TCP lobby dialect its clients speak (`--dialect rfc`, `upstream`).
+    pub tcp_dialect: TcpDialect,
     /// Print a JSON summary instead of text.
     pub json: bool,
     /// No progress line.
@@ -301,7 +305,8 @@ impl Options {
             hold: mode.default_hold(),
             spread: None,
             ws: false,
-            dialect: TcpDialect::Rfc,
+            dialect: dialect::Dialect::Seed,
+            tcp_dialect: TcpDialect::Rfc,
             json: false,
             quiet: false,
             tty: false,
@@ -388,7 +393,7 @@ fn run_fitted(options: &Options, progress: &mut dyn std::io::Write) -> std::io::
             udp_rr::run_exchange(options, target, echo, progress)
         }
         Mode::Relay => relay::run(options, progress),
-        Mode::TcpJoin if options.dialect == TcpDialect::Upstream => run_tcp(
+        Mode::TcpJoin if options.tcp_dialect == TcpDialect::Upstream => run_tcp(
             options,
             tcp_upstream::UpstreamJoin,
             options.concurrency,

@@ -14,6 +14,10 @@
 //!   left room counts until the server has surely reaped it. A CREATE_ROOM the lobby still
 //!   refuses (its rooms are taken by others, or by an earlier run's in their reap grace) is
 //!   counted as `creates_refused` and the client waits [`REFUSED_PAUSE`] before it asks again.
+//!
+//! Both lobby modes speak `--dialect` ([`Dialect`]) to the lobby; `udp-list` creates its rooms
+//! in the seed's dialect whatever it lists in, so an upstream run also checks that the two
+//! dialects share one room table.
 //! - [`Echo`] (`echo`): datagrams of `--size` bytes to the built-in echo server, answered
 //!   with `--reply-size` bytes.
 
@@ -22,10 +26,10 @@ use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use super::caps::Caps;
-use super::fit::{rooms_per_source, LIST_REPLY_MAX};
+use super::dialect::{Answer, Ask, Dialect};
+use super::fit::rooms_per_source;
 
 use lobbyd::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr};
-use lobbyd::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
 
 use super::echo_server::EchoServer;
 use super::setup::{self, RoomRef};
@@ -37,9 +41,9 @@ use super::Options;
 /// run with a short `--idle-timeout` (the bench and soak scripts use 3 s).
 const KEEPALIVE_EVERY: Duration = Duration::from_secs(1);
 
-fn lobby_request(buf: &mut [u8], seq: u16, request: Request, to: SocketAddr) -> Outgoing {
+fn lobby_request(buf: &mut [u8], seq: u16, dialect: Dialect, ask: Ask, to: SocketAddr) -> Outgoing {
     Outgoing {
-        len: RequestRepr { seq, request }.emit(buf),
+        len: dialect.emit(ask, seq, buf),
         to,
         awaits_reply: true,
     }
@@ -56,6 +60,7 @@ fn instance_message(buf: &mut [u8], seq: u16, msg: ClientMsg<'_>, to: SocketAddr
 /// `udp-list`.
 pub struct ListRooms {
     lobby: SocketAddr,
+    dialect: Dialect,
     expected: usize,
     members: Vec<(UdpSocket, SocketAddr)>,
     next_keepalive: Instant,
@@ -78,6 +83,7 @@ impl ListRooms {
         }
         Ok(ListRooms {
             lobby,
+            dialect: options.dialect,
             expected: options.rooms,
             members,
             next_keepalive: Instant::now() + KEEPALIVE_EVERY,
@@ -88,25 +94,22 @@ impl ListRooms {
 
 impl Exchange for ListRooms {
     fn reply_len(&self) -> usize {
-        LIST_REPLY_MAX
+        self.dialect.list_reply_max()
     }
 
     fn request(&mut self, _client: usize, seq: u16, buf: &mut [u8]) -> Outgoing {
-        lobby_request(buf, seq, Request::ListRooms, self.lobby)
+        lobby_request(buf, seq, self.dialect, Ask::ListRooms, self.lobby)
     }
 
     fn reply(&mut self, _client: usize, datagram: &[u8], _stats: &mut Stats) -> Verdict {
-        match ReplyRepr::parse(datagram) {
-            Ok(ReplyRepr {
-                seq,
-                reply: Reply::RoomList(list),
-            }) if list.len() < self.expected => Verdict::Failed(seq, "short_list"),
-            Ok(ReplyRepr {
-                seq,
-                reply: Reply::RoomList(_),
-            }) => Verdict::Answer(seq),
-            Ok(ReplyRepr { seq, .. }) => Verdict::Failed(seq, "unexpected_reply"),
-            Err(e) => Verdict::Bad(e.as_str()),
+        match self.dialect.parse(datagram) {
+            Ok((seq, Answer::RoomList(len))) if len < self.expected => {
+                Verdict::Failed(seq, "short_list")
+            }
+            Ok((seq, Answer::RoomList(_))) => Verdict::Answer(seq),
+            Ok((_, Answer::Notice)) => Verdict::Ignore,
+            Ok((seq, _)) => Verdict::Failed(seq, "unexpected_reply"),
+            Err(label) => Verdict::Bad(label),
         }
     }
 
@@ -211,6 +214,7 @@ enum Step {
 /// `udp-create-join`.
 pub struct CreateJoin {
     lobby: SocketAddr,
+    dialect: Dialect,
     steps: Vec<Step>,
     /// The sequence id each client waits for, so a late answer never moves its script.
     expect: Vec<u16>,
@@ -229,6 +233,7 @@ impl CreateJoin {
         let sources = options.sources.len().max(1);
         CreateJoin {
             lobby: options.target,
+            dialect: options.dialect,
             steps: vec![Step::Create; options.concurrency],
             expect: vec![0; options.concurrency],
             cycles: 0,
@@ -276,14 +281,11 @@ impl Exchange for CreateJoin {
                 if let Some(rooms) = self.rooms.as_mut() {
                     rooms.created(client % self.sources);
                 }
-                lobby_request(buf, seq, Request::CreateRoom, self.lobby)
+                lobby_request(buf, seq, self.dialect, Ask::CreateRoom, self.lobby)
             }
-            Step::Join(room) => lobby_request(
-                buf,
-                seq,
-                Request::JoinRoom { room_id: room.room },
-                self.lobby,
-            ),
+            Step::Join(room) => {
+                lobby_request(buf, seq, self.dialect, Ask::JoinRoom(room.room), self.lobby)
+            }
             Step::Hello(room) => {
                 instance_message(buf, seq, ClientMsg::Hello { token: None }, room.instance)
             }
@@ -298,31 +300,36 @@ impl Exchange for CreateJoin {
 
     fn reply(&mut self, client: usize, datagram: &[u8], _stats: &mut Stats) -> Verdict {
         let step = self.steps[client];
+        // The upstream lobby's RoomSetConfig follows ROOM_CREATED and JOIN_SUCCESS, and may
+        // land when the client has moved on to its instance.
+        if let Ok((_, Answer::Notice)) = self.dialect.parse(datagram) {
+            return Verdict::Ignore;
+        }
         let (seq, next, verdict) = match step {
-            Step::Create | Step::Join(_) => match ReplyRepr::parse(datagram) {
-                Err(e) => return Verdict::Bad(e.as_str()),
-                Ok(ReplyRepr { seq, reply }) => match (step, reply) {
-                    (Step::Create, Reply::RoomCreated { room_id, port }) => {
+            Step::Create | Step::Join(_) => match self.dialect.parse(datagram) {
+                Err(label) => return Verdict::Bad(label),
+                Ok((seq, answer)) => match (step, answer) {
+                    (Step::Create, Answer::RoomCreated { room_id, port }) => {
                         let room = RoomRef {
                             room: room_id,
                             instance: self.instance(port),
                         };
                         (seq, Step::Join(room), Verdict::Answer(seq))
                     }
-                    (Step::Join(room), Reply::JoinSuccess { room_id, .. })
+                    (Step::Join(room), Answer::JoinSuccess { room_id, .. })
                         if room_id == room.room =>
                     {
                         (seq, Step::Hello(room), Verdict::Answer(seq))
                     }
-                    (Step::Create, Reply::JoinFailed) if self.rooms.is_some() => {
+                    (Step::Create, Answer::JoinFailed) if self.rooms.is_some() => {
                         self.creates_refused += 1;
                         self.paused_until[client] = Some(Instant::now() + REFUSED_PAUSE);
                         (seq, Step::Create, Verdict::Declined(seq))
                     }
-                    (Step::Create, Reply::JoinFailed) => {
+                    (Step::Create, Answer::JoinFailed) => {
                         (seq, Step::Create, Verdict::Failed(seq, "create_refused"))
                     }
-                    (_, Reply::JoinFailed) => {
+                    (_, Answer::JoinFailed) => {
                         (seq, Step::Create, Verdict::Failed(seq, "join_refused"))
                     }
                     _ => (seq, Step::Create, Verdict::Failed(seq, "unexpected_reply")),

@@ -12,6 +12,9 @@
 //! in each module's private `mod field`, the ranges typed [`Field`].
 //! - [`frame`]: the R-Type datagram framing (header, payload, CRC-32) shared by the next two,
 //!   as the view [`frame::Frame`].
+//! - [`udp_upstream`]: the upstream R-Type program's spelling of the UDP room lobby (its own
+//!   17-byte framing, `udp_upstream::Frame`, and `RequestRepr`/`ReplyRepr`), and `sniff`,
+//!   which tells a datagram's dialect from its first four bytes.
 //! - [`directory`]: the room table a node of a group publishes in the directory (a header
 //!   and ROOM_LIST's own records), `NodeRoomsRepr` with `parse`/`buffer_len`/`emit`.
 //! - [`udp_lobby`] and [`instance`]: `RequestRepr`/`ReplyRepr` and `ClientRepr`/`ServerRepr`
@@ -55,8 +58,9 @@
 //! never a panic; an emitter panics only on its caller's bug (a buffer shorter than it said it
 //! needs, a payload longer than the format can declare), never on a peer's bytes. The
 //! errors are small `Copy` enums with a hand-written `Display` and an `as_str` metric label:
-//! [`frame::Error`] (shared by the two datagram protocols), [`tcp_lobby::Error`] and
-//! [`tcp_lobby::NameError`], [`tcp_upstream::Error`], [`general::Error`], [`directory::Error`], [`wz::Error`] (legacy and GAMESTRUCT),
+//! [`frame::Error`] (shared by the two datagram protocols), [`udp_upstream::Error`],
+//! [`tcp_lobby::Error`] and [`tcp_lobby::NameError`], [`tcp_upstream::Error`],
+//! [`general::Error`], [`directory::Error`], [`wz::Error`] (legacy and GAMESTRUCT),
 //! [`wz::v4::DecodeError`].
 //! Nothing here does I/O, reads a clock, logs or counts, or decides what a message means for
 //! the lobby: the cores do.
@@ -75,5 +79,6 @@ pub mod instance;
 pub mod tcp_lobby;
 pub mod tcp_upstream;
 pub mod udp_lobby;
+pub mod udp_upstream;
 pub mod websocket;
 pub mod wz;

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use getopts::{Matches, Options};
 
+use crate::wire::udp_upstream::records::RecordLayout;
+
 use super::parse::{
     number, parse_number, parsed, seconds, secs, UsageError, MAX_TIMEOUT_SECS, MILLIS,
     MIN_TIMEOUT_SECS, PORT, WHOLE,
@@ -122,6 +124,9 @@ pub struct RtypeSettings {
     pub rate_table_size: usize,
     /// Most rooms in one LIST reply (`--max-list-rooms`, default 112, 1 to 112).
     pub max_list_rooms: usize,
+    /// The ROOM_LIST record layout of the upstream R-Type UDP dialect
+    /// (`--rtype-udp-records v1|v3`, default v3).
+    pub rtype_udp_records: RecordLayout,
     /// Server IP sent in TCP GAME_START (`--public-host`); `None` means the local address
     /// of the client's own connection.
     pub public_host: Option<Ipv4Addr>,
@@ -162,6 +167,7 @@ impl Default for RtypeSettings {
             udp_reply_bytes: 64_000,
             rate_table_size: 65_536,
             max_list_rooms: MAX_LIST_ROOMS,
+            rtype_udp_records: RecordLayout::V3,
             public_host: None,
             spawns: vec![
                 (100.0, 100.0),
@@ -179,7 +185,7 @@ impl Default for RtypeSettings {
 }
 
 /// The flags of the `--help` section "R-Type UDP room lobby and game instances".
-pub(super) const UDP_LOBBY_FLAGS: [&str; 12] = [
+pub(super) const UDP_LOBBY_FLAGS: [&str; 13] = [
     "udp-port",
     "instance-ports",
     "max-rooms",
@@ -192,6 +198,7 @@ pub(super) const UDP_LOBBY_FLAGS: [&str; 12] = [
     "udp-reply-bytes",
     "rate-table-size",
     "max-list-rooms",
+    "rtype-udp-records",
 ];
 
 /// The flags of the `--help` section "R-Type TCP lobby".
@@ -333,6 +340,15 @@ pub(super) fn flags(d: &RtypeSettings) -> Vec<(&'static str, &'static str, Strin
             ),
         ),
         (
+            "rtype-udp-records",
+            "v1|v3",
+            format!(
+                "ROOM_LIST records of the upstream R-Type UDP client: v1 (11 bytes, its \
+                 first version) or v3 (named rooms, today's client) (default {}).",
+                d.rtype_udp_records.as_str()
+            ),
+        ),
+        (
             "public-host",
             "IPV4",
             "Server IP sent in TCP GAME_START (default the local address of the client's \
@@ -454,6 +470,14 @@ pub(super) fn settings_from(
         )));
     }
     let public_host = parsed::<Ipv4Addr>(m, "public-host", "an IPv4 address")?;
+    let rtype_udp_records = match m.opt_str("rtype-udp-records") {
+        None => d.rtype_udp_records,
+        Some(text) => RecordLayout::from_name(&text).ok_or_else(|| {
+            UsageError::new(format!(
+                "--rtype-udp-records: {text:?} is neither v1 nor v3"
+            ))
+        })?,
+    };
     if public_host.is_some_and(|ip| ip.is_unspecified()) {
         return Err(UsageError::new(
             "--public-host: \"0.0.0.0\" is not an address clients can reach".to_string(),
@@ -496,6 +520,7 @@ pub(super) fn settings_from(
             1..=MAX_LIST_ROOMS,
             d.max_list_rooms,
         )?,
+        rtype_udp_records,
         public_host,
         spawns,
         max_violations: number(m, "max-violations", WHOLE, 1..=u32::MAX, d.max_violations)?,

@@ -175,6 +175,13 @@ fn counts() {
     let c = run_line("--max-players 1").unwrap();
     assert_eq!((c.max_players, c.min_players), (1, 1));
     assert!(run_line("--max-players 1 --min-players 2").is_err());
+    assert_eq!(run(&[]).unwrap().rtype_udp_records, RecordLayout::V3);
+    let c = run(&["--rtype-udp-records", "v1"]).unwrap();
+    assert_eq!(c.rtype_udp_records, RecordLayout::V1);
+    assert_eq!(
+        reason(&["--rtype-udp-records", "v2"]),
+        "--rtype-udp-records: \"v2\" is neither v1 nor v3"
+    );
     let c = run(&["--max-list-rooms", "1"]).unwrap();
     assert_eq!(c.max_list_rooms, 1);
     assert_eq!(

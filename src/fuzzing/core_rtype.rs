@@ -17,7 +17,10 @@
 //!   driver both have open and that the core places in that party (no seat without a member);
 //! - live player hashes are non-zero and unique; outputs go only to open connections and
 //!   every TCP message encodes to a frame the wire parser reads back unchanged;
-//! - every UDP lobby request is answered or counted as dropped (rate limit, reply budget),
+//! - every UDP lobby request, in either dialect (the seed's, or the upstream R-Type program's
+//!   with room names, passwords and the spectator byte), is answered in its own dialect or
+//!   counted as dropped (rate limit, reply budget); a JOIN_SUCCESS of a room with a password
+//!   answers a JOIN_ROOM that offered it,
 //!   every HELLO and PING is answered or counted as ignored, every TCP request is answered,
 //!   counted, or is a READY that changes nothing (which the core answers with silence);
 //! - a third of the TCP connections speak the upstream client's dialect
@@ -41,9 +44,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use crate::rtype::{
-    server_repr, upstream_repr, ConnClose, ConnId, InstanceRequest, LobbyReply, LobbyRequest,
-    Output, PartyConfig, RoomId, RoomKind, RoomState, RtypeConfig, RtypeCore, RtypeStats, TcpInput,
-    TcpMessage, TcpRequest,
+    server_repr, upstream_repr, ConnClose, ConnId, Dialect, InstanceRequest, LobbyReply,
+    LobbyRequest, Output, PartyConfig, RoomId, RoomKind, RoomSettings, RoomState, RtypeConfig,
+    RtypeCore, RtypeStats, TcpInput, TcpMessage, TcpRequest,
 };
 use crate::wire::tcp_lobby::{
     self as wire, name_field, next_frame, next_frame_max, ClientRepr, Next, ServerRepr,
@@ -425,10 +428,27 @@ impl RtypeSim {
         }
         match kind {
             0 => self.lobby_request(from, choices, LobbyRequest::ListRooms),
-            1 => self.lobby_request(from, choices, LobbyRequest::CreateRoom),
+            1 => {
+                let request = match choices.below(3) {
+                    0 => LobbyRequest::CreateRoom,
+                    _ => LobbyRequest::CreateRoomWith(RoomSettings {
+                        name: pick_bytes(choices, NAMES),
+                        password: pick_bytes(choices, PASSWORDS),
+                    }),
+                };
+                self.lobby_request(from, choices, request);
+            }
             2 | 3 => {
-                let room = self.room(choices);
-                self.lobby_request(from, choices, LobbyRequest::JoinRoom(room.0));
+                let room = self.room(choices).0;
+                let request = match choices.below(3) {
+                    0 => LobbyRequest::JoinRoom(room),
+                    _ => LobbyRequest::JoinRoomWith {
+                        room,
+                        password: pick_bytes(choices, PASSWORDS),
+                        spectator: choices.below(8) == 0,
+                    },
+                };
+                self.lobby_request(from, choices, request);
             }
             // A game server's players talk to it, not to lobbyd: its exit is the event.
             4..=9 | 18 if self.exec() => self.game_server_exits(choices),
@@ -544,19 +564,50 @@ impl RtypeSim {
         self.drain();
     }
 
-    /// A UDP lobby request: answered, or counted as dropped.
-    fn lobby_request(&mut self, from: SocketAddr, choices: &mut impl Choices, req: LobbyRequest) {
+    /// A UDP lobby request, in a dialect the script picks: answered in it, or counted as
+    /// dropped.
+    fn lobby_request(
+        &mut self,
+        from: SocketAddr,
+        choices: &mut impl Choices,
+        req: LobbyRequest<'_>,
+    ) {
         let seq = choices.below(1 << 16) as u16;
+        let dialect = match (req, choices.below(2)) {
+            // The seed's dialect has no settings, passwords or spectators.
+            (LobbyRequest::CreateRoomWith(_) | LobbyRequest::JoinRoomWith { .. }, _) | (_, 0) => {
+                Dialect::Upstream
+            }
+            _ => Dialect::Seed,
+        };
         let dropped = |stats: &RtypeStats| stats.rate_limited + stats.reply_budget_exceeded;
         let before = dropped(&self.lobby.stats);
-        self.lobby.handle_lobby_request(self.now, from, seq, req);
+        self.lobby
+            .handle_lobby_request_in(self.now, from, dialect, seq, req);
         let outputs = self.drain();
         let answers = outputs
             .iter()
-            .filter(|o| matches!(o, Output::Lobby { to, seq: s, .. } if *to == from && *s == seq))
+            .filter(|o| {
+                matches!(o, Output::Lobby { to, seq: s, dialect: d, .. }
+                    if *to == from && *s == seq && *d == dialect)
+            })
             .count();
         let drops = dropped(&self.lobby.stats) - before;
         assert_eq!(answers + drops as usize, 1, "{req:?}: {outputs:?}");
+        let offered: &[u8] = match req {
+            LobbyRequest::JoinRoomWith { password, .. } => password,
+            _ => b"",
+        };
+        for output in &outputs {
+            if let Output::Lobby {
+                reply: LobbyReply::JoinSuccess { room, .. },
+                ..
+            } = output
+            {
+                let room = self.lobby.room(*room).expect("a joined room exists");
+                assert!(room.admits_password(offered), "joined without its password");
+            }
+        }
     }
 
     /// An instance control message: HELLO and PING answered or counted as ignored.
@@ -853,4 +904,14 @@ pub fn fuzz_tcp(input: &[u8]) {
 /// (`--instance-exec`) that start, exit and are stopped, scripted by `input`.
 pub fn fuzz_exec(input: &[u8]) {
     fuzz_with(input, Mix::Both, true);
+}
+
+/// Room names an upstream CREATE_ROOM offers: none, a short one, the longest kept, one byte
+/// too long.
+const NAMES: &[&[u8]] = &[b"", b"Alpha", &[b'n'; 32], &[b'n'; 33]];
+/// Passwords a CREATE_ROOM sets and a JOIN_ROOM offers, the last one byte too long.
+const PASSWORDS: &[&[u8]] = &[b"", b"pw12", b"pw13", &[b'p'; 65]];
+
+fn pick_bytes(choices: &mut impl Choices, from: &[&'static [u8]]) -> &'static [u8] {
+    choices.pick(from).unwrap_or(b"")
 }

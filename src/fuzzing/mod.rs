@@ -6,7 +6,7 @@
 //! Two families, one file each:
 //! - parser targets, `wire_*`: bytes into every parser of a wire module; whatever parses is
 //!   emitted again and must parse back the same ([`wire_rtype`], [`wire_wz`],
-//!   [`wire_general`], [`wire_http`], [`wire_websocket`]);
+//!   [`wire_general`], [`wire_http`], [`wire_websocket`], [`wire_udp_upstream`]);
 //! - core targets, `core_*`: the input is a script ([`script`]) of connections, requests,
 //!   disconnects and clock advances for a sans-IO core and a fake driver, with the core's
 //!   invariants asserted after every step ([`core_rtype`], [`core_wz`], [`core_general`]).
@@ -22,6 +22,7 @@ pub mod script;
 pub mod wire_general;
 pub mod wire_http;
 pub mod wire_rtype;
+pub mod wire_udp_upstream;
 pub mod wire_websocket;
 pub mod wire_wz;
 
@@ -30,12 +31,13 @@ pub mod wire_wz;
 pub type FuzzTarget = (&'static str, fn(&[u8]));
 
 /// Every fuzz target.
-pub const TARGETS: [FuzzTarget; 18] = [
+pub const TARGETS: [FuzzTarget; 19] = [
     ("wire_udp_lobby", wire_rtype::udp_lobby),
     ("wire_instance", wire_rtype::instance),
     ("wire_tcp_lobby", wire_rtype::tcp_lobby),
     ("wire_tcp_upstream", wire_rtype::tcp_upstream),
     ("wire_directory", wire_rtype::directory),
+    ("wire_udp_upstream", wire_udp_upstream::udp_upstream),
     ("wire_wz_legacy", wire_wz::legacy),
     ("wire_wz_gamestruct", wire_wz::gamestruct),
     ("wire_wz_v4", wire_wz::v4),

@@ -62,6 +62,7 @@ pub fn lobby_config(config: &Config) -> RtypeConfig {
         seat_timeout: config.seat_timeout,
         reap_grace: config.reap_grace,
         max_list_rooms: config.max_list_rooms,
+        upstream_records: config.rtype_udp_records,
         node_id: config.directory.node_id,
         rate: PerIpConfig {
             rate: udp_rate,
@@ -303,7 +304,13 @@ fn build(config: &Config) -> std::io::Result<Built> {
 
     let registry = server.registry();
     let ports = PortPool::new(port_range(config.instance_ports));
-    let udp = UdpLobby::new(udp_socket, registry, ports, config.bind)?;
+    let udp = UdpLobby::new(
+        udp_socket,
+        registry,
+        ports,
+        config.bind,
+        config.rtype_udp_records,
+    )?;
     let tcp = match tcp_listener {
         Some((listener, _)) => Some(TcpLobby::new(listener, registry, tcp_limits(config))?),
         None => None,

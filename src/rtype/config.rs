@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::ratelimit::PerIpConfig;
+use crate::wire::udp_upstream::records::RecordLayout;
 
 /// What the core needs to know about the operator's limits.
 #[derive(Clone, Debug)]
@@ -26,6 +27,9 @@ pub struct RtypeConfig {
     pub reap_grace: Duration,
     /// Most rooms in one ROOM_LIST (so the datagram is not fragmented).
     pub max_list_rooms: usize,
+    /// The ROOM_LIST records of the upstream R-Type UDP dialect (`--rtype-udp-records`): what
+    /// a list costs in the requester's reply-byte budget.
+    pub upstream_records: RecordLayout,
     /// Per-source-IP request and reply-byte budgets of the UDP lobby.
     pub rate: PerIpConfig,
     /// Granularity of the timer wheel.
@@ -55,6 +59,7 @@ impl Default for RtypeConfig {
             seat_timeout: Duration::from_secs(10),
             reap_grace: Duration::from_secs(2),
             max_list_rooms: 112,
+            upstream_records: RecordLayout::V3,
             node_id: None,
             rate: PerIpConfig {
                 rate: 50,

@@ -123,6 +123,7 @@ fn a_room_asks_for_a_game_server_and_outlives_its_reservations() {
         vec![Output::Lobby {
             to: peer(1),
             seq: 3,
+            dialect: Dialect::Seed,
             reply: LobbyReply::RoomCreated { room, port: 4300 }
         }]
     );
@@ -175,6 +176,7 @@ fn a_game_server_that_cannot_start_refuses_the_room() {
         vec![Output::Lobby {
             to: peer(1),
             seq: 5,
+            dialect: Dialect::Seed,
             reply: LobbyReply::JoinFailed(JoinFailure::NoInstancePort)
         }]
     );

@@ -3,7 +3,11 @@
 //! `docs/protocols/instance.md`), what it answers ([`LobbyReply`]: sections 5, 7, 9 and 10;
 //! [`InstanceMessage`], [`RejectReason`]), the [`Output`]s the driver carries out, and one
 //! ROOM_LIST entry ([`RoomInfo`], section 5). Encoding them is the driver's (`net::rtype::udp`);
-//! here they are plain values.
+//! here they are plain values. A UDP lobby request comes in one of two spellings
+//! ([`Dialect`]: the seed's, or the upstream R-Type program's,
+//! `docs/protocols/udp-lobby-upstream.md`); the core answers in the one it came in, over one
+//! room table. The upstream spelling adds a room name and a password ([`RoomSettings`]) and a
+//! password and spectator byte to JOIN_ROOM.
 
 use std::net::SocketAddr;
 
@@ -11,16 +15,49 @@ use super::room::{RoomId, RoomState, Slot};
 use super::stats::JoinFailure;
 use super::tcp_messages::{ConnId, TcpMessage};
 
-/// A request of the UDP room lobby, decoded by the driver.
+pub use crate::wire::udp_upstream::Dialect;
+
+/// A request of the UDP room lobby, decoded by the driver; its strings borrow the receive
+/// buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LobbyRequest {
+pub enum LobbyRequest<'a> {
     /// LOBBY_LIST_ROOMS.
     ListRooms,
-    /// LOBBY_CREATE_ROOM.
+    /// LOBBY_CREATE_ROOM without settings (the seed's; upstream v1's empty payload).
     CreateRoom,
-    /// LOBBY_JOIN_ROOM with its room id (0 included: the core refuses it).
+    /// LOBBY_JOIN_ROOM with its room id (0 included: the core refuses it), offering no
+    /// password.
     JoinRoom(u32),
+    /// LOBBY_CREATE_ROOM with a name and a password (upstream v2 and v3).
+    CreateRoomWith(RoomSettings<'a>),
+    /// LOBBY_JOIN_ROOM with a password, and a spectator flag (upstream v2 and v3).
+    JoinRoomWith {
+        /// The room (0 included: the core refuses it).
+        room: u32,
+        /// The password offered, empty for none.
+        password: &'a [u8],
+        /// Asks to watch rather than play: lobbyd's instances have no spectators.
+        spectator: bool,
+    },
 }
+
+/// What an upstream CREATE_ROOM asks for its room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RoomSettings<'a> {
+    /// The room's name, as listed to upstream clients (at most [`MAX_ROOM_NAME`] bytes).
+    pub name: &'a [u8],
+    /// The password a JOIN_ROOM must offer, empty for none (at most [`MAX_PASSWORD`] bytes).
+    pub password: &'a [u8],
+}
+
+/// The name an upstream client is shown for a room created without one (the seed's
+/// CREATE_ROOM, upstream v1's): what the upstream lobby names such a room.
+pub const UNNAMED_ROOM: &[u8] = b"New Room";
+
+/// Longest room name the lobby keeps, in bytes; a CREATE_ROOM with a longer one is refused.
+pub const MAX_ROOM_NAME: usize = 32;
+/// Longest room password, in bytes; a CREATE_ROOM with a longer one is refused.
+pub const MAX_PASSWORD: usize = 64;
 
 /// A reply of the UDP room lobby.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +146,8 @@ pub enum Output {
         to: SocketAddr,
         /// The request's sequence id, echoed.
         seq: u16,
+        /// The spelling of the request, which the reply takes.
+        dialect: Dialect,
         /// The reply.
         reply: LobbyReply,
     },
@@ -164,7 +203,7 @@ pub enum Output {
 
 /// One entry of a ROOM_LIST.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RoomInfo {
+pub struct RoomInfo<'a> {
     /// The room.
     pub room: RoomId,
     /// Members plus live reservations.
@@ -175,4 +214,8 @@ pub struct RoomInfo {
     pub port: u16,
     /// State.
     pub state: RoomState,
+    /// The name given by an upstream CREATE_ROOM; empty for a room created without one.
+    pub name: &'a [u8],
+    /// Whether JOIN_ROOM must offer the room's password.
+    pub password_protected: bool,
 }

@@ -14,8 +14,10 @@
 //! The shape is the general lobby core's: [`RtypeCore`] (this file) is the façade, over
 //! components that each own their state, and every handler gets a `Ctx` (`context.rs`: the
 //! settings, the output queue, the timer wheel, the counters, the hash source):
-//! - `rooms.rs`, `Rooms`: the room table, the UDP room lobby and every room's instance
-//!   (over `room.rs`, one room, and `room_map.rs`, the table and its list order);
+//! - `rooms.rs`, `Rooms`: the room table, the UDP room lobby (in both its spellings, the
+//!   seed's and the upstream R-Type program's, over one table; `reply_len.rs`: what each reply
+//!   costs in the reply-byte budget) and every room's instance (over `room.rs`, one room, and
+//!   `room_map.rs`, the table and its list order);
 //! - `parties.rs`, `Parties`: the TCP lobby's parties (over `party.rs`, one party) and the
 //!   live player hashes;
 //! - `conns.rs`, `TcpConns`: the TCP lobby's connection records, deadlines, request rates;
@@ -45,6 +47,7 @@ mod context;
 mod messages;
 mod parties;
 mod party;
+mod reply_len;
 pub mod room;
 pub mod room_map;
 mod rooms;
@@ -65,7 +68,8 @@ use crate::wire::tcp_upstream::RoomRecord;
 pub use config::{PartyConfig, RtypeConfig};
 pub use context::HashSource;
 pub use messages::{
-    InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason, RoomInfo,
+    Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason,
+    RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
 };
 pub use party::{Party, PartyMember};
 pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
@@ -200,10 +204,16 @@ impl RtypeCore {
         self.rooms.rate_table_len()
     }
 
-    /// The ROOM_LIST records: at most `max_list_rooms`, joinable rooms first, each group in
-    /// creation order. Allocates nothing.
-    pub fn room_list(&self) -> impl Iterator<Item = RoomInfo> + '_ {
+    /// The ROOM_LIST records of the seed's dialect: at most `max_list_rooms`, joinable rooms
+    /// first, each group in creation order. Allocates nothing.
+    pub fn room_list(&self) -> impl Iterator<Item = RoomInfo<'_>> {
         self.rooms.room_list(self.config.max_list_rooms)
+    }
+
+    /// Every listed room in the same order, for the upstream dialect's ROOM_LIST, which takes
+    /// as many as its 2048 bytes hold. Allocates nothing.
+    pub fn upstream_room_list(&self) -> impl Iterator<Item = RoomInfo<'_>> {
+        self.rooms.listing()
     }
 
     /// Changes whenever anything [`RtypeCore::room_list`] shows may have changed: while it
@@ -219,17 +229,30 @@ impl RtypeCore {
         self.rooms.set_remote_listed(count);
     }
 
-    /// A UDP lobby request from `from` with sequence id `seq`.
+    /// A UDP lobby request in the seed's dialect from `from` with sequence id `seq`.
     pub fn handle_lobby_request(
         &mut self,
         now: Instant,
         from: SocketAddr,
         seq: u16,
-        request: LobbyRequest,
+        request: LobbyRequest<'_>,
+    ) {
+        self.handle_lobby_request_in(now, from, Dialect::Seed, seq, request);
+    }
+
+    /// A UDP lobby request spelled in `dialect` from `from` with sequence id `seq`; the
+    /// reply goes out in the same spelling.
+    pub fn handle_lobby_request_in(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        dialect: Dialect,
+        seq: u16,
+        request: LobbyRequest<'_>,
     ) {
         let mut cx = ctx!(self);
         self.rooms
-            .handle_lobby_request(&mut cx, now, from, seq, request);
+            .handle_lobby_request(&mut cx, now, from, dialect, seq, request);
     }
 
     /// The driver's answer to [`Output::OpenInstance`]: the bound port, or `None` when no

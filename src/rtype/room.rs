@@ -161,6 +161,10 @@ pub struct Room {
     pub timers: RoomTimers,
     /// Sequence number of the next server-initiated instance message.
     next_seq: u16,
+    /// The name an upstream-dialect CREATE_ROOM gave it; empty otherwise.
+    pub name: Box<[u8]>,
+    /// The password a JOIN_ROOM must offer; empty for none.
+    password: Box<[u8]>,
 }
 
 impl Room {
@@ -180,7 +184,34 @@ impl Room {
             countdown: None,
             timers: RoomTimers::default(),
             next_seq: 0,
+            name: Box::default(),
+            password: Box::default(),
         }
+    }
+
+    /// Names the room and sets the password a JOIN_ROOM must offer (empty: none).
+    pub fn set_name_and_password(&mut self, name: &[u8], password: &[u8]) {
+        self.name = name.into();
+        self.password = password.into();
+    }
+
+    /// Whether a JOIN_ROOM must offer a password.
+    pub fn password_protected(&self) -> bool {
+        !self.password.is_empty()
+    }
+
+    /// Whether `offered` lets a JOIN_ROOM in: any offer for a room without a password, else
+    /// exactly its password. The comparison takes the same time wherever the bytes differ.
+    pub fn admits_password(&self, offered: &[u8]) -> bool {
+        if self.password.is_empty() {
+            return true;
+        }
+        offered.len() == self.password.len()
+            && offered
+                .iter()
+                .zip(self.password.iter())
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                == 0
     }
 
     /// Number of seats.

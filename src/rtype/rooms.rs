@@ -20,8 +20,10 @@ use crate::wire::udp_lobby::room_list_len;
 use super::config::RtypeConfig;
 use super::context::{Ctx, TimerEvent};
 use super::messages::{
-    InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason, RoomInfo,
+    Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason,
+    RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
 };
+use super::reply_len::{lobby_reply_len, upstream_list_len};
 use super::room::{Countdown, Room, RoomId, RoomKind, RoomState, SeatRefusal, Slot};
 use super::room_map::RoomTable;
 use super::stats::{InstanceIgnore, JoinFailure};
@@ -30,17 +32,20 @@ use super::stats::{InstanceIgnore, JoinFailure};
 pub const NODE_SHIFT: u32 = 24;
 /// The local part of a node's room id.
 const LOCAL_ID_MASK: u32 = (1 << NODE_SHIFT) - 1;
-
-/// Bytes of ROOM_CREATED and JOIN_SUCCESS (6-byte payload).
-const ROOM_PORT_REPLY_LEN: usize = 8 + 6 + 4;
-/// Bytes of JOIN_FAILED (empty payload).
-const JOIN_FAILED_LEN: usize = 8 + 4;
-
 /// A create request waiting for its instance socket.
 #[derive(Clone, Copy, Debug)]
 struct PendingCreate {
     to: SocketAddr,
     seq: u16,
+    dialect: Dialect,
+}
+
+/// Where a UDP lobby reply goes and how it is spelled.
+#[derive(Clone, Copy, Debug)]
+struct ReplyTo {
+    to: SocketAddr,
+    seq: u16,
+    dialect: Dialect,
 }
 
 /// Every room, UDP or party, and the UDP room lobby's own state.
@@ -110,23 +115,33 @@ impl Rooms {
         self.limiter.tidy(now, budget);
     }
 
-    /// The ROOM_LIST records: at most `max_list_rooms`, joinable rooms first, each group in
-    /// creation order. Allocates nothing.
-    pub(super) fn room_list(&self, max_list_rooms: usize) -> impl Iterator<Item = RoomInfo> + '_ {
+    /// The ROOM_LIST records of the seed's dialect: at most `max_list_rooms` of
+    /// [`Rooms::listing`]. Allocates nothing.
+    pub(super) fn room_list(&self, max_list_rooms: usize) -> impl Iterator<Item = RoomInfo<'_>> {
+        self.listing().take(max_list_rooms)
+    }
+
+    /// Every listed room in listing order: joinable rooms first, each group in creation
+    /// order. The upstream dialect's ROOM_LIST takes as many as its 2048 bytes hold.
+    /// Allocates nothing.
+    pub(super) fn listing(&self) -> impl Iterator<Item = RoomInfo<'_>> {
         let joinable = self.listed_rooms().filter(|room| room.is_joinable());
         let others = self.listed_rooms().filter(|room| !room.is_joinable());
-        joinable
-            .chain(others)
-            .filter_map(|room| {
-                Some(RoomInfo {
-                    room: room.id,
-                    player_count: u16::try_from(room.occupancy()).unwrap_or(u16::MAX),
-                    max_players: u16::try_from(room.max_players()).unwrap_or(u16::MAX),
-                    port: room.port?,
-                    state: room.state,
-                })
+        joinable.chain(others).filter_map(|room| {
+            Some(RoomInfo {
+                room: room.id,
+                player_count: u16::try_from(room.occupancy()).unwrap_or(u16::MAX),
+                max_players: u16::try_from(room.max_players()).unwrap_or(u16::MAX),
+                port: room.port?,
+                state: room.state,
+                name: if room.name.is_empty() {
+                    UNNAMED_ROOM
+                } else {
+                    &room.name
+                },
+                password_protected: room.password_protected(),
             })
-            .take(max_list_rooms)
+        })
     }
 
     /// Changes whenever anything [`Rooms::room_list`] shows may have changed.
@@ -185,45 +200,78 @@ impl Rooms {
         self.table.remove(&id)
     }
 
-    /// A UDP lobby request from `from` with sequence id `seq`.
+    /// A UDP lobby request from `from` with sequence id `seq`, spelled in `dialect`: the
+    /// reply goes out in the same one.
     pub(super) fn handle_lobby_request(
         &mut self,
         cx: &mut Ctx<'_>,
         now: Instant,
         from: SocketAddr,
+        dialect: Dialect,
         seq: u16,
-        request: LobbyRequest,
+        request: LobbyRequest<'_>,
     ) {
         if !self.limiter.allow_request(now, from.ip()) {
             cx.stats.rate_limited += 1;
             return;
         }
+        let to = ReplyTo {
+            to: from,
+            seq,
+            dialect,
+        };
+        let no_settings = RoomSettings {
+            name: b"",
+            password: b"",
+        };
         match request {
             LobbyRequest::ListRooms => {
                 cx.stats.list_requests += 1;
-                let len = room_list_len(self.listed_count(cx.config.max_list_rooms));
-                self.send_lobby(cx, now, from, seq, LobbyReply::RoomList, len);
+                let len = match dialect {
+                    Dialect::Seed => room_list_len(self.listed_count(cx.config.max_list_rooms)),
+                    Dialect::Upstream => {
+                        upstream_list_len(cx.config.upstream_records, self.listing())
+                    }
+                };
+                self.send_lobby(cx, now, to, LobbyReply::RoomList, len);
             }
             LobbyRequest::CreateRoom => {
                 cx.stats.create_requests += 1;
-                self.create_room(cx, now, from, seq);
+                self.create_room(cx, now, to, no_settings);
             }
-            LobbyRequest::JoinRoom(id) => {
-                cx.stats.join_requests += 1;
-                let reply = match self.join_room(cx, now, from, id) {
-                    Ok((room, port)) => LobbyReply::JoinSuccess { room, port },
-                    Err(reason) => {
-                        cx.stats.join_failed(reason);
-                        LobbyReply::JoinFailed(reason)
-                    }
-                };
-                let len = match reply {
-                    LobbyReply::JoinFailed(_) => JOIN_FAILED_LEN,
-                    _ => ROOM_PORT_REPLY_LEN,
-                };
-                self.send_lobby(cx, now, from, seq, reply, len);
+            LobbyRequest::CreateRoomWith(settings) => {
+                cx.stats.create_requests += 1;
+                self.create_room(cx, now, to, settings);
             }
+            LobbyRequest::JoinRoom(id) => self.join(cx, now, to, id, b"", false),
+            LobbyRequest::JoinRoomWith {
+                room,
+                password,
+                spectator,
+            } => self.join(cx, now, to, room, password, spectator),
         }
+    }
+
+    /// JOIN_ROOM of room `id`, offering `password`: JOIN_SUCCESS or JOIN_FAILED.
+    fn join(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        now: Instant,
+        to: ReplyTo,
+        id: u32,
+        password: &[u8],
+        spectator: bool,
+    ) {
+        cx.stats.join_requests += 1;
+        let reply = match self.join_room(cx, now, to.to, id, password, spectator) {
+            Ok((room, port)) => LobbyReply::JoinSuccess { room, port },
+            Err(reason) => {
+                cx.stats.join_failed(reason);
+                LobbyReply::JoinFailed(reason)
+            }
+        };
+        let len = lobby_reply_len(to.dialect, reply);
+        self.send_lobby(cx, now, to, reply, len);
     }
 
     /// Queues a lobby reply if the requester's reply-byte budget allows it.
@@ -231,45 +279,65 @@ impl Rooms {
         &mut self,
         cx: &mut Ctx<'_>,
         now: Instant,
-        to: SocketAddr,
-        seq: u16,
+        to: ReplyTo,
         reply: LobbyReply,
         len: usize,
     ) {
-        if !self.limiter.allow_reply_bytes(now, to.ip(), len) {
+        if !self.limiter.allow_reply_bytes(now, to.to.ip(), len) {
             cx.stats.reply_budget_exceeded += 1;
             return;
         }
-        cx.push(Output::Lobby { to, seq, reply });
+        cx.push(Output::Lobby {
+            to: to.to,
+            seq: to.seq,
+            dialect: to.dialect,
+            reply,
+        });
     }
 
-    fn create_room(&mut self, cx: &mut Ctx<'_>, now: Instant, from: SocketAddr, seq: u16) {
-        let refusal = if self.table.len() >= cx.config.max_rooms {
-            Some(JoinFailure::MaxRooms)
-        } else if self
-            .table
-            .values()
-            .filter(|r| r.kind == RoomKind::Udp && r.creator == from.ip())
-            .count()
-            >= cx.config.max_rooms_per_ip
-        {
-            Some(JoinFailure::MaxRoomsPerIp)
-        } else if self.next_room_id == 0 {
-            Some(JoinFailure::NoRoomId)
-        } else {
-            None
-        };
+    fn create_room(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        now: Instant,
+        to: ReplyTo,
+        settings: RoomSettings<'_>,
+    ) {
+        let from = to.to;
+        let refusal =
+            if settings.name.len() > MAX_ROOM_NAME || settings.password.len() > MAX_PASSWORD {
+                Some(JoinFailure::BadSettings)
+            } else if self.table.len() >= cx.config.max_rooms {
+                Some(JoinFailure::MaxRooms)
+            } else if self
+                .table
+                .values()
+                .filter(|r| r.kind == RoomKind::Udp && r.creator == from.ip())
+                .count()
+                >= cx.config.max_rooms_per_ip
+            {
+                Some(JoinFailure::MaxRoomsPerIp)
+            } else if self.next_room_id == 0 {
+                Some(JoinFailure::NoRoomId)
+            } else {
+                None
+            };
         if let Some(reason) = refusal {
             cx.stats.join_failed(reason);
             let reply = LobbyReply::JoinFailed(reason);
-            self.send_lobby(cx, now, from, seq, reply, JOIN_FAILED_LEN);
+            let len = lobby_reply_len(to.dialect, reply);
+            self.send_lobby(cx, now, to, reply, len);
             return;
         }
         let id = self.take_id();
-        self.table
-            .insert(id, Room::new(id, cx.config.max_players, from.ip()));
-        self.pending_creates
-            .insert(id, PendingCreate { to: from, seq });
+        let mut room = Room::new(id, cx.config.max_players, from.ip());
+        room.set_name_and_password(settings.name, settings.password);
+        self.table.insert(id, room);
+        let pending = PendingCreate {
+            to: from,
+            seq: to.seq,
+            dialect: to.dialect,
+        };
+        self.pending_creates.insert(id, pending);
         cx.open_instance(id, cx.config.max_players);
     }
 
@@ -292,11 +360,17 @@ impl Rooms {
             }
             return;
         };
+        let to = ReplyTo {
+            to: pending.to,
+            seq: pending.seq,
+            dialect: pending.dialect,
+        };
         let Some(port) = port else {
             self.table.remove(&id);
             cx.stats.join_failed(JoinFailure::NoInstancePort);
             let reply = LobbyReply::JoinFailed(JoinFailure::NoInstancePort);
-            self.send_lobby(cx, now, pending.to, pending.seq, reply, JOIN_FAILED_LEN);
+            let len = lobby_reply_len(to.dialect, reply);
+            self.send_lobby(cx, now, to, reply, len);
             return;
         };
         let expires = now + cx.config.seat_timeout;
@@ -310,7 +384,8 @@ impl Rooms {
         cx.stats.rooms_created += 1;
         self.arm_housekeeping(cx, id);
         let reply = LobbyReply::RoomCreated { room: id, port };
-        self.send_lobby(cx, now, pending.to, pending.seq, reply, ROOM_PORT_REPLY_LEN);
+        let len = lobby_reply_len(to.dialect, reply);
+        self.send_lobby(cx, now, to, reply, len);
     }
 
     fn join_room(
@@ -319,9 +394,14 @@ impl Rooms {
         now: Instant,
         from: SocketAddr,
         id: u32,
+        password: &[u8],
+        spectator: bool,
     ) -> Result<(RoomId, u16), JoinFailure> {
         if id == 0 {
             return Err(JoinFailure::RoomZero);
+        }
+        if spectator {
+            return Err(JoinFailure::Spectator);
         }
         let id = RoomId(id);
         let expires = now + cx.config.seat_timeout;
@@ -331,6 +411,9 @@ impl Rooms {
             .filter(|room| room.kind == RoomKind::Udp)
             .ok_or(JoinFailure::NoSuchRoom)?;
         let port = room.port.ok_or(JoinFailure::NoSuchRoom)?;
+        if !room.admits_password(password) {
+            return Err(JoinFailure::BadPassword);
+        }
         let expired = room.expire_reservations(now);
         let result = room.reserve(from.ip(), expires);
         cx.stats.reservations_expired += expired as u64;

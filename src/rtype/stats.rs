@@ -23,11 +23,17 @@ pub enum JoinFailure {
     NoInstancePort,
     /// The room id space (u32) is exhausted.
     NoRoomId,
+    /// JOIN_ROOM without the password of a protected room, or with another one.
+    BadPassword,
+    /// JOIN_ROOM asking to watch: lobbyd's game instances have no spectators.
+    Spectator,
+    /// CREATE_ROOM with a name or password longer than lobbyd keeps.
+    BadSettings,
 }
 
 impl JoinFailure {
     /// Every reason, for exporting all counters (including zeros).
-    pub const ALL: [JoinFailure; 8] = [
+    pub const ALL: [JoinFailure; 11] = [
         JoinFailure::RoomZero,
         JoinFailure::NoSuchRoom,
         JoinFailure::Full,
@@ -36,6 +42,9 @@ impl JoinFailure {
         JoinFailure::MaxRoomsPerIp,
         JoinFailure::NoInstancePort,
         JoinFailure::NoRoomId,
+        JoinFailure::BadPassword,
+        JoinFailure::Spectator,
+        JoinFailure::BadSettings,
     ];
 
     /// The metric label.
@@ -49,6 +58,9 @@ impl JoinFailure {
             JoinFailure::MaxRoomsPerIp => "max_rooms_per_ip",
             JoinFailure::NoInstancePort => "no_instance_port",
             JoinFailure::NoRoomId => "no_room_id",
+            JoinFailure::BadPassword => "bad_password",
+            JoinFailure::Spectator => "spectator",
+            JoinFailure::BadSettings => "bad_settings",
         }
     }
 }

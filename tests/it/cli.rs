@@ -41,7 +41,7 @@ fn assert_usage_error(args: &[&str], prefix: &str) {
 }
 
 /// Every flag as the help text must show it, with its value hint.
-const FLAGS: [&str; 78] = [
+const FLAGS: [&str; 79] = [
     "-h, --help",
     "-V, --version",
     "--config FILE",
@@ -65,6 +65,7 @@ const FLAGS: [&str; 78] = [
     "--udp-reply-bytes N",
     "--rate-table-size N",
     "--max-list-rooms N",
+    "--rtype-udp-records v1|v3",
     "--max-rooms-per-ip N",
     "--public-host IPV4",
     "--spawns X,Y;...",
@@ -550,6 +551,7 @@ fn help_is_grouped_by_front_end() {
         ("--config FILE", 0),
         ("--udp-port PORT", 1),
         ("--max-list-rooms N", 1),
+        ("--rtype-udp-records v1|v3", 1),
         ("--spawns X,Y;...", 2),
         ("--wz-login", 3),
         ("--motd TEXT", 3),

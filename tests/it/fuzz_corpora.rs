@@ -87,12 +87,13 @@ fn replay_one() {
 #[test]
 #[ignore = "writes files; run by hand to regenerate the seed corpora"]
 fn write_seed_corpora() -> io::Result<()> {
-    let seeds: [(&str, Vec<Vec<u8>>); 18] = [
+    let seeds: [(&str, Vec<Vec<u8>>); 19] = [
         ("wire_udp_lobby", udp_lobby()),
         ("wire_instance", instance()),
         ("wire_tcp_lobby", tcp_lobby()),
         ("wire_tcp_upstream", tcp_upstream()),
         ("wire_directory", directory()),
+        ("wire_udp_upstream", udp_upstream()),
         ("wire_wz_legacy", wz_legacy()),
         (
             "wire_wz_gamestruct",
@@ -149,6 +150,76 @@ fn emit(len: usize, emit: impl FnOnce(&mut [u8]) -> usize) -> Vec<u8> {
     let n = emit(&mut buf);
     buf.truncate(n);
     buf
+}
+
+/// The upstream dialect's golden messages (both record layouts), and a bad-CRC and a
+/// compressed LIST_ROOMS.
+fn udp_upstream() -> Vec<Vec<u8>> {
+    use lobbyd::wire::udp_upstream::lobby::{
+        emit_room_list, CreateRoom, JoinCredentials, Reply, ReplyRepr, Request, RequestRepr,
+        RoomConfig,
+    };
+    use lobbyd::wire::udp_upstream::records::{ListedRoom, RecordLayout};
+    let mut out: Vec<Vec<u8>> = [
+        Request::ListRooms,
+        Request::CreateRoom(None),
+        Request::CreateRoom(Some(CreateRoom {
+            visibility: 0,
+            name: b"Alpha",
+            password: b"pw12",
+        })),
+        Request::JoinRoom {
+            room_id: 7,
+            credentials: None,
+        },
+        Request::JoinRoom {
+            room_id: 7,
+            credentials: Some(JoinCredentials {
+                password: b"pw12",
+                spectator: Some(0),
+            }),
+        },
+        Request::Other(0x50),
+    ]
+    .into_iter()
+    .map(|request| {
+        let repr = RequestRepr { seq: 1, request };
+        emit(repr.buffer_len(), |b| repr.emit(b))
+    })
+    .collect();
+    for reply in [
+        Reply::RoomCreated {
+            room_id: 7,
+            port: 50107,
+        },
+        Reply::JoinSuccess {
+            room_id: 7,
+            port: 50107,
+        },
+        Reply::JoinFailed,
+        Reply::RoomConfig(RoomConfig::upstream_default(7)),
+    ] {
+        let repr = ReplyRepr { seq: 1, reply };
+        out.push(emit(repr.buffer_len(), |b| repr.emit(b)));
+    }
+    let room = ListedRoom {
+        room_id: 7,
+        player_count: 1,
+        max_players: 4,
+        port: 50107,
+        password_protected: 1,
+        name: b"Alpha",
+        ..ListedRoom::default()
+    };
+    for layout in [RecordLayout::V1, RecordLayout::V3] {
+        out.push(emit(2048, |b| emit_room_list(b, 2, layout, [room, room])));
+    }
+    let mut bad_crc = out[0].clone();
+    bad_crc[20] ^= 1;
+    let mut compressed = out[0].clone();
+    compressed[4] |= 0x80;
+    out.extend([bad_crc, compressed]);
+    out
 }
 
 fn udp_lobby() -> Vec<Vec<u8>> {

@@ -20,6 +20,7 @@ mod instance;
 mod instance_exec;
 mod metrics;
 mod no_alloc;
+mod rtype_dialects;
 mod simulation;
 mod simulation_general;
 mod simulation_wz;

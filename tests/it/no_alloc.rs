@@ -26,6 +26,10 @@ use lobbyd::net::token::Target;
 use lobbyd::wire::instance::{self, ClientMsg, ClientRepr, ServerMsg, ServerRepr};
 use lobbyd::wire::tcp_lobby::{self, Next};
 use lobbyd::wire::udp_lobby::{Reply, ReplyRepr, Request, RequestRepr};
+use lobbyd::wire::udp_upstream::lobby::{
+    Request as UpstreamRequest, RequestRepr as UpstreamRequestRepr,
+};
+use lobbyd::wire::udp_upstream::records::RecordLayout;
 use mio::{Events, Poll};
 
 struct Counting;
@@ -186,7 +190,8 @@ impl Served {
         let lobby_addr = socket.local_addr().unwrap();
         let ip = Ipv4Addr::LOCALHOST.into();
         let pool = PortPool::new(PortRange::Ephemeral);
-        let mut udp = UdpLobby::new(Some(socket), poll.registry(), pool, ip).unwrap();
+        let records = RecordLayout::V3;
+        let mut udp = UdpLobby::new(Some(socket), poll.registry(), pool, ip, records).unwrap();
         let mut core = lobby(Instant::now());
         if remote > 0 {
             let records: Vec<u8> = (0..remote as u32)
@@ -370,6 +375,44 @@ fn batch_path_allocates_nothing() {
     assert_eq!(round(&mut served), 0);
 }
 
+/// The upstream dialect's LIST_ROOMS through the same batch path: sniffed, parsed, answered
+/// from the cached v3 records, no allocation once warm.
+#[test]
+fn upstream_list_path_allocates_nothing() {
+    let mut served = Served::start();
+    let creator = client(11);
+    for seq in 0..63 {
+        creator
+            .send_to(&lobby_request(seq, Request::CreateRoom), served.lobby)
+            .unwrap();
+        served.answer(&creator);
+    }
+    let lister = client(12);
+    let lists: Vec<Vec<u8>> = (0..32u16)
+        .map(|seq| {
+            let repr = UpstreamRequestRepr {
+                seq,
+                request: UpstreamRequest::ListRooms,
+            };
+            let mut buf = vec![0u8; repr.buffer_len()];
+            repr.emit(&mut buf);
+            buf
+        })
+        .collect();
+    // 63 v3 records named "New Room", 31 bytes each.
+    let len = 23 + 63 * 31;
+    let round = |served: &mut Served| -> u64 {
+        for list in &lists {
+            lister.send_to(list, served.lobby).unwrap();
+        }
+        allocations(|| {
+            served.serve_until(&[&lister], 32, len);
+        })
+    };
+    round(&mut served);
+    assert_eq!(round(&mut served), 0);
+}
+
 /// A ROOM_LIST with other nodes' rooms after this node's (the room directory's cache): the
 /// same allocation-free path, the records copied from the cache built once.
 #[test]
@@ -410,4 +453,14 @@ fn list_with_remote_rooms_allocates_nothing() {
         .collect();
     assert!(ids[..8].iter().all(|id| id >> 24 == 0), "{ids:x?}");
     assert!(ids[8..].iter().all(|id| id >> 24 == 2), "{ids:x?}");
+    // The upstream dialect's ROOM_LIST lists this node's 8 rooms only: the remote records
+    // are the seed's layout, which carries no name or password flag.
+    let repr = UpstreamRequestRepr {
+        seq: 100,
+        request: UpstreamRequest::ListRooms,
+    };
+    let mut buf = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut buf);
+    lister.send_to(&buf, served.lobby).unwrap();
+    assert_eq!(served.answer(&lister).len(), 23 + 8 * 31);
 }

@@ -13,8 +13,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
+use lobby_load::dialect::Dialect;
 use lobby_load::{self as load, Mode, Options, Summary};
 use lobbyd::config::Config;
+use lobbyd::wire::udp_upstream::records::RecordLayout;
 
 /// A server whose per-IP limits do not get in the way of a load test.
 fn load_config() -> Config {
@@ -82,6 +84,33 @@ fn udp_create_join_runs_whole_room_lives() {
     let snap = snapshot(&server);
     assert!(snap.lobby.create_requests > 0);
     assert!(snap.lobby.join_requests > 0);
+}
+
+/// `--dialect upstream-v1|upstream-v3`: the rooms `udp-list` makes in the seed's dialect are
+/// read in full in the upstream one, and `udp-create-join` lives whole rooms in it (its
+/// RoomSetConfig notices ignored, not counted as errors).
+#[test]
+fn udp_modes_speak_the_upstream_dialect() {
+    for layout in [RecordLayout::V1, RecordLayout::V3] {
+        let server = start(Config {
+            rtype_udp_records: layout,
+            ..load_config()
+        });
+        let mut list = options(Mode::UdpList, &server);
+        list.rooms = 12;
+        list.dialect = Dialect::Upstream(layout);
+        run(&list);
+        let mut cycle = options(Mode::UdpCreateJoin, &server);
+        cycle.dialect = Dialect::Upstream(layout);
+        let summary = run(&cycle);
+        assert!(summary.extra["cycles"] > 0);
+        let snap = snapshot(&server);
+        assert!(snap.counter("udp_upstream_datagrams_in_total", "") > Some(0));
+        assert_eq!(
+            snap.counter("udp_upstream_dropped_total", "bad_checksum"),
+            Some(0)
+        );
+    }
 }
 
 #[test]
@@ -214,7 +243,7 @@ fn tcp_join_joins_and_disconnects() {
 fn tcp_join_in_the_upstream_dialect_creates_joins_connects_and_leaves() {
     let server = start(tcp_config());
     let mut options = tcp_options(Mode::TcpJoin, server.tcp_lobby_addr().unwrap());
-    options.dialect = lobby_load::TcpDialect::Upstream;
+    options.tcp_dialect = lobby_load::TcpDialect::Upstream;
     let summary = run(&options);
     assert!(summary.completed > 0);
     let json = summary.to_json();

@@ -32,6 +32,7 @@ pub mod stats;
 pub mod tcp;
 pub mod tcp_frames;
 pub mod udp;
+pub mod udp_upstream;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime};
@@ -178,8 +179,15 @@ impl RtypeFrontEnd {
             };
             let now = Instant::now();
             for index in 0..count {
-                if let Received::Lobby { from, seq, request } = self.udp.lobby_datagram(index) {
-                    self.lobby.handle_lobby_request(now, from, seq, request);
+                if let Received::Lobby {
+                    from,
+                    seq,
+                    dialect,
+                    request,
+                } = self.udp.lobby_datagram(index)
+                {
+                    self.lobby
+                        .handle_lobby_request_in(now, from, dialect, seq, request);
                     self.dispatch(registry);
                 }
             }
@@ -251,9 +259,14 @@ impl RtypeFrontEnd {
     fn dispatch(&mut self, registry: &Registry) {
         while let Some(output) = self.lobby.poll_output() {
             match output {
-                Output::Lobby { to, seq, reply } => {
-                    self.udp.send_lobby_reply(to, seq, reply, &self.lobby)
-                }
+                Output::Lobby {
+                    to,
+                    seq,
+                    dialect,
+                    reply,
+                } => self
+                    .udp
+                    .send_lobby_reply(to, seq, dialect, reply, &self.lobby),
                 Output::Instance { room, to, seq, msg } => {
                     self.udp.send_instance_message(room, to, seq, msg)
                 }

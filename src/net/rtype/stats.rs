@@ -1,9 +1,11 @@
 //! The R-Type front end's driver counters: its UDP sockets' (`net::rtype::udp`: what was
-//! dropped before the core saw it, and I/O totals), its TCP lobby transport's
-//! (`net::rtype::tcp`: admission, drops, I/O totals) and the rooms' game servers'
-//! (`net::rtype::game_server`, `--instance-exec`). The core's own are `rtype::stats`.
+//! dropped before the core saw it, in either dialect of the lobby, and I/O totals), its TCP
+//! lobby transport's (`net::rtype::tcp`: admission, drops, I/O totals) and the rooms' game
+//! servers' (`net::rtype::game_server`, `--instance-exec`). The core's own are `rtype::stats`.
 
 use crate::wire::frame::Error as FrameError;
+use crate::wire::udp_upstream::lobby::MessageFamily;
+use crate::wire::udp_upstream::Error as UpstreamError;
 
 /// UDP counters (one thread: plain integers).
 #[derive(Clone, Debug, Default)]
@@ -12,6 +14,14 @@ pub struct UdpStats {
     pub lobby_dropped: [u64; FrameError::ALL.len()],
     /// Instance datagrams dropped as malformed, by reason.
     pub instance_dropped: [u64; FrameError::ALL.len()],
+    /// Upstream-dialect lobby datagrams (`docs/protocols/udp-lobby-upstream.md`) received.
+    pub upstream_datagrams_in: u64,
+    /// Upstream-dialect lobby datagrams dropped as malformed, by reason (index in
+    /// [`UpstreamError::ALL`]).
+    pub upstream_dropped: [u64; UpstreamError::ALL.len()],
+    /// Well-formed upstream-dialect datagrams lobbyd does not serve, by family (index in
+    /// [`MessageFamily::ALL`]).
+    pub upstream_unserved: [u64; MessageFamily::ALL.len()],
     /// Datagrams received on the lobby socket.
     pub lobby_datagrams_in: u64,
     /// Datagrams received on instance sockets.
@@ -49,6 +59,36 @@ impl UdpStats {
         }
     }
 
+    /// Counts a malformed upstream-dialect datagram.
+    pub fn upstream_drop(&mut self, error: UpstreamError) {
+        if let Some(i) = UpstreamError::ALL.iter().position(|e| *e == error) {
+            self.upstream_dropped[i] += 1;
+        }
+    }
+
+    /// Counts an upstream-dialect message lobbyd does not serve.
+    pub fn upstream_unserved(&mut self, family: MessageFamily) {
+        if let Some(i) = MessageFamily::ALL.iter().position(|f| *f == family) {
+            self.upstream_unserved[i] += 1;
+        }
+    }
+
+    /// How many upstream-dialect datagrams were dropped for `error`.
+    pub fn upstream_drops(&self, error: UpstreamError) -> u64 {
+        UpstreamError::ALL
+            .iter()
+            .position(|e| *e == error)
+            .map_or(0, |i| self.upstream_dropped[i])
+    }
+
+    /// How many upstream-dialect datagrams of `family` were not served.
+    pub fn upstream_unserved_count(&self, family: MessageFamily) -> u64 {
+        MessageFamily::ALL
+            .iter()
+            .position(|f| *f == family)
+            .map_or(0, |i| self.upstream_unserved[i])
+    }
+
     /// How many lobby datagrams were dropped for `error`.
     pub fn lobby_drops(&self, error: FrameError) -> u64 {
         FrameError::ALL
@@ -72,6 +112,17 @@ impl UdpStats {
         }
         for (error, value) in FrameError::ALL.iter().zip(self.instance_dropped) {
             f("instance_dropped_total", error.as_str(), value);
+        }
+        f(
+            "udp_upstream_datagrams_in_total",
+            "",
+            self.upstream_datagrams_in,
+        );
+        for (error, value) in UpstreamError::ALL.iter().zip(self.upstream_dropped) {
+            f("udp_upstream_dropped_total", error.as_str(), value);
+        }
+        for (family, value) in MessageFamily::ALL.iter().zip(self.upstream_unserved) {
+            f("udp_upstream_unserved_total", family.as_str(), value);
         }
         f("udp_lobby_datagrams_in_total", "", self.lobby_datagrams_in);
         f(

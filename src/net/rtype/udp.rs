@@ -9,7 +9,9 @@
 //! of the core into the send queue, and `flush` writes the queue with one `sendmmsg` per run
 //! of datagrams leaving from the same socket, in the order they were queued. The front end
 //! flushes before it returns to the loop, so no datagram waits past the readiness event that
-//! produced it. Who decides is the [`crate::rtype::RtypeCore`] core, driven by the R-Type front end
+//! produced it. A lobby datagram opening with the upstream R-Type magic goes to
+//! `net::rtype::udp_upstream` instead of the seed's parser, and its replies go out in that
+//! dialect (`docs/protocols/udp-lobby-upstream.md`). Who decides is the [`crate::rtype::RtypeCore`] core, driven by the R-Type front end
 //! (`net::rtype`); nothing here calls back into it. Sends that would block drop the datagram
 //! and count it. Instance sockets closed by the core are removed after the event batch (the
 //! queue flushed first), so a reused slab key never sees a stale event.
@@ -25,7 +27,8 @@ use mio::{Interest, Registry};
 use slab::Slab;
 
 use crate::rtype::{
-    InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, RoomId, RoomInfo, RtypeCore,
+    Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, RoomId, RoomInfo,
+    RtypeCore,
 };
 use crate::wire::instance::{
     self as instance_wire, ClientMsg, ClientRepr, RejectReason, ServerMsg, ServerRepr,
@@ -33,10 +36,13 @@ use crate::wire::instance::{
 use crate::wire::udp_lobby::{
     self, Reply, ReplyRepr, Request, RequestRepr, RoomRecord, RoomState as WireRoomState,
 };
+use crate::wire::udp_upstream::records::RecordLayout;
+use crate::wire::udp_upstream::sniff;
 
 use crate::net::io::batch::{DatagramQueue, RecvBatch, SLOT_LEN};
 use crate::net::rtype::instance::{Instance, PortPool};
 use crate::net::rtype::stats::UdpStats;
+use crate::net::rtype::udp_upstream::{self, Refusal, UpstreamList};
 use crate::net::token::Target;
 use crate::net::warn::WarnBudget;
 
@@ -56,7 +62,7 @@ pub enum Batch {
 
 /// One datagram of the receive batch, decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Received {
+pub enum Received<'a> {
     /// A datagram that was dropped before the core (malformed, counted).
     Dropped,
     /// A lobby request for the core.
@@ -65,8 +71,10 @@ pub enum Received {
         from: SocketAddr,
         /// Its sequence number.
         seq: u16,
-        /// The request.
-        request: LobbyRequest,
+        /// Its spelling, which the reply takes.
+        dialect: Dialect,
+        /// The request, borrowing the receive batch.
+        request: LobbyRequest<'a>,
     },
     /// An instance request for the core.
     Instance {
@@ -127,6 +135,10 @@ pub struct UdpLobby {
     list_buf: Box<[u8; SLOT_LEN]>,
     /// What `list_buf`'s records were built from, and their counts.
     list_cache: Option<ListCache>,
+    /// The upstream dialect's ROOM_LIST records and what they were built from. They list
+    /// this node's rooms only: `remote` holds other nodes' rooms as the seed's records
+    /// (no name, no password flag), which the upstream layouts cannot carry as they are.
+    upstream_list: UpstreamList,
     /// Other nodes' rooms (the directory's cache, encoded records, joinable first), listed
     /// after this node's own; empty without a directory.
     remote: Vec<u8>,
@@ -150,6 +162,7 @@ impl UdpLobby {
         registry: &Registry,
         ports: PortPool,
         bind_ip: IpAddr,
+        upstream_records: RecordLayout,
     ) -> io::Result<UdpLobby> {
         if let Some(socket) = socket.as_mut() {
             registry.register(socket, Target::LobbyUdp.token(), Interest::READABLE)?;
@@ -164,6 +177,7 @@ impl UdpLobby {
             queue: DatagramQueue::new(),
             list_buf: Box::new([0; SLOT_LEN]),
             list_cache: None,
+            upstream_list: UpstreamList::new(upstream_records),
             remote: Vec::new(),
             remote_generation: 0,
             closing: Vec::new(),
@@ -217,18 +231,39 @@ impl UdpLobby {
         self.recv.drained()
     }
 
-    /// Decodes datagram `index` of the batch read from the lobby socket.
-    pub fn lobby_datagram(&mut self, index: usize) -> Received {
+    /// Decodes datagram `index` of the batch read from the lobby socket, in the dialect its
+    /// first bytes say.
+    pub fn lobby_datagram(&mut self, index: usize) -> Received<'_> {
         let Some((datagram, from)) = self.recv.datagram(index) else {
             self.stats.recv_errors += 1;
             return Received::Dropped;
         };
         self.stats.lobby_datagrams_in += 1;
         self.stats.udp_bytes_in += datagram.len() as u64;
+        if sniff(datagram) == Dialect::Upstream {
+            self.stats.upstream_datagrams_in += 1;
+            return match udp_upstream::decode(datagram) {
+                Ok((seq, request)) => Received::Lobby {
+                    from,
+                    seq,
+                    dialect: Dialect::Upstream,
+                    request,
+                },
+                Err(refusal) => {
+                    log::trace!("udp lobby: dropped upstream datagram from {from}: {refusal:?}");
+                    match refusal {
+                        Refusal::Malformed(error) => self.stats.upstream_drop(error),
+                        Refusal::Unserved(family) => self.stats.upstream_unserved(family),
+                    }
+                    Received::Dropped
+                }
+            };
+        }
         match RequestRepr::parse(datagram) {
             Ok(RequestRepr { seq, request }) => Received::Lobby {
                 from,
                 seq,
+                dialect: Dialect::Seed,
                 request: match request {
                     Request::ListRooms => LobbyRequest::ListRooms,
                     Request::CreateRoom => LobbyRequest::CreateRoom,
@@ -244,7 +279,7 @@ impl UdpLobby {
     }
 
     /// Decodes datagram `index` of the batch read from `room`'s instance socket.
-    pub fn instance_datagram(&mut self, room: RoomId, index: usize) -> Received {
+    pub fn instance_datagram(&mut self, room: RoomId, index: usize) -> Received<'_> {
         let Some((datagram, from)) = self.recv.datagram(index) else {
             self.stats.recv_errors += 1;
             return Received::Dropped;
@@ -340,14 +375,20 @@ impl UdpLobby {
         self.queue.clear();
     }
 
-    /// Queues the core's reply to a lobby request (`lobby` is read for ROOM_LIST).
+    /// Queues the core's reply to a lobby request, in `dialect` (`lobby` is read for
+    /// ROOM_LIST).
     pub fn send_lobby_reply(
         &mut self,
         to: SocketAddr,
         seq: u16,
+        dialect: Dialect,
         reply: LobbyReply,
         lobby: &RtypeCore,
     ) {
+        if dialect == Dialect::Upstream {
+            self.send_upstream_reply(to, seq, reply, lobby);
+            return;
+        }
         let reply = match reply {
             LobbyReply::RoomList => {
                 let count = self.room_list_records(lobby).count;
@@ -375,6 +416,34 @@ impl UdpLobby {
             ReplyRepr { seq, reply }.emit(slot)
         });
         debug_assert!(queued, "the queue was flushed to make room");
+    }
+
+    /// Queues the core's reply in the upstream dialect: the ROOM_LIST from its cache, or the
+    /// reply and the RoomSetConfig that follows a create or join.
+    fn send_upstream_reply(
+        &mut self,
+        to: SocketAddr,
+        seq: u16,
+        reply: LobbyReply,
+        lobby: &RtypeCore,
+    ) {
+        self.make_room();
+        if reply == LobbyReply::RoomList {
+            let list = &mut self.upstream_list;
+            let queued = self
+                .queue
+                .push_emitted(Socket::Lobby, to, |slot| list.emit(lobby, seq, slot));
+            debug_assert!(queued, "the queue was flushed to make room");
+            return;
+        }
+        let (first, config) = udp_upstream::replies(seq, reply);
+        for repr in std::iter::once(first).chain(config) {
+            self.make_room();
+            let queued = self
+                .queue
+                .push_emitted(Socket::Lobby, to, |slot| repr.emit(slot));
+            debug_assert!(queued, "the queue was flushed to make room");
+        }
     }
 
     /// The records of the current ROOM_LIST in `list_buf`: this node's rooms, then the other

@@ -109,6 +109,7 @@ fn list_is_empty_then_shows_created_room() {
         vec![Output::Lobby {
             to: addr(1, 5000),
             seq: 9,
+            dialect: Dialect::Seed,
             reply: LobbyReply::RoomList
         }]
     );
@@ -123,7 +124,9 @@ fn list_is_empty_then_shows_created_room() {
             player_count: 1, // the creator's reservation
             max_players: 4,
             port,
-            state: RoomState::Waiting
+            state: RoomState::Waiting,
+            name: UNNAMED_ROOM,
+            password_protected: false,
         }]
     );
 }
