@@ -19,7 +19,8 @@
 //!   costs in the reply-byte budget) and every room's instance (over `room.rs`, one room, and
 //!   `room_map.rs`, the table and its list order);
 //! - `parties.rs`, `Parties`: the TCP lobby's parties (over `party.rs`, one party) and the
-//!   live player hashes;
+//!   live player hashes; `countdown.rs`: a party's way to its game (instance, countdown,
+//!   GAME_START);
 //! - `conns.rs`, `TcpConns`: the TCP lobby's connection records, deadlines, request rates;
 //! - `tcp.rs`: the handlers that join those two (a request, a violation, a close, a
 //!   deadline);
@@ -44,6 +45,7 @@
 mod config;
 mod conns;
 mod context;
+mod countdown;
 mod messages;
 mod parties;
 mod party;
