@@ -1,8 +1,8 @@
 //! The R-Type core: a sans-IO state machine for rooms, seats, game instances and the TCP
 //! lobby's parties.
 //!
-//! It implements the behaviour of the UDP room lobby (`rtype-udp-lobby-protocol.md`
-//! sections 4-14), of lobbyd's game-instance relay (`docs/protocols/instance.md`) and of the
+//! It implements the behaviour of the UDP room lobby (`docs/protocols/udp-lobby.md`, "Server
+//! behaviour"), of lobbyd's game-instance relay (`docs/protocols/instance.md`) and of the
 //! TCP lobby (RFC R-Type-TCP-001, `docs/protocols/tcp-lobby.md`). It owns no socket, never
 //! reads the clock and draws no randomness of its own: the driver hands it decoded requests
 //! (a TCP frame becomes a [`TcpInput`] here, in `tcp_codec.rs`), the current time and a

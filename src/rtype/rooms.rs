@@ -1,5 +1,5 @@
 //! The room table and everything that happens in a room: the UDP room lobby
-//! (`rtype-udp-lobby-protocol.md` sections 4-14: LIST_ROOMS, CREATE_ROOM, JOIN_ROOM under the
+//! (`docs/protocols/udp-lobby.md`: LIST_ROOMS, CREATE_ROOM, JOIN_ROOM under the
 //! per-IP request and reply-byte budgets) and the game instance relay of every room, UDP or
 //! party (`docs/protocols/instance.md`: HELLO, LEAVE, START, PING, DATA, the countdown,
 //! housekeeping and reaping). [`Rooms`] owns the table, the ids, the creates waiting for

@@ -1,7 +1,7 @@
 //! The Warzone 2100 master server over real loopback sockets, asserting on the bytes.
 //!
 //! Hosts and browsers here behave as the real 2.3.7, 3.x and 4.x games do
-//! (docs/protocols/wz-lobby.md; notes `wz2100-lobby-wire.md` sections 1.5, 1.6 and 4).
+//! (docs/protocols/wz-lobby.md, "Legacy protocol").
 //! GAMESTRUCTs are built and list replies read with this file's own offsets, not lobbyd's
 //! wire module, so an emitter bug cannot hide behind a matching parser. Legacy hosts
 //! connect from their own 127.0.0.x address so that a v3 game's fixed probe port 2100 can
