@@ -50,11 +50,11 @@ use super::fit::chat_budgets;
 use super::general_modes::{
     each_frame, push, sign_in, sign_in_frame, SignInEvent, SignInStep, Usernames, MAX_FRAME,
 };
+use super::options::Options;
 use super::runner::{drive, Pacer, Workload};
 use super::stats::{Stats, Summary};
 use super::tcp_engine::{connect_blocking, Step, MAX_UNSENT};
 use super::ws::WsCodec;
-use super::Options;
 
 /// Characters of the stamp at the front of each line.
 const STAMP_LEN: usize = 32;

@@ -13,10 +13,10 @@ use lobbyd::wire::general::{self, ClientRepr as GeneralRequest, ServerRepr as Ge
 use lobbyd::wire::tcp_lobby::{self, name_field, validate_name, ClientRepr as TcpRequest};
 
 use super::super::general_modes::{self, SignInStep};
+use super::super::options::Mode;
 use super::super::tcp_engine::Step;
 use super::super::tcp_modes;
 use super::super::wz_modes::host_gamestruct;
-use super::super::Mode;
 use super::{mutate, HostileRng};
 
 /// READY_REQs a TCP lobby flooder writes at once: 56 KB, the TCP lobby's party-flood burst.
