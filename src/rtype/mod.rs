@@ -16,8 +16,8 @@
 //! settings, the output queue, the timer wheel, the counters, the hash source):
 //! - `rooms.rs`, `Rooms`: the room table, the UDP room lobby (in both its spellings, the
 //!   seed's and the upstream R-Type program's, over one table; `reply_len.rs`: what each reply
-//!   costs in the reply-byte budget) and every room's instance (over `room.rs`, one room, and
-//!   `room_map.rs`, the table and its list order);
+//!   costs in the reply-byte budget) and every room's instance (`relay.rs`, handed one room;
+//!   over `room.rs`, one room, and `room_map.rs`, the table and its list order);
 //! - `parties.rs`, `Parties`: the TCP lobby's parties (over `party.rs`, one party) and the
 //!   live player hashes; `countdown.rs`: a party's way to its game (instance, countdown,
 //!   GAME_START);
@@ -49,6 +49,7 @@ mod countdown;
 mod messages;
 mod parties;
 mod party;
+mod relay;
 mod reply_len;
 pub mod room;
 pub mod room_map;
