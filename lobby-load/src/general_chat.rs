@@ -47,7 +47,7 @@ use lobbyd::wire::general::{ClientRepr, ServerRepr};
 
 use super::caps::{Budgets, Caps};
 use super::fit::chat_budgets;
-use super::general_modes::{
+use super::general_client::{
     each_frame, push, sign_in, sign_in_frame, SignInEvent, SignInStep, Usernames, MAX_FRAME,
 };
 use super::options::Options;

@@ -25,7 +25,8 @@
 //!   [`tcp_engine`] (connection-per-cycle clients over TCP) with [`tcp_modes`] (`tcp-join`,
 //!   `tcp-idle`), [`tcp_upstream`] (`tcp-join --dialect upstream`), [`tcp_cycle`] (`tcp-cycle`), [`wz_modes`] (`wz-list`, `wz-host`, their game
 //!   ports answering lobbyd's reachability probe in [`wz_probe`]) and
-//!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`);
+//!   [`general_modes`] (`lobby-join`, `lobby-idle`); [`general_chat`] (`lobby-chat`), both
+//!   over [`general_client`] (frames, usernames, the sign-in);
 //!   [`hostile`] (`hostile-udp`, `hostile-tcp`, `hostile-wz`, `hostile-lobby`, `hostile-http`:
 //!   attackers, for `scripts/hostile.sh`); [`start_rounds`] (`tcp-cycle --spread`);
 //!   [`write_floor`] (`write-floor`, the kernel's time to write one countdown tick).
@@ -39,6 +40,7 @@ pub mod dialect;
 pub mod echo_server;
 pub mod fit;
 pub mod general_chat;
+pub mod general_client;
 pub mod general_modes;
 pub mod histogram;
 pub mod hostile;

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Registry, Token};
 
-use super::super::general_modes::SignInStep;
+use super::super::general_client::SignInStep;
 use super::super::options::Options;
 use super::super::runner::{Pacer, Workload};
 use super::super::stats::Stats;
