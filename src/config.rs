@@ -14,7 +14,8 @@
 //! TCP lobby, `wz.rs` for the Warzone master server, `general.rs` for the general lobby) with
 //! the same three functions, `flags` (name, hint, help text), `declare` (adds them to the
 //! `Options`) and `settings_from` (builds its settings struct, a field of [`Config`]; the
-//! R-Type settings, [`RtypeSettings`], are spread into `Config`'s own flat fields), each
+//! R-Type settings, [`RtypeSettings`], are spread into `Config`'s own flat fields by
+//! `Config::with_rtype`, the one list of them besides the declaration), each
 //! called once here from `options` and `config_from`. A flag file imports `parse` and never
 //! this file. `file.rs` reads the `--config` file's `key = value` lines; which keys exist is
 //! asked of the flag table itself, so a new flag is a valid key with no table of its own.
@@ -174,6 +175,16 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Config {
+        Config::with_rtype(RtypeSettings::default())
+    }
+}
+
+impl Config {
+    /// The configuration with the R-Type front end's settings `rtype` (its file's defaults,
+    /// or what its flags set) in their flat fields and every other setting's default. The
+    /// one place the R-Type fields are listed beside their declaration: both lists are
+    /// exhaustive, so a field added to one and not the other does not compile.
+    fn with_rtype(rtype: RtypeSettings) -> Config {
         let RtypeSettings {
             udp_port,
             tcp_port,
@@ -200,7 +211,7 @@ impl Default for Config {
             max_conns,
             max_conns_per_ip,
             tcp_memory_budget,
-        } = RtypeSettings::default();
+        } = rtype;
         Config {
             bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             udp_port,
@@ -239,39 +250,6 @@ impl Default for Config {
             general: GeneralSettings::default(),
             directory: DirectorySettings::default(),
             lobby_ws: WsSettings::default(),
-        }
-    }
-}
-
-impl Config {
-    /// The R-Type front end's settings in this configuration (its flags' defaults in help).
-    fn rtype(&self) -> RtypeSettings {
-        RtypeSettings {
-            udp_port: self.udp_port,
-            tcp_port: self.tcp_port,
-            instance_ports: self.instance_ports,
-            max_rooms_per_ip: self.max_rooms_per_ip,
-            max_rooms: self.max_rooms,
-            max_players: self.max_players,
-            min_players: self.min_players,
-            countdown: self.countdown,
-            countdown_tick: self.countdown_tick,
-            auto_start: self.auto_start,
-            game_start_linger: self.game_start_linger,
-            seat_timeout: self.seat_timeout,
-            reap_grace: self.reap_grace,
-            udp_rate: self.udp_rate,
-            udp_reply_bytes: self.udp_reply_bytes,
-            rate_table_size: self.rate_table_size,
-            max_list_rooms: self.max_list_rooms,
-            rtype_udp_records: self.rtype_udp_records,
-            public_host: self.public_host,
-            spawns: self.spawns.clone(),
-            max_violations: self.max_violations,
-            conn_rate: self.conn_rate,
-            max_conns: self.max_conns,
-            max_conns_per_ip: self.max_conns_per_ip,
-            tcp_memory_budget: self.tcp_memory_budget,
         }
     }
 
@@ -580,7 +558,7 @@ fn options(d: &Config) -> Options {
     let (first, rest) = flags.split_at(5);
     let mut options = Options::new();
     declare(&mut options, first);
-    rtype::declare(&mut options, &d.rtype());
+    rtype::declare(&mut options, &RtypeSettings::default());
     declare(&mut options, rest);
     instance_exec::declare(&mut options, &d.instance_exec);
     wz::declare(&mut options, &d.wz);
@@ -606,33 +584,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         None => d.bind,
     };
     let port = number(m, "port", PORT, 0..=u16::MAX, d.udp_port.unwrap_or(0))?;
-    let RtypeSettings {
-        udp_port,
-        tcp_port,
-        instance_ports,
-        max_rooms_per_ip,
-        max_rooms,
-        max_players,
-        min_players,
-        countdown,
-        countdown_tick,
-        auto_start,
-        game_start_linger,
-        seat_timeout,
-        reap_grace,
-        udp_rate,
-        udp_reply_bytes,
-        rate_table_size,
-        max_list_rooms,
-        rtype_udp_records,
-        public_host,
-        spawns,
-        max_violations,
-        conn_rate,
-        max_conns,
-        max_conns_per_ip,
-        tcp_memory_budget,
-    } = rtype::settings_from(m, d.rtype(), port)?;
+    let rtype = rtype::settings_from(m, RtypeSettings::default(), port)?;
     let idle_timeout = seconds(
         m,
         "idle-timeout",
@@ -649,31 +601,6 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
     let metrics = parsed::<SocketAddr>(m, "metrics", "an address like 127.0.0.1:9100")?;
     Ok(Config {
         bind,
-        udp_port,
-        tcp_port,
-        instance_ports,
-        max_rooms_per_ip,
-        max_rooms,
-        max_players,
-        min_players,
-        countdown,
-        countdown_tick,
-        auto_start,
-        game_start_linger,
-        seat_timeout,
-        reap_grace,
-        udp_rate,
-        udp_reply_bytes,
-        rate_table_size,
-        max_list_rooms,
-        rtype_udp_records,
-        public_host,
-        spawns,
-        max_violations,
-        conn_rate,
-        max_conns,
-        max_conns_per_ip,
-        tcp_memory_budget,
         idle_timeout,
         handshake_timeout,
         metrics,
@@ -697,6 +624,7 @@ fn config_from(m: &Matches, d: Config) -> Result<Config, UsageError> {
         general,
         directory,
         lobby_ws,
+        ..Config::with_rtype(rtype)
     })
 }
 

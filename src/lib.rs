@@ -30,10 +30,10 @@
 //!   `poll_output`/`poll_timeout` out; a checked TCP frame becomes an input here
 //!   (`tcp_codec.rs`), player hashes come from an injected source. The general lobby's shape:
 //!   the façade `RtypeCore` (`mod.rs`) over components that each own their state (`rooms.rs`
-//!   the room table, UDP lobby and instances; `parties.rs` the parties; `conns.rs` the TCP
-//!   connections; `tcp.rs` the handlers joining those two), each handler given a `Ctx`
-//!   (`context.rs`); a ladder of files without circles. May import `wire`, `time`,
-//!   `ratelimit`.
+//!   the room table and UDP lobby, with `relay.rs` a room's instance; `parties.rs` the
+//!   parties, with `countdown.rs` a party's way to its game; `conns.rs` the TCP connections;
+//!   `tcp.rs` the handlers joining those two), each handler given a `Ctx` (`context.rs`); a
+//!   ladder of files without circles. May import `wire`, `time`, `ratelimit`.
 //! - [`wz`]: the Warzone 2100 master server core, sans-IO: game table, legacy and v4
 //!   connections, probes, name and version policy; a ladder of files without circles. May
 //!   import `wire`, `time`, `ratelimit`, `accounts` (types only).

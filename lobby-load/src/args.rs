@@ -7,8 +7,8 @@ use std::time::Duration;
 use getopts::Matches;
 
 use super::dialect::Dialect;
+use super::options::{Mode, Options, TcpDialect};
 use super::sources::{check_local, parse_sources};
-use super::{Mode, Options, TcpDialect};
 
 /// Longest run.
 pub const MAX_DURATION_SECS: f64 = 3600.0;

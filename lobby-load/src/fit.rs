@@ -12,8 +12,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use super::caps::{Budgets, Caps, Rate, SourcePool};
+use super::options::{Mode, Options};
 use super::sources::{describe, spread, MAX_SOURCES};
-use super::{Mode, Options};
 
 /// Addresses a connection-per-cycle mode takes in turn by default: at 4.5 connections a minute
 /// each (lobbyd's default `--conn-rate` with headroom), about 4,900 new connections a second

@@ -47,14 +47,14 @@ use lobbyd::wire::general::{ClientRepr, ServerRepr};
 
 use super::caps::{Budgets, Caps};
 use super::fit::chat_budgets;
-use super::general_modes::{
+use super::general_client::{
     each_frame, push, sign_in, sign_in_frame, SignInEvent, SignInStep, Usernames, MAX_FRAME,
 };
+use super::options::Options;
 use super::runner::{drive, Pacer, Workload};
 use super::stats::{Stats, Summary};
 use super::tcp_engine::{connect_blocking, Step, MAX_UNSENT};
 use super::ws::WsCodec;
-use super::Options;
 
 /// Characters of the stamp at the front of each line.
 const STAMP_LEN: usize = 32;

@@ -37,10 +37,10 @@ use mio::{Interest, Poll, Registry, Token};
 use lobbyd::net::io::batch::{ReadSize, RecvBatch};
 use lobbyd::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr, BROADCAST, MAX_DATA};
 
+use super::options::Options;
 use super::runner::{drive, Pacer, Workload};
 use super::setup;
 use super::stats::{Stats, Summary};
-use super::Options;
 
 /// Bytes of the opaque part the tool needs: room, id, send time, member.
 const STAMP_LEN: usize = 17;

@@ -16,8 +16,8 @@ use mio::{Events, Poll, Registry, Token};
 
 use lobbyd::net::io::wake::PreciseWake;
 
+use super::options::Options;
 use super::stats::{Percentiles, Stats, Summary};
-use super::Options;
 
 /// Longest sleep in one poll: timeouts and progress are checked at least this often.
 const MAX_POLL_WAIT: Duration = Duration::from_millis(10);

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::histogram::Histogram;
-use super::Options;
+use super::options::Options;
 
 /// Counters of one run.
 #[derive(Debug, Default)]
@@ -266,7 +266,7 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Mode;
+    use crate::options::Mode;
 
     #[test]
     fn summary_counts_rates_and_failures() {

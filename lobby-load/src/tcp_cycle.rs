@@ -44,12 +44,12 @@ use lobbyd::wire::instance::{self, ClientMsg, ServerMsg};
 use lobbyd::wire::tcp_lobby::{ClientRepr, GameStart, ServerRepr};
 
 use super::histogram::Histogram;
+use super::options::Options;
 use super::sources::is_loopback;
 use super::start_rounds::StartRounds;
 use super::stats::Stats;
 use super::tcp_engine::{Ctx, Script, Step};
 use super::tcp_modes::{each_frame, error_kind, player_name, push, MAX_FRAME};
-use super::Options;
 
 /// Most roster entries a client tracks (lobbyd's `--max-players` is at most 64).
 const MAX_ROSTER: usize = 64;

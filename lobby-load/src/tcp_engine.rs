@@ -27,10 +27,10 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use super::caps::SourcePool;
 use super::fit::source_pool;
+use super::options::Options;
 use super::runner::{Pacer, Workload};
 use super::stats::Stats;
 use super::ws::WsCodec;
-use super::Options;
 use lobbyd::net::io::rx_time::{self, Stamp};
 
 /// The shared read buffer.

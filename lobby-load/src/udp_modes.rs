@@ -32,10 +32,10 @@ use super::fit::rooms_per_source;
 use lobbyd::wire::instance::{ClientMsg, ClientRepr, ServerMsg, ServerRepr};
 
 use super::echo_server::EchoServer;
+use super::options::Options;
 use super::setup::{self, RoomRef};
 use super::stats::Stats;
 use super::udp_rr::{Exchange, Outgoing, Verdict};
-use super::Options;
 
 /// Interval of the keepalive PINGs of `udp-list`'s room members: short enough for a server
 /// run with a short `--idle-timeout` (the bench and soak scripts use 3 s).

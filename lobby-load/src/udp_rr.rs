@@ -21,9 +21,9 @@ use mio::{Interest, Poll, Registry, Token};
 
 use super::caps::Budgets;
 use super::fit::{udp_budgets, SMALL_REPLY};
+use super::options::Options;
 use super::runner::{drive, Pacer, Workload};
 use super::stats::{Stats, Summary};
-use super::Options;
 
 /// Requests in flight per client at most (open loop); a send into an occupied slot counts
 /// the old request as a timeout.

@@ -25,9 +25,9 @@ use mio::{Events, Interest, Poll, Token};
 
 use lobbyd::wire::tcp_lobby::ServerRepr;
 
+use super::options::Options;
 use super::stats::{Stats, Summary};
 use super::tcp_engine::connect_blocking;
-use super::Options;
 use lobbyd::net::io::rx_time::{self, Stamp};
 
 /// Time between bursts: lobbyd's default `--countdown-tick`.

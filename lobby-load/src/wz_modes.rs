@@ -33,10 +33,10 @@ use lobbyd::wire::wz::{
 };
 
 use super::fit::games_per_host;
+use super::options::Options;
 use super::stats::Stats;
 use super::tcp_engine::{connect_blocking, Ctx, Script, Step};
 use super::wz_probe::{register_answering, GamePort};
-use super::Options;
 
 /// Status code of a listed game / a good reply.
 const OK: u32 = 200;

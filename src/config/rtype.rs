@@ -501,7 +501,6 @@ pub(super) fn settings_from(
         countdown,
         countdown_tick,
         auto_start: m.opt_present("auto-start"),
-        game_start_linger: d.game_start_linger,
         seat_timeout: seconds(m, "seat-timeout", timeouts, d.seat_timeout)?,
         reap_grace: seconds(m, "reap-grace", 0.0..=MAX_TIMEOUT_SECS, d.reap_grace)?,
         udp_rate: number(m, "udp-rate", WHOLE, 1..=u32::MAX / 2, d.udp_rate)?,
@@ -540,6 +539,8 @@ pub(super) fn settings_from(
             1..=1024 * 1024,
             d.tcp_memory_budget >> 20,
         )? << 20,
+        // Not a flag: `game_start_linger`.
+        ..d
     })
 }
 

@@ -16,8 +16,8 @@ use crate::wire::websocket::frame::{
     emit_client_frame, next_client_frame, Next, OpCode, MAX_CONTROL_PAYLOAD,
 };
 use crate::wire::websocket::handshake::{
-    accept_key, check_response, emit_refusal, emit_switching, parse_request, route, Parsed,
-    Refusal, Route, MAX_HEAD,
+    accept_key, check_response, emit_refusal, emit_switching, parse_request, route, Parsed, Route,
+    UpgradeRefusal, MAX_HEAD,
 };
 
 /// Fuzz target `wire_ws_upgrade`.
@@ -54,7 +54,7 @@ pub fn upgrade(data: &[u8]) {
         Route::Refuse(refusal) => {
             emit_refusal(refusal, &mut out);
             assert_eq!(check_response(&out, b"key"), Err(refusal.status()));
-            if refusal == Refusal::Forbidden {
+            if refusal == UpgradeRefusal::Forbidden {
                 assert!(request.origin.is_some_and(|o| !odd_origins(o)));
             }
         }

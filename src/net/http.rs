@@ -1,7 +1,8 @@
 //! The metrics endpoint's sockets: a listener and short-lived HTTP connections.
 //!
 //! `GET /healthz` answers `200 ok` while the loop serves and `503 shutting down` once it
-//! began shutting down (the endpoint is served through the shutdown wait). One request per
+//! began shutting down (the endpoint is served through the shutdown wait and closed as it
+//! ends). One request per
 //! connection: read the head into a buffer capped at
 //! [`metrics::MAX_REQUEST_LEN`], answer, close once written. At most [`MAX_CONNS`] are open,
 //! so a scraper storm cannot grow memory, and none may hold its place: each connection has

@@ -26,7 +26,8 @@
 //! - `snapshot(&mut Snapshot)` when an operator's page or a test asks: the front end adds its
 //!   counters, rooms or games;
 //! - `reload()` on SIGHUP;
-//! - on SIGINT/SIGTERM or a shutdown request, **shutdown with a deadline**: `shutdown(registry)`
+//! - on SIGINT/SIGTERM or a shutdown request, at the end of the pass that read it (the rest
+//!   of its batch served first), **shutdown with a deadline**: `shutdown(registry)`
 //!   (stop accepting, queue the protocol's goodbye), then `flush_shutdown(registry)` after
 //!   every wake until no front end has bytes left or [`SHUTDOWN_FLUSH`] has passed (or,
 //!   while a front end sees its child processes out, its `shutdown_wake`), then
@@ -304,6 +305,11 @@ impl Server {
             }
             let pass_began = Instant::now();
             let mut timers = self.timers_first(front_end_deadline);
+            // A shutdown request ends the loop after this pass, not in it: the rest of the
+            // batch is served first, since its edges do not come again (a health check
+            // accepted in the same batch would otherwise wait unanswered until the endpoint
+            // closes).
+            let mut stop = false;
             for (n, event) in events.iter().enumerate() {
                 if n % TIMER_CHECK_EVERY == TIMER_CHECK_EVERY - 1 {
                     timers = self.timers_first(timers);
@@ -312,11 +318,10 @@ impl Server {
                     continue;
                 };
                 match target {
-                    Target::Waker if self.serve_control() => return self.shutdown(),
-                    Target::Signals if self.serve_signals() => return self.shutdown(),
+                    Target::Waker => stop |= self.serve_control(),
+                    Target::Signals => stop |= self.serve_signals(),
                     Target::Timer => self.wake.fired(),
                     Target::MetricsListener | Target::MetricsConn(_) => self.metrics_ready(target),
-                    Target::Waker | Target::Signals => {}
                     _ => {
                         let Some(kind) = target.front_end() else {
                             continue;
@@ -333,6 +338,9 @@ impl Server {
             let registry = self.poll.registry();
             for front_end in self.front_ends.iter_mut().flatten() {
                 front_end.after_events(registry);
+            }
+            if stop {
+                return self.shutdown();
             }
             // One clock read ends the pass; a second only when a tidy and trim ran in it.
             let mut ended = Instant::now();
@@ -429,7 +437,10 @@ impl Server {
     /// Before the loop returns: every front end says goodbye, and what is queued is flushed
     /// for at most [`SHUTDOWN_FLUSH`] (the wait wakes on any writable edge, then every front
     /// end writes again, so no edge is lost between them). The metrics endpoint is served
-    /// through the wait, its `/healthz` answering 503.
+    /// through the wait, its `/healthz` answering 503, and closed as the wait ends: never
+    /// open and unanswered while the front ends close and stop their threads (a password
+    /// check finishing, the room directory releasing its keys), so a health check gets 503
+    /// or a refused connection, never a hang.
     fn shutdown(&mut self) -> io::Result<()> {
         let deadline = Instant::now() + SHUTDOWN_FLUSH;
         if let Some(endpoint) = self.metrics.as_mut() {
@@ -479,6 +490,7 @@ impl Server {
                 }
             }
         }
+        self.metrics = None;
         let registry = self.poll.registry();
         for front_end in self.front_ends.iter_mut().flatten() {
             front_end.close_all(registry);

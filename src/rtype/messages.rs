@@ -1,8 +1,8 @@
 //! The R-Type core's vocabulary: the decoded requests the driver hands it ([`LobbyRequest`]:
-//! `rtype-udp-lobby-protocol.md` sections 4, 6 and 8; [`InstanceRequest`]:
-//! `docs/protocols/instance.md`), what it answers ([`LobbyReply`]: sections 5, 7, 9 and 10;
-//! [`InstanceMessage`], [`RejectReason`]), the [`Output`]s the driver carries out, and one
-//! ROOM_LIST entry ([`RoomInfo`], section 5). Encoding them is the driver's (`net::rtype::udp`);
+//! LIST_ROOMS, CREATE_ROOM, JOIN_ROOM of `docs/protocols/udp-lobby.md`; [`InstanceRequest`]:
+//! `docs/protocols/instance.md`), what it answers ([`LobbyReply`]: ROOM_LIST, ROOM_CREATED,
+//! JOIN_SUCCESS, JOIN_FAILED; [`InstanceMessage`], [`RejectReason`]), the [`Output`]s the
+//! driver carries out, and one ROOM_LIST entry ([`RoomInfo`]). Encoding them is the driver's (`net::rtype::udp`);
 //! here they are plain values. A UDP lobby request comes in one of two spellings
 //! ([`Dialect`]: the seed's, or the upstream R-Type program's,
 //! `docs/protocols/udp-lobby-upstream.md`); the core answers in the one it came in, over one

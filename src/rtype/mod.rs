@@ -1,8 +1,8 @@
 //! The R-Type core: a sans-IO state machine for rooms, seats, game instances and the TCP
 //! lobby's parties.
 //!
-//! It implements the behaviour of the UDP room lobby (`rtype-udp-lobby-protocol.md`
-//! sections 4-14), of lobbyd's game-instance relay (`docs/protocols/instance.md`) and of the
+//! It implements the behaviour of the UDP room lobby (`docs/protocols/udp-lobby.md`, "Server
+//! behaviour"), of lobbyd's game-instance relay (`docs/protocols/instance.md`) and of the
 //! TCP lobby (RFC R-Type-TCP-001, `docs/protocols/tcp-lobby.md`). It owns no socket, never
 //! reads the clock and draws no randomness of its own: the driver hands it decoded requests
 //! (a TCP frame becomes a [`TcpInput`] here, in `tcp_codec.rs`), the current time and a
@@ -16,10 +16,11 @@
 //! settings, the output queue, the timer wheel, the counters, the hash source):
 //! - `rooms.rs`, `Rooms`: the room table, the UDP room lobby (in both its spellings, the
 //!   seed's and the upstream R-Type program's, over one table; `reply_len.rs`: what each reply
-//!   costs in the reply-byte budget) and every room's instance (over `room.rs`, one room, and
-//!   `room_map.rs`, the table and its list order);
+//!   costs in the reply-byte budget) and every room's instance (`relay.rs`, handed one room;
+//!   over `room.rs`, one room, and `room_map.rs`, the table and its list order);
 //! - `parties.rs`, `Parties`: the TCP lobby's parties (over `party.rs`, one party) and the
-//!   live player hashes;
+//!   live player hashes; `countdown.rs`: a party's way to its game (instance, countdown,
+//!   GAME_START);
 //! - `conns.rs`, `TcpConns`: the TCP lobby's connection records, deadlines, request rates;
 //! - `tcp.rs`: the handlers that join those two (a request, a violation, a close, a
 //!   deadline);
@@ -44,9 +45,11 @@
 mod config;
 mod conns;
 mod context;
+mod countdown;
 mod messages;
 mod parties;
 mod party;
+mod relay;
 mod reply_len;
 pub mod room;
 pub mod room_map;

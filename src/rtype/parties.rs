@@ -15,7 +15,8 @@
 //! the newcomer's roster, and a READY that changes nothing queues nothing. Player hashes come
 //! from the context's injected source (the OS CSPRNG in the server, a seeded generator in
 //! simulations). Closing connections is `tcp.rs`'s: where a party lets its players go, it
-//! hands back their connections.
+//! hands back their connections. The way from a party's lobby to its game (the instance, the
+//! countdown, GAME_START) is `countdown.rs`'s, handed the party an event is for.
 //!
 //! A party of the upstream client's dialect (`docs/protocols/tcp-lobby-upstream.md`) is a
 //! named room, created empty and joined seat by seat before CONNECT_REQ; parties never mix
@@ -23,15 +24,18 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::wire::tcp_lobby::{name_field, validate_name, NAME_LEN};
 use crate::wire::tcp_upstream::{Dialect, JoinStatus, RoomRecord, MAX_LIST_RECORDS};
 
 use super::conns::TcpConns;
-use super::context::{Ctx, TimerEvent};
+use super::context::Ctx;
+use super::countdown::{
+    self, cancel_countdown, maybe_auto_start, open_party_instance, send_party, start_refusal,
+};
 use super::messages::Output;
-use super::party::{join_message, slot_of_index, Opener, Party, PartyCountdown, PartyMember};
+use super::party::{join_message, slot_of_index, Opener, Party, PartyMember};
 use super::room::{RoomId, RoomState, Slot};
 use super::rooms::Rooms;
 use super::tcp_messages::{ConnId, TcpError, TcpMessage};
@@ -104,13 +108,6 @@ impl Parties {
             })
     }
 
-    fn send_party(&self, cx: &mut Ctx<'_>, id: RoomId, msg: TcpMessage) {
-        let conns = self.parties.get(&id).map(Party::conns);
-        for conn in conns.into_iter().flatten() {
-            cx.send_tcp(conn, msg);
-        }
-    }
-
     /// Where a CONNECT_REQ goes now: the oldest Waiting party with a free seat, else a new
     /// party; `None` at `--max-rooms`.
     fn placement(&self, cx: &Ctx<'_>, rooms: &Rooms) -> Option<Placement> {
@@ -153,7 +150,7 @@ impl Parties {
         };
         self.hashes.remove(&member.hash);
         if member.connected {
-            self.send_party(cx, id, TcpMessage::PlayerLeft(slot));
+            send_party(cx, party, TcpMessage::PlayerLeft(slot));
         }
         self.after_leave(cx, rooms, id);
         self.dissolve_if_empty(cx, rooms, id);
@@ -167,51 +164,10 @@ impl Parties {
             return;
         };
         if party.countdown.is_some() && party.member_count() < min {
-            self.cancel_countdown(cx, rooms, id, TcpError::NotEnoughPlayers);
+            cancel_countdown(cx, rooms, id, party, TcpError::NotEnoughPlayers);
         } else {
-            self.maybe_auto_start(cx, id);
+            maybe_auto_start(cx, id, party);
         }
-    }
-
-    /// The countdown cannot go on (too few members: `error` 0x06; the game server exited:
-    /// 0xFF "no game instance available"; in the upstream dialect, a player un-readied):
-    /// stop it, tell everyone (ERROR `error`, then PLAYER_READY(0) for every member; in the
-    /// upstream dialect COUNTDOWN 0, the ready flags kept) and release the instance.
-    fn cancel_countdown(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        rooms: &mut Rooms,
-        id: RoomId,
-        error: TcpError,
-    ) {
-        let Some(party) = self.parties.get_mut(&id) else {
-            return;
-        };
-        let Some(countdown) = party.countdown.take() else {
-            return;
-        };
-        if let Some(key) = countdown.timer {
-            cx.timers.cancel(key);
-        }
-        if party.dialect == Dialect::Upstream {
-            cx.stats.tcp.countdowns_cancelled += 1;
-            self.send_party(cx, id, TcpMessage::Countdown(Duration::ZERO));
-            release_instance(cx, rooms, id);
-            return;
-        }
-        let mut slots = Vec::new();
-        for (index, seat) in party.seats.iter_mut().enumerate() {
-            if let Some(member) = seat.as_mut() {
-                member.ready = false;
-                slots.push(slot_of_index(index));
-            }
-        }
-        cx.stats.tcp.countdowns_cancelled += 1;
-        self.send_party(cx, id, TcpMessage::Error(error));
-        for slot in slots {
-            self.send_party(cx, id, TcpMessage::PlayerReady { slot, ready: false });
-        }
-        release_instance(cx, rooms, id);
     }
 
     /// Party `id`'s game server exited before GAME_START (`--instance-exec`): the party
@@ -230,7 +186,7 @@ impl Parties {
             return false;
         }
         party.opening = None;
-        self.cancel_countdown(cx, rooms, id, TcpError::NoInstance);
+        cancel_countdown(cx, rooms, id, party, TcpError::NoInstance);
         // No countdown to cancel (already over): the party stays in its lobby, Waiting.
         if let Some(room) = rooms.get_mut(id) {
             room.state = RoomState::Waiting;
@@ -329,7 +285,7 @@ impl Parties {
         for (slot, m) in existing {
             cx.send_tcp(conn, join_message(slot, &m));
         }
-        self.send_party(cx, id, join_message(slot, &member));
+        send_party(cx, party, join_message(slot, &member));
         Connect::Done
     }
 
@@ -365,22 +321,8 @@ impl Parties {
             return;
         }
         member.ready = ready;
-        self.send_party(cx, id, TcpMessage::PlayerReady { slot, ready });
-        self.maybe_auto_start(cx, id);
-    }
-
-    /// Why the party cannot start now, if it cannot.
-    fn start_refusal(&self, cx: &Ctx<'_>, id: RoomId) -> Option<TcpError> {
-        let party = self.parties.get(&id)?;
-        if party.busy() || party.started {
-            Some(TcpError::GameStarted)
-        } else if party.member_count() < usize::from(cx.config.party.min_players) {
-            Some(TcpError::NotEnoughPlayers)
-        } else if !party.all_ready() {
-            Some(TcpError::NotAllReady)
-        } else {
-            None
-        }
+        send_party(cx, party, TcpMessage::PlayerReady { slot, ready });
+        maybe_auto_start(cx, id, party);
     }
 
     /// START_REQ from `conn`, a member of party `id`, received at `now`.
@@ -391,35 +333,17 @@ impl Parties {
         conn: ConnId,
         id: RoomId,
     ) {
-        match self.start_refusal(cx, id) {
-            Some(error) => cx.send_tcp(conn, TcpMessage::Error(error)),
-            None => self.open_party_instance(cx, id, Opener::Request(conn, now)),
-        }
-    }
-
-    /// With `--auto-start`, or always in the upstream dialect (whose client never sends
-    /// START_REQ), starts the countdown once the party may start.
-    fn maybe_auto_start(&mut self, cx: &mut Ctx<'_>, id: RoomId) {
-        let upstream = self
-            .parties
-            .get(&id)
-            .is_some_and(|party| party.dialect == Dialect::Upstream);
-        if (cx.config.party.auto_start || upstream) && self.start_refusal(cx, id).is_none() {
-            self.open_party_instance(cx, id, Opener::Auto);
-        }
-    }
-
-    /// Asks the driver for the party's instance socket; the countdown starts when it is bound.
-    fn open_party_instance(&mut self, cx: &mut Ctx<'_>, id: RoomId, opener: Opener) {
         let Some(party) = self.parties.get_mut(&id) else {
             return;
         };
-        party.opening = Some(opener);
-        let players = u8::try_from(party.member_count()).unwrap_or(u8::MAX);
-        cx.open_instance(id, players);
+        match start_refusal(cx, party) {
+            Some(error) => cx.send_tcp(conn, TcpMessage::Error(error)),
+            None => open_party_instance(cx, id, party, Opener::Request(conn, now)),
+        }
     }
 
-    /// The driver's answer to a party's [`Output::OpenInstance`].
+    /// The driver's answer to a party's [`Output::OpenInstance`]: the countdown starts, or
+    /// the party hears why not. A port bound for a party dissolved meanwhile goes back.
     pub(super) fn instance_opened(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -436,66 +360,10 @@ impl Parties {
             }
             return;
         };
-        let Some(opener) = party.opening.take() else {
-            return;
-        };
-        let Some(port) = port else {
-            let error = TcpMessage::Error(TcpError::NoInstance);
-            match opener {
-                Opener::Request(conn, _) => cx.send_tcp(conn, error),
-                Opener::Auto => self.send_party(cx, id, error),
-            }
-            return;
-        };
-        if let Some(room) = rooms.get_mut(id) {
-            room.port = Some(port);
-        }
-        // The party may have changed while the socket was being bound.
-        if let Some(error) = self.start_refusal(cx, id) {
-            if let Opener::Request(conn, _) = opener {
-                cx.send_tcp(conn, TcpMessage::Error(error));
-            }
-            release_instance(cx, rooms, id);
-            return;
-        }
-        // The countdown's clock starts when START_REQ was received, not when the socket was
-        // bound: parties whose START_REQs came in one event batch share one schedule, so
-        // their COUNTDOWNs fall due together and go out in one run of writes.
-        let started = match opener {
-            Opener::Request(_, at) => at.min(now),
-            Opener::Auto => now,
-        };
-        self.start_countdown(cx, conns, rooms, now, started, id);
+        countdown::instance_opened(cx, conns, rooms, now, id, party, port);
     }
 
-    fn start_countdown(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        conns: &mut TcpConns,
-        rooms: &mut Rooms,
-        now: Instant,
-        started: Instant,
-        id: RoomId,
-    ) {
-        if let Some(room) = rooms.get_mut(id) {
-            room.state = RoomState::Countdown;
-        }
-        let Some(party) = self.parties.get_mut(&id) else {
-            return;
-        };
-        party.countdown = Some(PartyCountdown {
-            started,
-            next: 0,
-            timer: None,
-            last_second: 0,
-        });
-        cx.stats.tcp.countdowns += 1;
-        self.countdown_tick(cx, conns, rooms, now, id);
-    }
-
-    /// Sends the countdown value due now and arms the next one, or starts the game. In the
-    /// upstream dialect a value goes out only when its whole second (rounded up) changes, and
-    /// 0 never (it means cancelled there): GAME_START follows 1.
+    /// Party `id`'s next countdown value is due.
     pub(super) fn countdown_tick(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -504,79 +372,9 @@ impl Parties {
         now: Instant,
         id: RoomId,
     ) {
-        let total = cx.config.party.countdown;
-        let tick = cx.config.party.countdown_tick;
-        let Some(party) = self.parties.get_mut(&id) else {
-            return;
-        };
-        let upstream = party.dialect == Dialect::Upstream;
-        let Some(countdown) = party.countdown.as_mut() else {
-            return;
-        };
-        let elapsed = tick.saturating_mul(countdown.next).min(total);
-        let remaining = total - elapsed;
-        countdown.next += 1;
-        countdown.timer = None;
-        let started = countdown.started;
-        let next_at = started + tick.saturating_mul(countdown.next).min(total);
-        if !upstream {
-            self.send_party(cx, id, TcpMessage::Countdown(remaining));
-        } else if !remaining.is_zero() {
-            let second = remaining.as_secs() + u64::from(remaining.subsec_nanos() > 0);
-            if second != countdown.last_second {
-                countdown.last_second = second;
-                self.send_party(cx, id, TcpMessage::Countdown(Duration::from_secs(second)));
-            }
-        }
-        if remaining.is_zero() {
-            self.game_start(cx, conns, rooms, now, id);
-            return;
-        }
-        let key = cx.timers.insert(next_at, TimerEvent::PartyTick(id));
-        if let Some(countdown) = self.parties.get_mut(&id).and_then(|p| p.countdown.as_mut()) {
-            countdown.timer = Some(key);
-        }
-    }
-
-    /// GAME_START: the room plays, its instance expects exactly these players, their TCP
-    /// connections are closed after the linger time unless the clients close first.
-    fn game_start(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        conns: &mut TcpConns,
-        rooms: &mut Rooms,
-        now: Instant,
-        id: RoomId,
-    ) {
-        let expires = now + cx.config.seat_timeout;
-        let linger = now + cx.config.party.linger;
-        let Some(party) = self.parties.get_mut(&id) else {
-            return;
-        };
-        party.countdown = None;
-        party.started = true;
-        if party.dialect == Dialect::Upstream {
-            // The seed GAME_START announces: the injected source's bits, as a hash's.
-            party.seed = (cx.hashes)() as u32;
-        }
-        let roster: Vec<(Slot, PartyMember)> = party.members().map(|(s, m)| (s, *m)).collect();
-        let Some(room) = rooms.get_mut(id) else {
-            return;
-        };
-        room.state = RoomState::Playing;
-        for (slot, member) in &roster {
-            room.expect(*slot, member.hash, expires);
-        }
-        for (_, member) in &roster {
-            conns.transferred(member.conn, id);
-            cx.send_tcp(member.conn, TcpMessage::GameStart(id));
-        }
-        cx.stats.tcp.games_started += 1;
-        let key = cx.timers.insert(linger, TimerEvent::PartyLinger(id));
         if let Some(party) = self.parties.get_mut(&id) {
-            party.linger = Some(key);
+            countdown::countdown_tick(cx, conns, rooms, now, id, party);
         }
-        rooms.arm_housekeeping(cx, id);
     }
 
     /// A started party's linger time is over: returns the connections the clients kept open
@@ -756,7 +554,7 @@ impl Parties {
         for (slot, other) in others {
             cx.send_tcp(conn, join_message(slot, &other));
         }
-        self.send_party(cx, id, join_message(slot, &member));
+        send_party(cx, party, join_message(slot, &member));
     }
 
     /// READY_REQ from the player at `slot` of room `id`, claiming `hash`: with its own hash
@@ -786,12 +584,12 @@ impl Parties {
         }
         member.ready = !member.ready;
         let ready = member.ready;
-        self.send_party(cx, id, TcpMessage::PlayerReady { slot, ready });
+        send_party(cx, party, TcpMessage::PlayerReady { slot, ready });
         if ready {
-            self.maybe_auto_start(cx, id);
+            maybe_auto_start(cx, id, party);
         } else {
             // The upstream dialect has no error message: `cancel_countdown` sends COUNTDOWN 0.
-            self.cancel_countdown(cx, rooms, id, TcpError::NotEnoughPlayers);
+            cancel_countdown(cx, rooms, id, party, TcpError::NotEnoughPlayers);
         }
     }
 
@@ -804,9 +602,13 @@ impl Parties {
         conn: ConnId,
         id: RoomId,
     ) -> bool {
-        let may = self.start_refusal(cx, id).is_none();
+        let Some(party) = self.parties.get_mut(&id) else {
+            // No party: nothing to refuse, and nothing starts.
+            return true;
+        };
+        let may = start_refusal(cx, party).is_none();
         if may {
-            self.open_party_instance(cx, id, Opener::Request(conn, now));
+            open_party_instance(cx, id, party, Opener::Request(conn, now));
         }
         may
     }
@@ -820,16 +622,5 @@ fn record_of(id: RoomId, party: &Party) -> RoomRecord {
         players: u8::try_from(party.member_count()).unwrap_or(u8::MAX),
         max_players: u8::try_from(party.seats.len()).unwrap_or(u8::MAX),
         in_game: party.started,
-    }
-}
-
-/// Closes a party's instance socket while the party lives on (countdown cancelled).
-fn release_instance(cx: &mut Ctx<'_>, rooms: &mut Rooms, id: RoomId) {
-    let Some(room) = rooms.get_mut(id) else {
-        return;
-    };
-    room.state = RoomState::Waiting;
-    if room.port.take().is_some() {
-        cx.push(Output::CloseInstance { room: id });
     }
 }

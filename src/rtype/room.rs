@@ -1,6 +1,6 @@
 //! One room: its state, its seats (members and reservations) and its owner.
 //!
-//! A room is what the UDP room lobby lists (`rtype-udp-lobby-protocol.md` section 5) and what a
+//! A room is what the UDP room lobby lists (ROOM_LIST, `docs/protocols/udp-lobby.md`) and what a
 //! game instance serves (`docs/protocols/instance.md`). This file only keeps the room's own
 //! bookkeeping consistent; the decisions (who may join, when timers fire, what is sent) live in
 //! [`super::RtypeCore`]. Nothing here reads a clock or touches a socket.

@@ -1,30 +1,30 @@
-//! The room table and everything that happens in a room: the UDP room lobby
-//! (`rtype-udp-lobby-protocol.md` sections 4-14: LIST_ROOMS, CREATE_ROOM, JOIN_ROOM under the
-//! per-IP request and reply-byte budgets) and the game instance relay of every room, UDP or
-//! party (`docs/protocols/instance.md`: HELLO, LEAVE, START, PING, DATA, the countdown,
-//! housekeeping and reaping). [`Rooms`] owns the table, the ids, the creates waiting for
-//! their socket and the UDP lobby's rate limiter.
+//! The room table and the UDP room lobby (`docs/protocols/udp-lobby.md`: LIST_ROOMS,
+//! CREATE_ROOM, JOIN_ROOM under the per-IP request and reply-byte budgets). [`Rooms`] owns
+//! the table, the ids, the creates waiting for their socket and the UDP lobby's rate
+//! limiter; it finds the room an instance datagram or a room's timer is for and hands it to
+//! `relay.rs`, which serves that room's game instance (`docs/protocols/instance.md`: HELLO,
+//! LEAVE, START, PING, DATA, the countdown, housekeeping), and reaps finished rooms.
 //!
 //! A party's lobby state (its TCP members, their hashes, its countdown) is `parties.rs`'s;
-//! this file only admits a party's players on the instance by the token of its GAME_START and
-//! opens, releases and removes the party's room when asked. It must not decide what a TCP
-//! request means.
+//! for a party this file only opens, releases and removes its room when asked. It must not
+//! decide what a TCP request means.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::ratelimit::PerIpLimiter;
 use crate::wire::udp_lobby::room_list_len;
 
 use super::config::RtypeConfig;
-use super::context::{Ctx, TimerEvent};
+use super::context::Ctx;
 use super::messages::{
-    Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason,
-    RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
+    Dialect, InstanceRequest, LobbyReply, LobbyRequest, Output, RoomInfo, RoomSettings,
+    MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
 };
+use super::relay;
 use super::reply_len::{lobby_reply_len, upstream_list_len};
-use super::room::{Countdown, Room, RoomId, RoomKind, RoomState, SeatRefusal, Slot};
+use super::room::{Room, RoomId, RoomKind, SeatRefusal, Slot};
 use super::room_map::RoomTable;
 use super::stats::{InstanceIgnore, JoinFailure};
 
@@ -437,241 +437,17 @@ impl Rooms {
         seq: u16,
         request: InstanceRequest,
     ) {
-        if !self.table.contains_key(&id) {
+        let Some(room) = self.table.get_mut(&id) else {
             cx.stats.ignored(InstanceIgnore::StaleRoom);
             return;
-        }
-        match request {
-            InstanceRequest::Hello { token } => self.hello(cx, now, id, from, seq, token),
-            InstanceRequest::Leave => {
-                let Some(slot) = self.member_slot(id, from) else {
-                    cx.stats.ignored(InstanceIgnore::NotMember);
-                    return;
-                };
-                cx.stats.leaves += 1;
-                self.remove_member(cx, now, id, slot);
-            }
-            InstanceRequest::Start => self.start(cx, now, id, from),
-            InstanceRequest::Ping => {
-                let Some(slot) = self.member_slot(id, from) else {
-                    cx.stats.ignored(InstanceIgnore::NotMember);
-                    return;
-                };
-                if let Some(room) = self.table.get_mut(&id) {
-                    room.touch(slot, now);
-                }
-                cx.push(Output::Instance {
-                    room: id,
-                    to: from,
-                    seq,
-                    msg: InstanceMessage::Pong,
-                });
-            }
-        }
-    }
-
-    fn member_slot(&self, id: RoomId, from: SocketAddr) -> Option<Slot> {
-        self.table.get(&id)?.slot_of(from)
-    }
-
-    fn hello(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        now: Instant,
-        id: RoomId,
-        from: SocketAddr,
-        seq: u16,
-        token: Option<u64>,
-    ) {
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
         };
-        let (slot, is_new) = match room.slot_of(from) {
-            Some(slot) => {
-                room.touch(slot, now);
-                (slot, false)
-            }
-            None if room.kind == RoomKind::Party => {
-                match self.party_hello(cx, now, id, from, token) {
-                    Some(slot) => (slot, true),
-                    None => {
-                        reject(cx, id, from, seq, RejectReason::UnknownToken);
-                        return;
-                    }
-                }
-            }
-            None => {
-                let expired = room.expire_reservations(now);
-                cx.stats.reservations_expired += expired as u64;
-                match room.admit(from, now) {
-                    Ok(slot) => (slot, true),
-                    Err(refusal) => {
-                        let reason = match refusal {
-                            SeatRefusal::Full => RejectReason::Full,
-                            SeatRefusal::NotJoinable => RejectReason::NotJoinable,
-                        };
-                        reject(cx, id, from, seq, reason);
-                        return;
-                    }
-                }
-            }
-        };
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        cx.stats.welcomes += 1;
-        let welcome = InstanceMessage::Welcome {
-            slot,
-            player_count: u8::try_from(room.member_count()).unwrap_or(u8::MAX),
-            max_players: u8::try_from(room.max_players()).unwrap_or(u8::MAX),
-            state: room.state,
-        };
-        cx.push(Output::Instance {
-            room: id,
-            to: from,
-            seq,
-            msg: welcome,
-        });
-        if is_new {
-            // The newcomer learns who is already here, one PEER_JOINED per member ...
-            for index in 0..room.max_players() {
-                let peer_slot = Slot::try_from(index + 1).unwrap_or(Slot::MAX);
-                if peer_slot == slot || room.member(peer_slot).is_none() {
-                    continue;
-                }
-                let seq = room.take_seq();
-                cx.push(Output::Instance {
-                    room: id,
-                    to: from,
-                    seq,
-                    msg: InstanceMessage::PeerJoined(peer_slot),
-                });
-            }
-            // ... and the others learn about the newcomer.
-            self.broadcast(cx, id, InstanceMessage::PeerJoined(slot), Some(slot));
-            self.arm_housekeeping(cx, id);
-        }
-    }
-
-    /// A HELLO on a party's instance: admitted only with the token of a player of its
-    /// GAME_START, into that player's slot.
-    fn party_hello(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        now: Instant,
-        id: RoomId,
-        from: SocketAddr,
-        token: Option<u64>,
-    ) -> Option<Slot> {
-        let room = self.table.get_mut(&id)?;
-        let expired = room.expire_reservations(now);
-        cx.stats.reservations_expired += expired as u64;
-        let slot = token.and_then(|token| room.admit_token(token, from, now));
-        if slot.is_none() {
-            cx.stats.tcp.unknown_tokens += 1;
-        }
-        slot
-    }
-
-    fn start(&mut self, cx: &mut Ctx<'_>, now: Instant, id: RoomId, from: SocketAddr) {
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        let Some(slot) = room.slot_of(from) else {
-            cx.stats.ignored(InstanceIgnore::NotMember);
-            return;
-        };
-        room.touch(slot, now);
-        if room.owner != Some(slot) {
-            cx.stats.ignored(InstanceIgnore::NotOwner);
-            return;
-        }
-        if room.state != RoomState::Waiting {
-            cx.stats.ignored(InstanceIgnore::BadState);
-            return;
-        }
-        room.state = RoomState::Countdown;
-        room.countdown = Some(Countdown {
-            started: now,
-            remaining: cx.config.countdown_secs,
-        });
-        self.countdown_step(cx, id);
+        relay::handle_request(cx, now, id, room, from, seq, request);
     }
 
     /// A UDP room's countdown timer fired: one second less, announced.
     pub(super) fn countdown_tick(&mut self, cx: &mut Ctx<'_>, id: RoomId) {
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        room.timers.countdown = None;
-        if let Some(countdown) = room.countdown.as_mut() {
-            countdown.remaining = countdown.remaining.saturating_sub(1);
-        }
-        self.countdown_step(cx, id);
-    }
-
-    /// Announces the current countdown value and arms the next tick, or starts the game.
-    fn countdown_step(&mut self, cx: &mut Ctx<'_>, id: RoomId) {
-        let total = cx.config.countdown_secs;
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        let Some(countdown) = room.countdown else {
-            return;
-        };
-        if countdown.remaining == 0 {
-            room.countdown = None;
-            room.state = RoomState::Playing;
-            room.clear_reservations();
-            cx.stats.games_started += 1;
-            self.broadcast(cx, id, InstanceMessage::Started, None);
-            return;
-        }
-        self.broadcast(
-            cx,
-            id,
-            InstanceMessage::Countdown(countdown.remaining),
-            None,
-        );
-        // Tick k fires at started + k seconds, computed from the start: no drift.
-        let elapsed = u32::from(total - countdown.remaining) + 1;
-        let deadline = countdown.started + Duration::from_secs(u64::from(elapsed));
-        let key = cx.timers.insert(deadline, TimerEvent::CountdownTick(id));
         if let Some(room) = self.table.get_mut(&id) {
-            room.timers.countdown = Some(key);
-        }
-    }
-
-    /// Sends `msg` to every member of `id` except `except`.
-    fn broadcast(
-        &mut self,
-        cx: &mut Ctx<'_>,
-        id: RoomId,
-        msg: InstanceMessage,
-        except: Option<Slot>,
-    ) {
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        // One event, one sequence number: every member sees the same value for it (taken
-        // only if someone receives the event).
-        let mut seq = None;
-        let count = room.max_players();
-        for index in 0..count {
-            let slot = Slot::try_from(index + 1).unwrap_or(Slot::MAX);
-            if Some(slot) == except {
-                continue;
-            }
-            let Some(addr) = room.member(slot).map(|m| m.addr) else {
-                continue;
-            };
-            let seq = *seq.get_or_insert_with(|| room.take_seq());
-            cx.push(Output::Instance {
-                room: id,
-                to: addr,
-                seq,
-                msg,
-            });
+            relay::countdown_tick(cx, id, room);
         }
     }
 
@@ -692,127 +468,21 @@ impl Rooms {
             cx.stats.ignored(InstanceIgnore::StaleRoom);
             return None;
         };
-        let Some(sender) = room.slot_of(from) else {
-            cx.stats.ignored(InstanceIgnore::NotMember);
-            return None;
-        };
-        room.touch(sender, now);
-        if target == 0xFF {
-            destinations.extend(
-                room.members()
-                    .filter(|(slot, _)| *slot != sender)
-                    .map(|(_, m)| m.addr),
-            );
-        } else {
-            match room.member(target) {
-                Some(member) if target != sender => destinations.push(member.addr),
-                _ => {
-                    cx.stats.ignored(InstanceIgnore::BadTarget);
-                    return None;
-                }
-            }
-        }
-        cx.stats.data_forwarded += destinations.len() as u64;
-        Some(sender)
+        relay::relay_data(cx, now, room, from, target, destinations)
     }
 
-    /// Removes a member, tells the others, and finishes the room if it is now empty.
-    fn remove_member(&mut self, cx: &mut Ctx<'_>, now: Instant, id: RoomId, slot: Slot) {
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        if room.remove(slot).is_none() {
-            return;
-        }
-        self.broadcast(cx, id, InstanceMessage::PeerLeft(slot), None);
-        self.finish_if_empty(cx, now, id);
-    }
-
-    fn finish_if_empty(&mut self, cx: &mut Ctx<'_>, now: Instant, id: RoomId) {
-        // A game server's players are not seen here: its room ends when its process does.
-        if cx.config.instance_exec {
-            return;
-        }
-        let empty = self
-            .table
-            .get(&id)
-            .is_some_and(|room| room.is_empty() && room.state != RoomState::Finished);
-        if empty {
-            self.finish(cx, now, id);
-        }
-    }
-
-    /// Moves a room to Finished and schedules its removal.
-    fn finish(&mut self, cx: &mut Ctx<'_>, now: Instant, id: RoomId) {
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        room.state = RoomState::Finished;
-        room.countdown = None;
-        let timers = std::mem::take(&mut room.timers);
-        if let Some((key, _)) = timers.housekeeping {
-            cx.timers.cancel(key);
-        }
-        if let Some(key) = timers.countdown {
-            cx.timers.cancel(key);
-        }
-        if let Some(key) = timers.reap {
-            cx.timers.cancel(key);
-        }
-        let key = cx
-            .timers
-            .insert(now + cx.config.reap_grace, TimerEvent::Reap(id));
-        if let Some(room) = self.table.get_mut(&id) {
-            room.timers.reap = Some(key);
-        }
-    }
-
-    /// Arms (or moves earlier) the room's housekeeping timer to its next deadline.
+    /// Arms (or moves earlier) room `id`'s housekeeping timer to its next deadline.
     pub(super) fn arm_housekeeping(&mut self, cx: &mut Ctx<'_>, id: RoomId) {
-        let idle = cx.config.idle_timeout;
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        let Some(deadline) = room.next_housekeeping(idle) else {
-            return;
-        };
-        if let Some((key, armed)) = room.timers.housekeeping {
-            if armed <= deadline {
-                return;
-            }
-            cx.timers.cancel(key);
-        }
-        let key = cx.timers.insert(deadline, TimerEvent::Housekeeping(id));
         if let Some(room) = self.table.get_mut(&id) {
-            room.timers.housekeeping = Some((key, deadline));
+            relay::arm_housekeeping(cx, id, room);
         }
     }
 
-    /// A room's housekeeping timer fired: expired reservations and silent members go, and
-    /// an empty room finishes.
+    /// Room `id`'s housekeeping timer fired: expired reservations and silent members go,
+    /// and an empty room finishes.
     pub(super) fn housekeeping(&mut self, cx: &mut Ctx<'_>, now: Instant, id: RoomId) {
-        let idle = cx.config.idle_timeout;
-        let Some(room) = self.table.get_mut(&id) else {
-            return;
-        };
-        room.timers.housekeeping = None;
-        let expired = room.expire_reservations(now);
-        cx.stats.reservations_expired += expired as u64;
-        while let Some(slot) = self
-            .table
-            .get(&id)
-            .and_then(|room| room.first_idle_member(now, idle))
-        {
-            cx.stats.idle_removed += 1;
-            self.remove_member(cx, now, id, slot);
-        }
-        self.finish_if_empty(cx, now, id);
-        if self
-            .table
-            .get(&id)
-            .is_some_and(|room| room.state != RoomState::Finished)
-        {
-            self.arm_housekeeping(cx, id);
+        if let Some(room) = self.table.get_mut(&id) {
+            relay::housekeeping(cx, now, id, room);
         }
     }
 
@@ -838,15 +508,4 @@ impl Rooms {
         self.table.unlist(id);
         true
     }
-}
-
-/// Answers a HELLO with REJECT and counts it by reason.
-fn reject(cx: &mut Ctx<'_>, id: RoomId, to: SocketAddr, seq: u16, reason: RejectReason) {
-    cx.stats.rejects[reason as usize - 1] += 1;
-    cx.push(Output::Instance {
-        room: id,
-        to,
-        seq,
-        msg: InstanceMessage::Reject(reason),
-    });
 }

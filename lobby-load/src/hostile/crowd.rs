@@ -27,11 +27,11 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 use mio::{Registry, Token};
 
-use super::super::general_modes::SignInStep;
+use super::super::general_client::SignInStep;
+use super::super::options::Options;
 use super::super::runner::{Pacer, Workload};
 use super::super::stats::Stats;
 use super::super::tcp_engine::{connect_error_kind, connect_registered};
-use super::super::Options;
 use super::dialect::{Front, SignIn};
 use super::{millis, HostileRng};
 

@@ -12,11 +12,11 @@
 use lobbyd::wire::general::{self, ClientRepr as GeneralRequest, ServerRepr as GeneralReply};
 use lobbyd::wire::tcp_lobby::{self, name_field, validate_name, ClientRepr as TcpRequest};
 
-use super::super::general_modes::{self, SignInStep};
+use super::super::general_client::{self, SignInStep};
+use super::super::options::Mode;
 use super::super::tcp_engine::Step;
 use super::super::tcp_modes;
 use super::super::wz_modes::host_gamestruct;
-use super::super::Mode;
 use super::{mutate, HostileRng};
 
 /// READY_REQs a TCP lobby flooder writes at once: 56 KB, the TCP lobby's party-flood burst.
@@ -103,7 +103,7 @@ impl Front {
                 let field = name_field(&name);
                 tcp_modes::push(out, TcpRequest::ConnectReq { name: &field });
             }
-            Front::General => general_modes::push(out, &general_modes::sign_in(&name)),
+            Front::General => general_client::push(out, &general_client::sign_in(&name)),
             Front::Wz => out.extend_from_slice(WZ_V4_OPENING),
             Front::Http => out.extend_from_slice(b"GET /metrics HTTP/1.1\r\n\r\n"),
         }
@@ -119,7 +119,7 @@ impl Front {
                     ready: step % 2 == 0,
                 },
             ),
-            Front::General => general_modes::push(
+            Front::General => general_client::push(
                 out,
                 &GeneralRequest::Ping {
                     payload: &[0x5a; general::MAX_PING_PAYLOAD],
@@ -146,7 +146,7 @@ impl Front {
             Front::General => {
                 let line = "flood ".repeat(10);
                 for _ in 0..GENERAL_FLOOD_FRAMES {
-                    general_modes::push(
+                    general_client::push(
                         out,
                         &GeneralRequest::Chat {
                             game: 0,
@@ -155,7 +155,7 @@ impl Front {
                     );
                 }
                 for _ in 0..GENERAL_FLOOD_FRAMES {
-                    general_modes::push(out, &GeneralRequest::Ping { payload: b"flood" });
+                    general_client::push(out, &GeneralRequest::Ping { payload: b"flood" });
                 }
             }
             Front::Wz | Front::Http => {}
@@ -178,9 +178,9 @@ impl Front {
                 }
                 _ => None,
             }),
-            Front::General => general_modes::each_frame(data, |repr| {
+            Front::General => general_client::each_frame(data, |repr| {
                 let welcome = matches!(repr, GeneralReply::Welcome { .. });
-                match general_modes::sign_in_frame(step, repr) {
+                match general_client::sign_in_frame(step, repr) {
                     Err(kind) => {
                         verdict = SignIn::Refused(kind);
                         Some(Step::Done)
@@ -316,7 +316,7 @@ fn general_message(rng: &mut HostileRng, out: &mut Vec<u8>) {
     let name = random_name(rng, 30);
     let text = random_name(rng, 200);
     let msg = match rng.below(8) {
-        0 => general_modes::sign_in(&name),
+        0 => general_client::sign_in(&name),
         1 => GeneralRequest::Chat {
             game: rng.below(4) as i32,
             text: &text,
@@ -360,7 +360,7 @@ fn general_message(rng: &mut HostileRng, out: &mut Vec<u8>) {
             return;
         }
     };
-    general_modes::push(out, &msg);
+    general_client::push(out, &msg);
 }
 
 fn wz_message(rng: &mut HostileRng, out: &mut Vec<u8>) {

@@ -32,7 +32,9 @@ pub mod udp;
 use std::io;
 use std::time::Instant;
 
-use super::{runner, Mode, Options, Summary};
+use super::options::{Mode, Options};
+use super::runner;
+use super::stats::Summary;
 
 pub use dialect::Front;
 

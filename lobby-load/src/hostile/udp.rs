@@ -25,10 +25,10 @@ use mio::{Interest, Registry, Token};
 use lobbyd::wire::instance::{ClientMsg, ClientRepr};
 use lobbyd::wire::udp_lobby::{Request, RequestRepr, MAX_UNFRAGMENTED};
 
+use super::super::options::Options;
 use super::super::runner::{Pacer, Workload};
 use super::super::setup;
 use super::super::stats::Stats;
-use super::super::Options;
 use super::{mutate, HostileRng};
 
 /// Attack sockets at most (one per source address).

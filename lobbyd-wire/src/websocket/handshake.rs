@@ -179,7 +179,7 @@ fn key_is_valid(key: &[u8]) -> bool {
 
 /// A refusal before the upgrade, with its status line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub enum UpgradeRefusal {
     /// 400: a head that did not parse, a bad or missing key, an upgrade without
     /// `Connection: upgrade`, a target that is not a plain path.
     BadRequest,
@@ -193,45 +193,45 @@ pub enum Refusal {
     UpgradeRequired,
 }
 
-impl Refusal {
+impl UpgradeRefusal {
     /// The status code.
     pub fn status(self) -> u16 {
         match self {
-            Refusal::BadRequest => 400,
-            Refusal::Forbidden => 403,
-            Refusal::NotFound => 404,
-            Refusal::MethodNotAllowed => 405,
-            Refusal::UpgradeRequired => 426,
+            UpgradeRefusal::BadRequest => 400,
+            UpgradeRefusal::Forbidden => 403,
+            UpgradeRefusal::NotFound => 404,
+            UpgradeRefusal::MethodNotAllowed => 405,
+            UpgradeRefusal::UpgradeRequired => 426,
         }
     }
 
     /// The metric label.
     pub fn as_str(self) -> &'static str {
         match self {
-            Refusal::BadRequest => "bad_request",
-            Refusal::Forbidden => "forbidden_origin",
-            Refusal::NotFound => "not_found",
-            Refusal::MethodNotAllowed => "method_not_allowed",
-            Refusal::UpgradeRequired => "upgrade_required",
+            UpgradeRefusal::BadRequest => "bad_request",
+            UpgradeRefusal::Forbidden => "forbidden_origin",
+            UpgradeRefusal::NotFound => "not_found",
+            UpgradeRefusal::MethodNotAllowed => "method_not_allowed",
+            UpgradeRefusal::UpgradeRequired => "upgrade_required",
         }
     }
 
     /// Every refusal, for the metrics catalogue.
-    pub const ALL: [Refusal; 5] = [
-        Refusal::BadRequest,
-        Refusal::Forbidden,
-        Refusal::NotFound,
-        Refusal::MethodNotAllowed,
-        Refusal::UpgradeRequired,
+    pub const ALL: [UpgradeRefusal; 5] = [
+        UpgradeRefusal::BadRequest,
+        UpgradeRefusal::Forbidden,
+        UpgradeRefusal::NotFound,
+        UpgradeRefusal::MethodNotAllowed,
+        UpgradeRefusal::UpgradeRequired,
     ];
 
     fn reason(self) -> &'static str {
         match self {
-            Refusal::BadRequest => "Bad Request",
-            Refusal::Forbidden => "Forbidden",
-            Refusal::NotFound => "Not Found",
-            Refusal::MethodNotAllowed => "Method Not Allowed",
-            Refusal::UpgradeRequired => "Upgrade Required",
+            UpgradeRefusal::BadRequest => "Bad Request",
+            UpgradeRefusal::Forbidden => "Forbidden",
+            UpgradeRefusal::NotFound => "Not Found",
+            UpgradeRefusal::MethodNotAllowed => "Method Not Allowed",
+            UpgradeRefusal::UpgradeRequired => "Upgrade Required",
         }
     }
 }
@@ -252,7 +252,7 @@ pub enum Route<'a> {
         head_only: bool,
     },
     /// Answer with this status and close.
-    Refuse(Refusal),
+    Refuse(UpgradeRefusal),
 }
 
 /// Judges `request` for a port whose WebSocket path is `ws_path`; `origin_allowed` says
@@ -267,12 +267,12 @@ pub fn route<'a>(
     origin_allowed: impl Fn(&[u8]) -> bool,
 ) -> Route<'a> {
     if !request.target.starts_with('/') {
-        return Route::Refuse(Refusal::BadRequest);
+        return Route::Refuse(UpgradeRefusal::BadRequest);
     }
     let path = request.path();
     if path != ws_path {
         if request.upgrade_websocket {
-            return Route::Refuse(Refusal::NotFound);
+            return Route::Refuse(UpgradeRefusal::NotFound);
         }
         return match request.method {
             "GET" => Route::File {
@@ -283,23 +283,23 @@ pub fn route<'a>(
                 path,
                 head_only: true,
             },
-            _ => Route::Refuse(Refusal::MethodNotAllowed),
+            _ => Route::Refuse(UpgradeRefusal::MethodNotAllowed),
         };
     }
     if request.method != "GET" {
-        return Route::Refuse(Refusal::MethodNotAllowed);
+        return Route::Refuse(UpgradeRefusal::MethodNotAllowed);
     }
     if !request.upgrade_websocket || request.version != Some(b"13") {
-        return Route::Refuse(Refusal::UpgradeRequired);
+        return Route::Refuse(UpgradeRefusal::UpgradeRequired);
     }
     let Some(key) = request.key.filter(|key| key_is_valid(key)) else {
-        return Route::Refuse(Refusal::BadRequest);
+        return Route::Refuse(UpgradeRefusal::BadRequest);
     };
     if !request.connection_upgrade {
-        return Route::Refuse(Refusal::BadRequest);
+        return Route::Refuse(UpgradeRefusal::BadRequest);
     }
     if request.origin.is_some_and(|origin| !origin_allowed(origin)) {
-        return Route::Refuse(Refusal::Forbidden);
+        return Route::Refuse(UpgradeRefusal::Forbidden);
     }
     Route::Upgrade {
         accept: accept_key(key),
@@ -318,15 +318,15 @@ pub fn emit_switching(accept: &[u8; ACCEPT_LEN], out: &mut Vec<u8>) {
 
 /// Appends a refusal with a one-line text body to `out`; the connection closes after it.
 /// A 426 names the version and protocol the port speaks.
-pub fn emit_refusal(refusal: Refusal, out: &mut Vec<u8>) {
+pub fn emit_refusal(refusal: UpgradeRefusal, out: &mut Vec<u8>) {
     let reason = refusal.reason();
     let status = refusal.status();
     let body_len = reason.len() + 1;
     out.extend_from_slice(format!("HTTP/1.1 {status} {reason}\r\n").as_bytes());
-    if refusal == Refusal::UpgradeRequired {
+    if refusal == UpgradeRefusal::UpgradeRequired {
         out.extend_from_slice(b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n");
     }
-    if refusal == Refusal::MethodNotAllowed {
+    if refusal == UpgradeRefusal::MethodNotAllowed {
         out.extend_from_slice(b"Allow: GET, HEAD\r\n");
     }
     out.extend_from_slice(
@@ -447,12 +447,12 @@ mod tests {
         );
         assert_eq!(
             route(&request, "/lobby", any),
-            Route::Refuse(Refusal::NotFound)
+            Route::Refuse(UpgradeRefusal::NotFound)
         );
         let only = |o: &[u8]| o == b"https://game.example";
         assert_eq!(
             route(&request, "/chat", only),
-            Route::Refuse(Refusal::Forbidden)
+            Route::Refuse(UpgradeRefusal::Forbidden)
         );
     }
 
@@ -480,33 +480,36 @@ mod tests {
             (format!("GET /lobby HTTP/1.1\r\n{upgrade}"), None),
             (
                 "GET /lobby HTTP/1.1\r\nHost: x".into(),
-                Some(Refusal::UpgradeRequired),
+                Some(UpgradeRefusal::UpgradeRequired),
             ),
             (
                 format!("GET /lobby HTTP/1.1\r\n{}", upgrade.replace("13", "8")),
-                Some(Refusal::UpgradeRequired),
+                Some(UpgradeRefusal::UpgradeRequired),
             ),
             (
                 format!("GET /lobby HTTP/1.1\r\n{}", upgrade.replace("dGhl", "")),
-                Some(Refusal::BadRequest),
+                Some(UpgradeRefusal::BadRequest),
             ),
             (
                 format!(
                     "GET /lobby HTTP/1.1\r\n{}",
                     upgrade.replace("keep-alive, Upgrade", "close")
                 ),
-                Some(Refusal::BadRequest),
+                Some(UpgradeRefusal::BadRequest),
             ),
             (
                 format!("POST /lobby HTTP/1.1\r\n{upgrade}"),
-                Some(Refusal::MethodNotAllowed),
+                Some(UpgradeRefusal::MethodNotAllowed),
             ),
             (
                 format!("GET /other HTTP/1.1\r\n{upgrade}"),
-                Some(Refusal::NotFound),
+                Some(UpgradeRefusal::NotFound),
             ),
-            ("DELETE /x HTTP/1.1".into(), Some(Refusal::MethodNotAllowed)),
-            ("GET * HTTP/1.1".into(), Some(Refusal::BadRequest)),
+            (
+                "DELETE /x HTTP/1.1".into(),
+                Some(UpgradeRefusal::MethodNotAllowed),
+            ),
+            ("GET * HTTP/1.1".into(), Some(UpgradeRefusal::BadRequest)),
         ];
         for (text, refusal) in cases {
             let got = route(&head(&text), "/lobby", any);
@@ -558,7 +561,7 @@ mod tests {
         assert_eq!(check_response(&out[..20], SAMPLE_KEY), Ok(None));
         assert_eq!(check_response(&out, b"other"), Err(0));
         let mut refused = vec![];
-        emit_refusal(Refusal::Forbidden, &mut refused);
+        emit_refusal(UpgradeRefusal::Forbidden, &mut refused);
         assert_eq!(
             refused,
             b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n\

@@ -2,8 +2,8 @@
 //! legacy protocol of real 2.3.x, 3.x and 4.x clients, and the v4 protocol of BSON or JSON
 //! documents.
 //!
-//! Legacy (docs/protocols/wz-lobby.md, "Legacy protocol"; the byte-level facts come from the
-//! notes `wz2100-lobby-wire.md`, sections 1.2 to 1.7 and 4):
+//! Legacy (docs/protocols/wz-lobby.md, "Legacy protocol", which states every byte-level fact
+//! and where it comes from):
 //! - [`gamestruct`]: the fixed 814-byte big-endian GAMESTRUCT, as a zero-copy view
 //!   [`GameStruct`] (after [`GameStruct::new_checked`] no accessor panics) and a plain owned
 //!   [`GameStructRepr`] for round trips and fixtures;

@@ -3,7 +3,7 @@
 //! WebSocket port ([`WsStats`]).
 
 use crate::wire::websocket::frame::Violation;
-use crate::wire::websocket::handshake::{HeadError, Refusal};
+use crate::wire::websocket::handshake::{HeadError, UpgradeRefusal};
 
 /// The driver's own counters (the core's are `general::GeneralStats`).
 #[derive(Clone, Debug, Default)]
@@ -76,9 +76,9 @@ pub struct WsStats {
     pub accepted: u64,
     /// Upgrades to WebSocket (101 sent, the connection opened in the lobby).
     pub upgrades: u64,
-    /// Requests answered with an error status before an upgrade, by [`Refusal`] (as
-    /// `Refusal::ALL` orders them).
-    pub refused: [u64; Refusal::ALL.len()],
+    /// Requests answered with an error status before an upgrade, by [`UpgradeRefusal`] (as
+    /// `UpgradeRefusal::ALL` orders them).
+    pub refused: [u64; UpgradeRefusal::ALL.len()],
     /// Request heads that did not parse (400), by [`HeadError`].
     pub bad_heads: [u64; 3],
     /// Files served (200).
@@ -108,7 +108,7 @@ impl WsStats {
     pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
         f("general_ws_accepted_total", "", self.accepted);
         f("general_ws_upgrades_total", "", self.upgrades);
-        for (refusal, n) in Refusal::ALL.iter().zip(self.refused) {
+        for (refusal, n) in UpgradeRefusal::ALL.iter().zip(self.refused) {
             f("general_ws_refused_total", refusal.as_str(), n);
         }
         for (error, n) in HEAD_ERRORS.iter().zip(self.bad_heads) {
@@ -133,8 +133,8 @@ impl WsStats {
     }
 
     /// Counts a request refused with `refusal`'s status.
-    pub fn refuse(&mut self, refusal: Refusal) {
-        if let Some(i) = Refusal::ALL.iter().position(|&r| r == refusal) {
+    pub fn refuse(&mut self, refusal: UpgradeRefusal) {
+        if let Some(i) = UpgradeRefusal::ALL.iter().position(|&r| r == refusal) {
             self.refused[i] += 1;
         }
     }

@@ -42,7 +42,8 @@ use crate::wire::websocket::frame::{
     MAX_CONTROL_PAYLOAD,
 };
 use crate::wire::websocket::handshake::{
-    emit_file_head, emit_refusal, emit_switching, parse_request, route, Parsed, Refusal, Route,
+    emit_file_head, emit_refusal, emit_switching, parse_request, route, Parsed, Route,
+    UpgradeRefusal,
 };
 
 use super::outbound::{Conn, Outbound, Transport};
@@ -108,7 +109,7 @@ impl WsPort {
             Ok(Parsed::Complete { request, head_len }) => (request, head_len),
             Err(error) => {
                 self.stats.bad_head(error);
-                emit_refusal(Refusal::BadRequest, &mut out);
+                emit_refusal(UpgradeRefusal::BadRequest, &mut out);
                 return Some((out, None));
             }
         };
@@ -127,8 +128,8 @@ impl WsPort {
                     }
                     return Some((out, None));
                 }
-                Lookup::Refused => Refusal::BadRequest,
-                Lookup::Missing => Refusal::NotFound,
+                Lookup::Refused => UpgradeRefusal::BadRequest,
+                Lookup::Missing => UpgradeRefusal::NotFound,
             },
             Route::Refuse(refusal) => refusal,
         };

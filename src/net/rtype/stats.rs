@@ -3,6 +3,8 @@
 //! lobby transport's (`net::rtype::tcp`: admission, drops, I/O totals) and the rooms' game
 //! servers' (`net::rtype::game_server`, `--instance-exec`). The core's own are `rtype::stats`.
 
+use std::io;
+
 use crate::wire::frame::Error as FrameError;
 use crate::wire::udp_upstream::lobby::MessageFamily;
 use crate::wire::udp_upstream::Error as UpstreamError;
@@ -45,6 +47,21 @@ pub struct UdpStats {
 }
 
 impl UdpStats {
+    /// Counts the outcome of one `send_to`.
+    pub(super) fn count_send(&mut self, result: io::Result<usize>, len: usize) {
+        match result {
+            Ok(_) => {
+                self.udp_datagrams_out += 1;
+                self.udp_bytes_out += len as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.send_would_block += 1,
+            Err(e) => {
+                self.send_errors += 1;
+                log::debug!("udp send: {e}");
+            }
+        }
+    }
+
     /// Counts a malformed lobby datagram.
     pub fn lobby_drop(&mut self, error: FrameError) {
         if let Some(i) = FrameError::ALL.iter().position(|e| *e == error) {

@@ -42,7 +42,7 @@ use crate::wire::udp_upstream::sniff;
 use crate::net::io::batch::{DatagramQueue, RecvBatch, SLOT_LEN};
 use crate::net::rtype::instance::{Instance, PortPool};
 use crate::net::rtype::stats::UdpStats;
-use crate::net::rtype::udp_upstream::{self, Refusal, UpstreamList};
+use crate::net::rtype::udp_upstream::{self, UpstreamList, UpstreamRefusal};
 use crate::net::token::Target;
 use crate::net::warn::WarnBudget;
 
@@ -252,8 +252,8 @@ impl UdpLobby {
                 Err(refusal) => {
                     log::trace!("udp lobby: dropped upstream datagram from {from}: {refusal:?}");
                     match refusal {
-                        Refusal::Malformed(error) => self.stats.upstream_drop(error),
-                        Refusal::Unserved(family) => self.stats.upstream_unserved(family),
+                        UpstreamRefusal::Malformed(error) => self.stats.upstream_drop(error),
+                        UpstreamRefusal::Unserved(family) => self.stats.upstream_unserved(family),
                     }
                     Received::Dropped
                 }
@@ -636,23 +636,6 @@ impl UdpLobby {
         };
         if let Err(e) = result {
             log::warn!("reregister {target:?}: {e}");
-        }
-    }
-}
-
-impl UdpStats {
-    /// Counts the outcome of one `send_to`.
-    fn count_send(&mut self, result: io::Result<usize>, len: usize) {
-        match result {
-            Ok(_) => {
-                self.udp_datagrams_out += 1;
-                self.udp_bytes_out += len as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.send_would_block += 1,
-            Err(e) => {
-                self.send_errors += 1;
-                log::debug!("udp send: {e}");
-            }
         }
     }
 }

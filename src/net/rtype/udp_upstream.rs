@@ -21,7 +21,7 @@ use crate::wire::udp_upstream::Error;
 
 /// Why an upstream datagram goes no further than the driver.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub enum UpstreamRefusal {
     /// Malformed: not a datagram of the dialect, or a lobby request of the wrong layout.
     Malformed(Error),
     /// Well-formed, of a family lobbyd does not serve.
@@ -29,8 +29,9 @@ pub enum Refusal {
 }
 
 /// Decodes an upstream datagram received on the lobby socket: its sequence id and request.
-pub fn decode(datagram: &[u8]) -> Result<(u16, LobbyRequest<'_>), Refusal> {
-    let RequestRepr { seq, request } = RequestRepr::parse(datagram).map_err(Refusal::Malformed)?;
+pub fn decode(datagram: &[u8]) -> Result<(u16, LobbyRequest<'_>), UpstreamRefusal> {
+    let RequestRepr { seq, request } =
+        RequestRepr::parse(datagram).map_err(UpstreamRefusal::Malformed)?;
     let request = match request {
         Request::ListRooms => LobbyRequest::ListRooms,
         Request::CreateRoom(None) => LobbyRequest::CreateRoom,
@@ -50,7 +51,7 @@ pub fn decode(datagram: &[u8]) -> Result<(u16, LobbyRequest<'_>), Refusal> {
             password: credentials.password,
             spectator: credentials.spectator.is_some_and(|byte| byte != 0),
         },
-        Request::Other(code) => return Err(Refusal::Unserved(MessageFamily::of(code))),
+        Request::Other(code) => return Err(UpstreamRefusal::Unserved(MessageFamily::of(code))),
     };
     Ok((seq, request))
 }

@@ -1,14 +1,15 @@
 //! The general lobby's transport over loopback (docs/protocols/general-lobby.md, "Frames",
 //! "Errors", "Transport"): frames split across reads or packed into one, malformed and
-//! oversized frames, a slow reader dropped without slowing the others, the idle timeout and
-//! the shutdown notice.
+//! oversized frames, a slow reader dropped without slowing the others, the idle timeout, the
+//! shutdown notice, and `/healthz` while shutdown waits for a connection to drain.
 
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr};
+use lobbyd::wire::general::{code, ClientRepr, ErrorCode, ServerRepr, MAX_PING_PAYLOAD};
 
 use super::client::*;
 use crate::common::{eventually, snapshot, REPLY_WAIT};
@@ -460,6 +461,91 @@ fn shutdown_tells_every_connection_before_closing_it() {
     for client in [&mut alice, &mut bob, &mut guest] {
         client.expect_last_bytes(&goodbye);
     }
+}
+
+/// `/healthz` answers 200 while the loop turns, and 503 from the moment shutdown begins
+/// while the shutdown waits for a connection that does not read (its PONGs fill its socket,
+/// then wait in its send queue); once the wait is over the status listener is closed.
+#[test]
+fn healthz_is_503_while_shutdown_waits_for_a_connection_to_drain() {
+    const OK: &str = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\
+                      Connection: close\r\n\r\nok\n";
+    const DOWN: &str = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
+                        Content-Length: 14\r\nConnection: close\r\n\r\nshutting down\n";
+    let (server, addr) = start_lobby(|c| {
+        c.metrics = Some("127.0.0.1:0".parse().unwrap());
+        // The test asks /healthz over and over.
+        c.metrics_conn_rate = 1_000_000;
+        let core = &mut c.general.core;
+        core.frame_rate = 1_000_000;
+        core.frame_burst = 1_000_000;
+    });
+    let metrics = server.metrics_addr().expect("metrics enabled");
+    assert_eq!(healthz(metrics).expect("the endpoint answers"), OK);
+
+    // A guest pings and never reads, from a socket with a small receive buffer, until the
+    // server holds PONG bytes it cannot send (more than a partial PING waiting to be read,
+    // far less than the send-queue cap that would drop it as a slow reader).
+    let socket =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    socket.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+    socket.connect(&addr.into()).expect("connect");
+    let mut guest = std::net::TcpStream::from(socket);
+    let ping = client_bytes(&ClientRepr::Ping {
+        payload: &[0x5a; MAX_PING_PAYLOAD],
+    });
+    let batch = ping.repeat(256);
+    let held = |server: &lobbyd::net::ServerHandle| {
+        snapshot(server).general.map_or(0, |g| g.buffered_bytes)
+    };
+    let mut batches = 0;
+    while held(&server) < 16 * 1024 {
+        assert!(
+            batches < 200,
+            "nothing held after {batches} batches of 256 PINGs"
+        );
+        guest.write_all(&batch).expect("PINGs");
+        batches += 1;
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        snapshot(&server).counter("general_dropped_total", "slow_reader"),
+        Some(0)
+    );
+
+    // The same path as SIGTERM, on another thread: it returns once the wait is over.
+    let stopping = thread::spawn(move || server.shutdown());
+    let deadline = Instant::now() + REPLY_WAIT;
+    let answer = loop {
+        let answer = healthz(metrics).expect("the endpoint answers through the wait");
+        if answer != OK || Instant::now() > deadline {
+            break answer;
+        }
+        thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(answer, DOWN);
+    // Still 503 on a second look while the guest's bytes are held (or closed, once the
+    // wait is over).
+    if let Some(again) = healthz(metrics) {
+        assert_eq!(again, DOWN);
+    }
+    stopping
+        .join()
+        .expect("shutdown thread")
+        .expect("clean shutdown");
+    assert!(healthz(metrics).is_none(), "the status listener is closed");
+}
+
+/// `GET /healthz` on `metrics`: the whole answer, or `None` when the connection is refused.
+fn healthz(metrics: std::net::SocketAddr) -> Option<String> {
+    let mut stream = std::net::TcpStream::connect(metrics).ok()?;
+    stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: lb\r\n\r\n")
+        .ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok()?;
+    Some(String::from_utf8_lossy(&answer).into_owned())
 }
 
 #[test]
