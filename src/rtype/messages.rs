@@ -11,6 +11,7 @@
 
 use std::net::SocketAddr;
 
+use super::remote_join::{OwnerAnswer, RemoteJoin};
 use super::room::{RoomId, RoomState, Slot};
 use super::stats::JoinFailure;
 use super::tcp_messages::{ConnId, TcpMessage};
@@ -192,6 +193,26 @@ pub enum Output {
         conn: ConnId,
         /// The message.
         msg: TcpMessage,
+    },
+    /// Ask node `owner` (through the directory) to decide a JOIN_ROOM of its room; the
+    /// answer comes back as [`RtypeCore::handle_owner_answer`](super::RtypeCore::handle_owner_answer),
+    /// or [`RtypeCore::handle_ask_dropped`](super::RtypeCore::handle_ask_dropped) when it
+    /// could not be sent.
+    AskOwner {
+        /// The room's node.
+        owner: u8,
+        /// The JOIN_ROOM.
+        ask: RemoteJoin,
+    },
+    /// Send node `asker` this node's decision on its ask `req`
+    /// ([`RtypeCore::handle_remote_join`](super::RtypeCore::handle_remote_join)).
+    AnswerAsker {
+        /// The asking node.
+        asker: u8,
+        /// Its request id.
+        req: u64,
+        /// The decision.
+        answer: OwnerAnswer,
     },
     /// Close a TCP lobby connection once what is queued for it is written (bounded wait).
     /// The core has already forgotten it.

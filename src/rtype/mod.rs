@@ -21,6 +21,8 @@
 //! - `parties.rs`, `Parties`: the TCP lobby's parties (over `party.rs`, one party) and the
 //!   live player hashes;
 //! - `conns.rs`, `TcpConns`: the TCP lobby's connection records, deadlines, request rates;
+//! - `remote_join.rs`, `RemoteJoins` (in `Rooms`): JOIN_ROOM of another node's room, asked
+//!   of its owner through the directory and answered by it alone;
 //! - `tcp.rs`: the handlers that join those two (a request, a violation, a close, a
 //!   deadline);
 //! - `tcp_codec.rs`: a checked TCP frame as a [`TcpInput`], a [`TcpMessage`] as its wire
@@ -47,6 +49,7 @@ mod context;
 mod messages;
 mod parties;
 mod party;
+mod remote_join;
 mod reply_len;
 pub mod room;
 pub mod room_map;
@@ -72,6 +75,7 @@ pub use messages::{
     RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
 };
 pub use party::{Party, PartyMember};
+pub use remote_join::{OwnerAnswer, RemoteJoin, ASK_TIMEOUT, MAX_PENDING_ASKS};
 pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
 pub use rooms::NODE_SHIFT;
 pub use stats::{InstanceIgnore, JoinFailure, RtypeStats};
@@ -229,6 +233,63 @@ impl RtypeCore {
         self.rooms.set_remote_listed(count);
     }
 
+    /// The driver's report on the directory: up (asks reach the owners of other nodes'
+    /// rooms) or not (a JOIN_ROOM of another node's room is refused at once).
+    pub fn handle_directory_state(&mut self, up: bool) {
+        self.rooms.remote.set_up(up);
+    }
+
+    /// Asks of other nodes' rooms waiting for their owner's answer.
+    pub fn pending_asks(&self) -> usize {
+        self.rooms.remote.pending()
+    }
+
+    /// The owner's answer to this node's ask `req` ([`Output::AskOwner`]): the client gets
+    /// JOIN_SUCCESS with the owner's port, or JOIN_FAILED. An answer after the ask's
+    /// [`ASK_TIMEOUT`] (or to no ask of this node's) is dropped and counted.
+    pub fn handle_owner_answer(&mut self, now: Instant, req: u64, answer: OwnerAnswer) {
+        let mut cx = ctx!(self);
+        let Some(to) = self.rooms.remote.answered(&mut cx, req, answer) else {
+            return;
+        };
+        let result = match answer {
+            OwnerAnswer::Granted { room, port } => Ok((room, port)),
+            OwnerAnswer::Refused(reason) => Err(reason),
+        };
+        self.rooms.answer_join(&mut cx, now, to, result);
+    }
+
+    /// The driver could not hand ask `req` to the directory (its queue was full): the
+    /// client gets JOIN_FAILED now.
+    pub fn handle_ask_dropped(&mut self, now: Instant, req: u64) {
+        let mut cx = ctx!(self);
+        if let Some(to) = self.rooms.remote.dropped(&mut cx, req) {
+            let result = Err(JoinFailure::OwnerUnreachable);
+            self.rooms.answer_join(&mut cx, now, to, result);
+        }
+    }
+
+    /// Node `asker` asks this node, the room's owner, to decide a JOIN_ROOM: the same JOIN
+    /// logic as a local one (a seat reserved for the client's address), answered with
+    /// [`Output::AnswerAsker`].
+    pub fn handle_remote_join(&mut self, now: Instant, asker: u8, ask: RemoteJoin) {
+        let mut cx = ctx!(self);
+        cx.stats.remote.served += 1;
+        let password = ask.password();
+        let answer = match self
+            .rooms
+            .join_room(&mut cx, now, ask.client, ask.room.0, password, false)
+        {
+            Ok((room, port)) => OwnerAnswer::Granted { room, port },
+            Err(reason) => OwnerAnswer::Refused(reason),
+        };
+        cx.push(Output::AnswerAsker {
+            asker,
+            req: ask.req,
+            answer,
+        });
+    }
+
     /// A UDP lobby request in the seed's dialect from `from` with sequence id `seq`.
     pub fn handle_lobby_request(
         &mut self,
@@ -351,6 +412,12 @@ impl RtypeCore {
                 TimerEvent::PartyLinger(id) => tcp::linger(&mut cx, &mut tcp!(self), id),
                 TimerEvent::ConnDeadline(conn) => {
                     tcp::deadline(&mut cx, &mut tcp!(self), now, conn)
+                }
+                TimerEvent::RemoteJoinTimeout(req) => {
+                    if let Some(to) = self.rooms.remote.timed_out(&mut cx, req) {
+                        let result = Err(JoinFailure::OwnerUnreachable);
+                        self.rooms.answer_join(&mut cx, now, to, result);
+                    }
                 }
             }
         }

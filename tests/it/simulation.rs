@@ -38,6 +38,13 @@ fn simulation_long_run() {
     for (reason, count) in UPSTREAM_REFUSALS.iter().zip(tcp.upstream_refused) {
         assert!(count > 0, "no {reason}: {tcp:?}");
     }
+    // And those of a node of a group: other nodes' rooms asked of their owners, granted,
+    // refused, timed out, answered late, refused at once while the directory was down;
+    // this node's rooms asked of it.
+    let remote = &stats.remote;
+    assert!(remote.granted > 0 && remote.refused > 0, "{remote:?}");
+    assert!(remote.timeouts > 0 && remote.late_answers > 0, "{remote:?}");
+    assert!(remote.unavailable > 0 && remote.served > 0, "{remote:?}");
 }
 
 /// With `--instance-exec`: game servers start, exit at random and are stopped; every room
