@@ -7,25 +7,24 @@
 //! `XADD ... MAXLEN ~ 1000`, so an inbox nobody reads stays bounded). Reading is this file's
 //! own thread, `lobbyd-inbox`, on a second connection: `XREAD BLOCK` [`INBOX_BLOCK`] (short,
 //! so a clean stop takes at most that long), then `TIME` once a batch is in hand, for the
-//! Redis server's clock at the time it is handled. An ask whose entry id (the server's clock when it was added) is
-//! more than [`STALE_AFTER`] older than that is dropped and counted: its asker has answered
-//! its client JOIN_FAILED already, so a node resumed after a stall does not reserve seats
-//! for asks long answered. No node's own clock is compared with another's. On (re)connect it
-//! reads from the newest entry then (as `$` would, without missing an entry added between
-//! two reads). What it reads goes to the loop as [`Report::Inbox`] through the same channel
-//! and waker as the other reports.
+//! Redis server's clock when it is handled. An ask whose entry id (the server's clock when
+//! it was added) is more than [`STALE_AFTER`] older than that is dropped and counted: its
+//! asker has answered its client JOIN_FAILED already, so a node resumed after a stall does
+//! not reserve seats for asks long answered. No node's own clock is compared with another's.
+//! On (re)connect it reads from the newest entry then (as `$` would, without missing an
+//! entry added between two reads). What it reads is handed to `mod.rs`, which passes it to
+//! the loop as `Report::Inbox` through the same channel and waker as the other reports.
+//! Imports only `wire`.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use redis::{Connection, ConnectionInfo, Value};
 
 use crate::wire::directory::{AnswerRepr, AskRepr, InboxRepr};
-
-use super::{Report, BACKOFF_MAX, BACKOFF_MIN, IO_TIMEOUT};
 
 /// How long one `XREAD` waits for an entry.
 pub const INBOX_BLOCK: Duration = Duration::from_millis(150);
@@ -123,13 +122,24 @@ pub(super) fn answer_entry(node: u8, answer: &Answer) -> InboxRepr<'static> {
     })
 }
 
-/// Starts the `lobbyd-inbox` thread of node `node`; it stops within [`INBOX_BLOCK`] plus
-/// [`IO_TIMEOUT`] of `stop` being set.
+/// How the reader connects and reconnects.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ReaderTimes {
+    /// Connect and write timeout (a read waits [`INBOX_BLOCK`] longer).
+    pub(super) io_timeout: Duration,
+    /// The first reconnection delay.
+    pub(super) backoff_min: Duration,
+    /// The longest reconnection delay.
+    pub(super) backoff_max: Duration,
+}
+
+/// Starts the `lobbyd-inbox` thread of node `node`, which hands each non-empty read to
+/// `deliver`; it stops within [`INBOX_BLOCK`] plus the I/O timeout of `stop` being set.
 pub(super) fn spawn_reader(
     node: u8,
     info: ConnectionInfo,
-    reports: mpsc::Sender<Report>,
-    notify: Arc<dyn Fn() + Send + Sync>,
+    times: ReaderTimes,
+    deliver: Box<dyn Fn(Batch) + Send>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -139,8 +149,8 @@ pub(super) fn spawn_reader(
                 node,
                 key: inbox_key(node),
                 info,
-                reports,
-                notify,
+                times,
+                deliver,
                 stop,
             };
             reader.run();
@@ -151,26 +161,29 @@ struct Reader {
     node: u8,
     key: String,
     info: ConnectionInfo,
-    reports: mpsc::Sender<Report>,
-    notify: Arc<dyn Fn() + Send + Sync>,
+    times: ReaderTimes,
+    deliver: Box<dyn Fn(Batch) + Send>,
     stop: Arc<AtomicBool>,
 }
 
 /// What one read brought.
-#[derive(Default)]
-struct Batch {
-    messages: Vec<InboxMessage>,
-    stale: u64,
-    bad: u64,
+#[derive(Debug, Default)]
+pub(super) struct Batch {
+    /// Asks and answers, in the inbox's order.
+    pub(super) messages: Vec<InboxMessage>,
+    /// Asks dropped for their age.
+    pub(super) stale: u64,
+    /// Entries that did not parse.
+    pub(super) bad: u64,
 }
 
 impl Reader {
     fn run(&mut self) {
-        let mut backoff = BACKOFF_MIN;
+        let mut backoff = self.times.backoff_min;
         let mut warned = false;
         while !self.stop.load(Ordering::Relaxed) {
             let result = self.connect().and_then(|(mut conn, last)| {
-                backoff = BACKOFF_MIN;
+                backoff = self.times.backoff_min;
                 warned = false;
                 self.serve(&mut conn, last)
             });
@@ -180,7 +193,7 @@ impl Reader {
                     log::warn!("directory: node {} inbox unreadable: {e}", self.node);
                 }
                 self.pause(backoff);
-                backoff = (backoff * 2).min(BACKOFF_MAX);
+                backoff = (backoff * 2).min(self.times.backoff_max);
             }
         }
     }
@@ -199,9 +212,10 @@ impl Reader {
     /// Connects; returns the connection and the newest entry id now.
     fn connect(&self) -> redis::RedisResult<(Connection, String)> {
         let client = redis::Client::open(self.info.clone())?;
-        let mut conn = client.get_connection_with_timeout(IO_TIMEOUT)?;
-        conn.set_read_timeout(Some(INBOX_BLOCK + IO_TIMEOUT))?;
-        conn.set_write_timeout(Some(IO_TIMEOUT))?;
+        let io = self.times.io_timeout;
+        let mut conn = client.get_connection_with_timeout(io)?;
+        conn.set_read_timeout(Some(INBOX_BLOCK + io))?;
+        conn.set_write_timeout(Some(io))?;
         let newest: Value = redis::cmd("XREVRANGE")
             .arg(&self.key)
             .arg("+")
@@ -240,28 +254,9 @@ impl Reader {
                 _ => 0,
             };
             let batch = read_batch(&read, now_ms, &mut last);
-            self.report(batch);
+            (self.deliver)(batch);
         }
         Ok(())
-    }
-
-    fn report(&self, batch: Batch) {
-        let mut sent = false;
-        if batch.stale != 0 || batch.bad != 0 {
-            sent |= self
-                .reports
-                .send(Report::InboxDropped {
-                    stale: batch.stale,
-                    bad: batch.bad,
-                })
-                .is_ok();
-        }
-        for message in batch.messages {
-            sent |= self.reports.send(Report::Inbox(message)).is_ok();
-        }
-        if sent {
-            (self.notify)();
-        }
     }
 }
 

@@ -211,7 +211,29 @@ impl DirectoryClient {
         let (outbox, reports) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let info = connection_info(&addr);
-        let reader = inbox::spawn_reader(node, info, outbox.clone(), notify.clone(), stop.clone())?;
+        let times = inbox::ReaderTimes {
+            io_timeout: IO_TIMEOUT,
+            backoff_min: BACKOFF_MIN,
+            backoff_max: BACKOFF_MAX,
+        };
+        let (reader_outbox, reader_notify) = (outbox.clone(), notify.clone());
+        let deliver = Box::new(move |batch: inbox::Batch| {
+            let mut sent = false;
+            if batch.stale != 0 || batch.bad != 0 {
+                let dropped = Report::InboxDropped {
+                    stale: batch.stale,
+                    bad: batch.bad,
+                };
+                sent |= reader_outbox.send(dropped).is_ok();
+            }
+            for message in batch.messages {
+                sent |= reader_outbox.send(Report::Inbox(message)).is_ok();
+            }
+            if sent {
+                reader_notify();
+            }
+        });
+        let reader = inbox::spawn_reader(node, info, times, deliver, stop.clone())?;
         let node_stop = stop.clone();
         let thread = std::thread::Builder::new()
             .name("lobbyd-directory".into())

@@ -68,16 +68,15 @@ use crate::time::wheel::TimerWheel;
 use crate::wire::tcp_lobby::NAME_LEN;
 use crate::wire::tcp_upstream::RoomRecord;
 
-pub use config::{PartyConfig, RtypeConfig};
+pub use config::{PartyConfig, RtypeConfig, NODE_SHIFT};
 pub use context::HashSource;
 pub use messages::{
-    Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason,
-    RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
+    Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, OwnerAnswer,
+    RejectReason, RemoteJoin, RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
 };
 pub use party::{Party, PartyMember};
-pub use remote_join::{OwnerAnswer, RemoteJoin, ASK_TIMEOUT, MAX_PENDING_ASKS};
+pub use remote_join::{ASK_TIMEOUT, MAX_PENDING_ASKS};
 pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
-pub use rooms::NODE_SHIFT;
 pub use stats::{InstanceIgnore, JoinFailure, RtypeStats};
 pub use tcp_codec::{server_repr, upstream_repr, TcpInput};
 pub use tcp_messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};

@@ -19,68 +19,20 @@
 //! `rooms.rs`'s.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::time::wheel::TimerKey;
 
+use super::config::NODE_SHIFT;
 use super::context::{Ctx, TimerEvent};
-use super::messages::{Output, MAX_PASSWORD};
+use super::messages::{Output, OwnerAnswer, RemoteJoin, ReplyTo};
 use super::room::RoomId;
-use super::rooms::{ReplyTo, NODE_SHIFT};
 use super::stats::JoinFailure;
 
 /// How long an ask may wait for its owner's answer.
 pub const ASK_TIMEOUT: Duration = Duration::from_millis(250);
 /// Asks waiting for an answer at most.
 pub const MAX_PENDING_ASKS: usize = 1024;
-
-/// A JOIN_ROOM the room's owner must decide.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RemoteJoin {
-    /// The asker's request id, echoed in the answer.
-    pub req: u64,
-    /// The room.
-    pub room: RoomId,
-    /// The client's address (its seat is reserved for this IP).
-    pub client: SocketAddr,
-    password: [u8; MAX_PASSWORD],
-    password_len: u8,
-}
-
-impl RemoteJoin {
-    /// An ask; `None` for a password longer than any room's ([`MAX_PASSWORD`]).
-    pub fn new(req: u64, room: RoomId, client: SocketAddr, password: &[u8]) -> Option<RemoteJoin> {
-        let mut buf = [0; MAX_PASSWORD];
-        buf.get_mut(..password.len())?.copy_from_slice(password);
-        Some(RemoteJoin {
-            req,
-            room,
-            client,
-            password: buf,
-            password_len: u8::try_from(password.len()).ok()?,
-        })
-    }
-
-    /// The password the client offered.
-    pub fn password(&self) -> &[u8] {
-        &self.password[..usize::from(self.password_len)]
-    }
-}
-
-/// The owner's decision on a [`RemoteJoin`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OwnerAnswer {
-    /// A seat is reserved for the client in `room`, whose instance listens on `port`.
-    Granted {
-        /// The room.
-        room: RoomId,
-        /// The owner's instance port.
-        port: u16,
-    },
-    /// Refused, and why.
-    Refused(JoinFailure),
-}
 
 /// The node that owns room `id` when it is not this one (`None`: ours, or a single node).
 pub(super) fn remote_owner(node: Option<u8>, id: u32) -> Option<u8> {
@@ -198,14 +150,5 @@ mod tests {
         assert_eq!(remote_owner(None, 1 << 24 | 5), None);
         assert_eq!(remote_owner(Some(1), 5), None);
         assert_eq!(remote_owner(Some(1), 255 << 24), Some(255));
-    }
-
-    #[test]
-    fn a_password_longer_than_any_room_cannot_be_asked() {
-        let client = "127.0.0.1:1".parse().unwrap();
-        let ask = RemoteJoin::new(1, RoomId(1), client, b"pw").unwrap();
-        assert_eq!(ask.password(), b"pw");
-        assert!(RemoteJoin::new(1, RoomId(1), client, &[b'x'; MAX_PASSWORD]).is_some());
-        assert!(RemoteJoin::new(1, RoomId(1), client, &[b'x'; MAX_PASSWORD + 1]).is_none());
     }
 }

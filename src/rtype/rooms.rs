@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use crate::ratelimit::PerIpLimiter;
 use crate::wire::udp_lobby::room_list_len;
 
-use super::config::RtypeConfig;
+use super::config::{RtypeConfig, NODE_SHIFT};
 use super::context::{Ctx, TimerEvent};
 use super::messages::{
     Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason,
-    RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
+    ReplyTo, RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
 };
 use super::remote_join::{remote_owner, RemoteJoins};
 use super::reply_len::{lobby_reply_len, upstream_list_len};
@@ -29,22 +29,12 @@ use super::room::{Countdown, Room, RoomId, RoomKind, RoomState, SeatRefusal, Slo
 use super::room_map::RoomTable;
 use super::stats::{InstanceIgnore, JoinFailure};
 
-/// A node's number sits above this bit of a room id (`node << 24 | local`).
-pub const NODE_SHIFT: u32 = 24;
 /// The local part of a node's room id.
 const LOCAL_ID_MASK: u32 = (1 << NODE_SHIFT) - 1;
 /// A create request waiting for its instance socket.
 #[derive(Clone, Copy, Debug)]
 struct PendingCreate {
     to: SocketAddr,
-    seq: u16,
-    dialect: Dialect,
-}
-
-/// Where a UDP lobby reply goes and how it is spelled.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct ReplyTo {
-    pub(super) to: SocketAddr,
     seq: u16,
     dialect: Dialect,
 }

@@ -195,3 +195,12 @@ fn refusal_codes_round_trip() {
     assert_eq!(JoinFailure::from_code(0), None);
     assert_eq!(JoinFailure::from_code(200), None);
 }
+
+#[test]
+fn a_password_longer_than_any_room_cannot_be_asked() {
+    let client = addr(1);
+    let ask = RemoteJoin::new(1, RoomId(1), client, b"pw").unwrap();
+    assert_eq!(ask.password(), b"pw");
+    assert!(RemoteJoin::new(1, RoomId(1), client, &[b'x'; MAX_PASSWORD]).is_some());
+    assert!(RemoteJoin::new(1, RoomId(1), client, &[b'x'; MAX_PASSWORD + 1]).is_none());
+}
