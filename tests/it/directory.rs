@@ -136,6 +136,27 @@ pub(crate) fn node_config(redis: &Redis, id: u8) -> Config {
     }
 }
 
+/// Node `id` as a child process of the test (to kill or stop with a signal), with `extra`
+/// flags: its UDP lobby address.
+pub(crate) fn child_node(redis: &Redis, id: u8, extra: &[&str]) -> (Child, SocketAddr) {
+    let url = redis.url();
+    let id = id.to_string();
+    let mut args = LOOPBACK_ARGS.to_vec();
+    args.extend(["--wz-port", "0", "--tcp-port", "0", "--log", "info"]);
+    args.extend(["--node-id", &id, "--directory", &url]);
+    args.extend(extra);
+    let (child, addrs) = crate::cli::spawn_lobbyd(&[], &args, &["udp room lobby"]);
+    (child, addrs[0])
+}
+
+/// Nodes `a` and `b` of the group, their directory up.
+pub(crate) fn nodes_up(redis: &Redis, a: u8, b: u8) -> (ServerHandle, ServerHandle) {
+    let (a, b) = (node(redis, a), node(redis, b));
+    wait_up(&a);
+    wait_up(&b);
+    (a, b)
+}
+
 pub(crate) fn lobby(server: &ServerHandle) -> SocketAddr {
     server.udp_lobby_addr().expect("udp lobby enabled")
 }
@@ -370,22 +391,7 @@ fn a_killed_node_leaves_the_lists() {
     };
     let two = node(&redis, 2);
     wait_up(&two);
-    let url = redis.url();
-    let mut args = LOOPBACK_ARGS.to_vec();
-    args.extend([
-        "--wz-port",
-        "0",
-        "--tcp-port",
-        "0",
-        "--log",
-        "info",
-        "--node-id",
-        "3",
-        "--directory",
-        &url,
-    ]);
-    let (mut child, addrs) = crate::cli::spawn_lobbyd(&[], &args, &["udp room lobby"]);
-    let three = addrs[0];
+    let (mut child, three) = child_node(&redis, 3, &[]);
     let client = UdpClient::on("127.0.0.8");
     let rooms: Vec<u32> = (0..3).map(|_| create(&client, three).0).collect();
     assert!(rooms.iter().all(|id| id >> 24 == 3), "{rooms:x?}");

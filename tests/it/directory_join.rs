@@ -16,9 +16,10 @@ use lobbyd::config::{Config, InstancePorts};
 use lobbyd::net::ServerHandle;
 
 use crate::directory::{
-    create, list, lobby, node, node_config, until_listed, wait_up, Redis, JOIN, JOIN_FAILED,
-    JOIN_SUCCESS, SHOW_WAIT,
+    create, list, lobby, node, node_config, nodes_up, until_listed, wait_up, Redis, JOIN,
+    JOIN_FAILED, JOIN_SUCCESS, SHOW_WAIT,
 };
+use crate::instance::free_port;
 use crate::udp_lobby::records;
 
 const HELLO: u8 = 0x01;
@@ -30,15 +31,6 @@ const PEER_LEFT: u8 = 0x07;
 /// The most a JOIN of a dead or stopped node's room may take to fail: the 250 ms ask
 /// timeout and a loop pass.
 const FAIL_WITHIN: Duration = Duration::from_millis(300);
-
-/// A free UDP port on loopback (the OS picked it; we let it go again).
-fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The next datagram from `from` within `wait` (others are skipped).
 fn recv_from(client: &UdpClient, from: SocketAddr, wait: Duration) -> Option<Vec<u8>> {
@@ -90,8 +82,9 @@ fn a_join_through_another_node_is_granted_by_the_owner() {
     let port = free_port();
     let one = node_on_port(&redis, 1, port);
     let two = node(&redis, 2);
-    wait_up(&one);
-    wait_up(&two);
+    for node in [&one, &two] {
+        wait_up(node);
+    }
     let creator = UdpClient::on("127.0.0.20");
     let (room, room_port) = create(&creator, lobby(&one));
     assert_eq!((room >> 24, room_port), (1, port));
@@ -211,28 +204,10 @@ fn one_free_seat_is_granted_once_whichever_nodes_are_asked() {
     assert_eq!(timeouts, 0);
 }
 
-/// Node `id` as a child process on the group's directory, with a long seat timeout (so the
-/// creators' reservations outlive the test and phantom ones would show in the counts).
+/// Node `id` as a child process with a long seat timeout (so the creators' reservations
+/// outlive the test and phantom ones would show in the counts).
 fn child_node(redis: &Redis, id: u8) -> (Child, SocketAddr) {
-    let url = redis.url();
-    let id = id.to_string();
-    let mut args = LOOPBACK_ARGS.to_vec();
-    args.extend([
-        "--wz-port",
-        "0",
-        "--tcp-port",
-        "0",
-        "--log",
-        "info",
-        "--seat-timeout",
-        "60",
-        "--node-id",
-        &id,
-        "--directory",
-        &url,
-    ]);
-    let (child, addrs) = crate::cli::spawn_lobbyd(&[], &args, &["udp room lobby"]);
-    (child, addrs[0])
+    crate::directory::child_node(redis, id, &["--seat-timeout", "60"])
 }
 
 fn signal(child: &Child, name: &str) {
@@ -276,10 +251,7 @@ fn joins_of_a_killed_nodes_rooms_fail_fast() {
     let Some(redis) = Redis::start("s4j") else {
         return;
     };
-    let two = node(&redis, 2);
-    let three = node(&redis, 3);
-    wait_up(&two);
-    wait_up(&three);
+    let (two, three) = nodes_up(&redis, 2, 3);
     let (mut child, one) = child_node(&redis, 1);
     let creator = UdpClient::on("127.0.0.40");
     let mut dead: Vec<(u32, u16)> = (0..3).map(|_| create(&creator, one)).collect();
@@ -334,10 +306,7 @@ fn a_stopped_node_resumes_without_phantom_seats() {
     let Some(redis) = Redis::start("s5") else {
         return;
     };
-    let two = node(&redis, 2);
-    let three = node(&redis, 3);
-    wait_up(&two);
-    wait_up(&three);
+    let (two, three) = nodes_up(&redis, 2, 3);
     let (mut child, one) = child_node(&redis, 1);
     let creator = UdpClient::on("127.0.0.50");
     let (room, _) = create(&creator, one);
