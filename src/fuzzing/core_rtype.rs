@@ -245,7 +245,8 @@ impl RtypeSim {
                     "joined a room without socket"
                 );
             }
-            Output::AskOwner { owner, ask } => {
+            Output::AskOwner { owner, req } => {
+                let ask = *self.lobby.pending_ask(req).expect("the ask waits");
                 assert!(owner != 0 && owner != 1, "asked node {owner}");
                 assert_eq!(u32::from(owner), ask.room.0 >> NODE_SHIFT);
                 let reused = self.asks.insert(ask.req, ask.room);

@@ -150,7 +150,8 @@ impl GroupSim {
                 Output::CloseInstance { room } => {
                     self.ports[usize::from(node - 1)].remove(&room);
                 }
-                Output::AskOwner { owner, ask } => {
+                Output::AskOwner { owner, req } => {
+                    let ask = *self.core(node).pending_ask(req).expect("the ask waits");
                     assert!((1..=NODES).contains(&owner) && owner != node);
                     self.carry(owner, Carried::Ask { from: node, ask });
                 }

@@ -193,15 +193,17 @@ pub enum Output {
         /// The message.
         msg: TcpMessage,
     },
-    /// Ask node `owner` (through the directory) to decide a JOIN_ROOM of its room; the
-    /// answer comes back as [`RtypeCore::handle_owner_answer`](super::RtypeCore::handle_owner_answer),
-    /// or [`RtypeCore::handle_ask_dropped`](super::RtypeCore::handle_ask_dropped) when it
-    /// could not be sent.
+    /// Ask node `owner` (through the directory) to decide the JOIN_ROOM of ask `req`, read
+    /// with [`RtypeCore::pending_ask`](super::RtypeCore::pending_ask) (kept out of the output
+    /// queue, whose records stay small); the answer comes back as
+    /// [`RtypeCore::handle_owner_answer`](super::RtypeCore::handle_owner_answer), or
+    /// [`RtypeCore::handle_ask_dropped`](super::RtypeCore::handle_ask_dropped) when it could
+    /// not be sent.
     AskOwner {
         /// The room's node.
         owner: u8,
-        /// The JOIN_ROOM.
-        ask: RemoteJoin,
+        /// The ask's request id.
+        req: u64,
     },
     /// Send node `asker` this node's decision on its ask `req`
     /// ([`RtypeCore::handle_remote_join`](super::RtypeCore::handle_remote_join)).

@@ -243,6 +243,11 @@ impl RtypeCore {
         self.rooms.remote.pending()
     }
 
+    /// The JOIN_ROOM of ask `req` ([`Output::AskOwner`]) while it waits for its answer.
+    pub fn pending_ask(&self, req: u64) -> Option<&RemoteJoin> {
+        self.rooms.remote.get(req)
+    }
+
     /// The owner's answer to this node's ask `req` ([`Output::AskOwner`]): the client gets
     /// JOIN_SUCCESS with the owner's port, or JOIN_FAILED. An answer after the ask's
     /// [`ASK_TIMEOUT`] (or to no ask of this node's) is dropped and counted.

@@ -2,8 +2,9 @@
 //! room's owner (the node in the room id's top byte, [`super::NODE_SHIFT`]) decides it, so
 //! two nodes can never both grant its last seat.
 //!
-//! On the node a client asked: the JOIN_ROOM becomes [`Output::AskOwner`] (a request id, the
-//! owner, the room, the client's address and password) and a [`ASK_TIMEOUT`] timer; the
+//! On the node a client asked: the JOIN_ROOM becomes [`Output::AskOwner`] (a request id and
+//! the owner; the room, the client's address and password wait here, for the driver to read)
+//! and a [`ASK_TIMEOUT`] timer; the
 //! owner's answer comes back as [`RemoteJoins::answered`] and becomes JOIN_SUCCESS with the
 //! owner's instance port, or JOIN_FAILED. No answer within [`ASK_TIMEOUT`] is JOIN_FAILED and
 //! nothing else: a remote room is never granted locally nor from the listed records. An
@@ -47,6 +48,7 @@ pub(super) fn remote_owner(node: Option<u8>, id: u32) -> Option<u8> {
 struct Pending {
     to: ReplyTo,
     timer: TimerKey,
+    ask: RemoteJoin,
 }
 
 /// The asks this node made and the directory's state.
@@ -96,10 +98,15 @@ impl RemoteJoins {
         let timer = cx
             .timers
             .insert(now + ASK_TIMEOUT, TimerEvent::RemoteJoinTimeout(req));
-        self.pending.insert(req, Pending { to, timer });
+        self.pending.insert(req, Pending { to, timer, ask });
         cx.stats.remote.asked += 1;
-        cx.push(Output::AskOwner { owner, ask });
+        cx.push(Output::AskOwner { owner, req });
         Ok(())
+    }
+
+    /// The JOIN_ROOM of ask `req`, while it waits.
+    pub(super) fn get(&self, req: u64) -> Option<&RemoteJoin> {
+        self.pending.get(&req).map(|pending| &pending.ask)
     }
 
     /// The owner's answer to ask `req`: where to send the client's reply, or `None` for an

@@ -320,10 +320,13 @@ impl RtypeFrontEnd {
                         tcp.close_when_flushed(conn);
                     }
                 }
-                Output::AskOwner { owner, ask } => {
-                    let queued = self.directory.as_mut().is_some_and(|d| d.ask(owner, &ask));
+                Output::AskOwner { owner, req } => {
+                    let queued = match (self.directory.as_mut(), self.lobby.pending_ask(req)) {
+                        (Some(directory), Some(ask)) => directory.ask(owner, ask),
+                        _ => false,
+                    };
                     if !queued {
-                        self.lobby.handle_ask_dropped(Instant::now(), ask.req);
+                        self.lobby.handle_ask_dropped(Instant::now(), req);
                     }
                 }
                 Output::AnswerAsker { asker, req, answer } => {

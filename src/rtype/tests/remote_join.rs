@@ -45,7 +45,7 @@ const REMOTE: u32 = 1 << NODE_SHIFT | 7;
 fn ask(core: &mut RtypeCore, now: Instant, from: SocketAddr, seq: u16) -> RemoteJoin {
     core.handle_lobby_request(now, from, seq, LobbyRequest::JoinRoom(REMOTE));
     match drain(core)[..] {
-        [Output::AskOwner { owner: 1, ask }] => ask,
+        [Output::AskOwner { owner: 1, req }] => *core.pending_ask(req).unwrap(),
         ref other => panic!("no ask: {other:?}"),
     }
 }
@@ -120,7 +120,7 @@ fn the_directory_down_or_too_many_asks_refuse_at_once() {
         let from = SocketAddr::from((Ipv4Addr::from(0x7f00_0100 + i as u32), 5000));
         two.handle_lobby_request(now, from, 1, LobbyRequest::JoinRoom(REMOTE));
         match drain(&mut two)[..] {
-            [Output::AskOwner { ask, .. }] => assert!(reqs.insert(ask.req), "request id reused"),
+            [Output::AskOwner { req, .. }] => assert!(reqs.insert(req), "request id reused"),
             ref other => panic!("{other:?}"),
         }
     }
