@@ -208,8 +208,9 @@ pub(crate) fn wait_up(server: &ServerHandle) {
 }
 
 /// S1: a room created on node 1 shows on node 2, after node 2's own rooms, with node 1's
-/// id and port; node 2 does not grant a seat in it (only its owner may). The time to show
-/// is printed as a figure (no timed assertion).
+/// id and port; a JOIN of it through node 2 is granted by node 1, its owner, and asked of
+/// node 1 directly it refreshes the same seat. The time to show is printed as a figure (no
+/// timed assertion).
 #[test]
 fn a_room_created_on_one_node_is_listed_by_the_other() {
     let Some(redis) = Redis::start("s1") else {
