@@ -43,7 +43,9 @@
 //! - [`directory`]: the room directory a group of lobbyd processes shares in Redis (keys with
 //!   a time to live, each node's own) and the `lobbyd-directory` thread that speaks Redis
 //!   for one node, fed by a bounded queue and reporting through the loop's waker, the one
-//!   module that imports `redis`. May import `wire`.
+//!   module that imports `redis`; `directory/inbox.rs`, each node's Redis stream inbox, by
+//!   which a JOIN_ROOM of another node's room is asked of its owner and answered, read on a
+//!   thread of its own (`lobbyd-inbox`). May import `wire`.
 //! - [`metrics`]: the operators' pages (`/` the status page, `/metrics`, `/rooms`,
 //!   `/wz/games`), their request parsing and the [`metrics::Snapshot`] types, without
 //!   sockets. May import the cores' counter and room types.
@@ -69,7 +71,8 @@
 //!   (the timerfd), `closer.rs` (the thread that closes released sockets off the loop),
 //!   `heap.rs`, `rx_time.rs`. Beside them `login/` (the password-check bridge and its fair
 //!   queue, for any core), `directory.rs` (the room directory's bridge: this node's rooms
-//!   out, the other nodes' into the ROOM_LIST cache), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs` (the
+//!   out, the other nodes' into the ROOM_LIST cache, asks of other nodes' rooms and their
+//!   answers between the R-Type core and the thread), `http.rs` (status page, `/metrics`, `/healthz`), `token.rs` (the
 //!   tokens), `fd_table.rs` (the descriptor table sized at start). Every listener is bound in
 //!   `net::build`. May import everything above.
 //! - [`cli_user`]: `lobbyd user add|del|list`, account administration from the shell. May

@@ -16,8 +16,29 @@
 //! records are exactly `count` whole records, or an [`Error`]; it borrows the records and
 //! allocates nothing. The value comes from a store other processes can write, so a reader
 //! treats it as untrusted input like any datagram.
+//!
+//! **A node's inbox** (the Redis stream `lobbyd:inbox:{node}`): a JOIN_ROOM of another node's
+//! room is asked of its owner, and answered, as one stream entry each, field `m`, value an
+//! [`InboxRepr`]:
+//!
+//! ```text
+//! ask (kind 1)                              answer (kind 2)
+//! offset  size  field                       offset  size  field
+//! 0       1     kind        1               0       1     kind     2
+//! 1       1     from        the asker       1       1     from     the owner
+//! 2       8     request     u64             2       8     request  u64, the ask's
+//! 10      4     room        u32             10      4     room     u32
+//! 14      1     family      4 or 6          14      1     outcome  0 granted, else a refusal
+//! 15      4|16  client IP                   15      2     port     the room's instance port
+//! +0      2     client port                                         (0 when refused)
+//! +2      1     password length (<= 64)
+//! +3      n     password
+//! ```
+//!
+//! [`InboxRepr::parse`] is total like the table's, and borrows the password.
 
 use core::fmt;
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use crate::udp_lobby::{RoomRecord, ROOM_RECORD_LEN};
 
@@ -164,6 +185,216 @@ impl<'a> NodeRoomsRepr<'a> {
     }
 }
 
+/// The longest password an ask carries (a room's password is at most 64 bytes).
+pub const MAX_ASK_PASSWORD: usize = 64;
+/// The kind byte of an ask.
+pub const KIND_ASK: u8 = 1;
+/// The kind byte of an answer.
+pub const KIND_ANSWER: u8 = 2;
+/// Bytes of an answer.
+pub const ANSWER_LEN: usize = 17;
+/// Bytes of an ask before the client address.
+const ASK_HEADER_LEN: usize = 15;
+
+/// Why an inbox entry did not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InboxError {
+    /// Shorter than its kind's layout says.
+    Truncated,
+    /// A kind byte this reader does not know.
+    BadKind,
+    /// Node id 0 in `from`.
+    BadNode,
+    /// An ask's address family is neither 4 nor 6.
+    BadFamily,
+    /// A password over [`MAX_ASK_PASSWORD`], or bytes after the message.
+    BadLength,
+}
+
+impl InboxError {
+    /// A short label for metrics and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InboxError::Truncated => "truncated",
+            InboxError::BadKind => "bad_kind",
+            InboxError::BadNode => "bad_node",
+            InboxError::BadFamily => "bad_family",
+            InboxError::BadLength => "bad_length",
+        }
+    }
+}
+
+impl fmt::Display for InboxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A JOIN_ROOM of room `room`, asked of its owner by node `from` for the client at
+/// `client` (whose address the seat is reserved for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AskRepr<'a> {
+    /// The asking node (1-255): where the answer goes.
+    pub from: u8,
+    /// The asker's request id, echoed in the answer.
+    pub request: u64,
+    /// The room.
+    pub room: u32,
+    /// The client's address as the asking node saw it.
+    pub client: SocketAddr,
+    /// The password the client offered (at most [`MAX_ASK_PASSWORD`] bytes).
+    pub password: &'a [u8],
+}
+
+/// The owner's answer to an ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AnswerRepr {
+    /// The owner (1-255).
+    pub from: u8,
+    /// The ask's request id.
+    pub request: u64,
+    /// The room.
+    pub room: u32,
+    /// 0: a seat is reserved, at `port`; else why not (the owner's refusal code).
+    pub outcome: u8,
+    /// The room's instance port (0 when refused).
+    pub port: u16,
+}
+
+/// One entry of a node's inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InboxRepr<'a> {
+    /// A JOIN_ROOM for the owner to decide.
+    Ask(AskRepr<'a>),
+    /// The owner's decision.
+    Answer(AnswerRepr),
+}
+
+impl<'a> InboxRepr<'a> {
+    /// Parses an entry; total.
+    pub fn parse(buf: &'a [u8]) -> Result<InboxRepr<'a>, InboxError> {
+        let kind = *buf.first().ok_or(InboxError::Truncated)?;
+        if kind != KIND_ASK && kind != KIND_ANSWER {
+            return Err(InboxError::BadKind);
+        }
+        let header = if kind == KIND_ASK {
+            ASK_HEADER_LEN
+        } else {
+            ANSWER_LEN
+        };
+        if buf.len() < header {
+            return Err(InboxError::Truncated);
+        }
+        let from = buf[1];
+        if from == 0 {
+            return Err(InboxError::BadNode);
+        }
+        let request = u64::from_be_bytes(array(&buf[2..10]));
+        let room = u32::from_be_bytes(array(&buf[10..14]));
+        if kind == KIND_ANSWER {
+            if buf.len() != ANSWER_LEN {
+                return Err(InboxError::BadLength);
+            }
+            return Ok(InboxRepr::Answer(AnswerRepr {
+                from,
+                request,
+                room,
+                outcome: buf[14],
+                port: u16::from_be_bytes(array(&buf[15..17])),
+            }));
+        }
+        let (ip, rest) = match buf[14] {
+            4 if buf.len() >= ASK_HEADER_LEN + 4 => (
+                IpAddr::V4(Ipv4Addr::from(array::<4>(&buf[15..19]))),
+                &buf[19..],
+            ),
+            6 if buf.len() >= ASK_HEADER_LEN + 16 => (
+                IpAddr::V6(Ipv6Addr::from(array::<16>(&buf[15..31]))),
+                &buf[31..],
+            ),
+            4 | 6 => return Err(InboxError::Truncated),
+            _ => return Err(InboxError::BadFamily),
+        };
+        if rest.len() < 3 {
+            return Err(InboxError::Truncated);
+        }
+        let port = u16::from_be_bytes(array(&rest[..2]));
+        let len = usize::from(rest[2]);
+        let password = &rest[3..];
+        if len > MAX_ASK_PASSWORD {
+            return Err(InboxError::BadLength);
+        }
+        if password.len() != len {
+            return Err(if password.len() < len {
+                InboxError::Truncated
+            } else {
+                InboxError::BadLength
+            });
+        }
+        Ok(InboxRepr::Ask(AskRepr {
+            from,
+            request,
+            room,
+            client: SocketAddr::new(ip, port),
+            password,
+        }))
+    }
+
+    /// Bytes [`InboxRepr::emit`] writes (an ask's password cut to [`MAX_ASK_PASSWORD`]).
+    pub fn buffer_len(&self) -> usize {
+        match self {
+            InboxRepr::Answer(_) => ANSWER_LEN,
+            InboxRepr::Ask(ask) => {
+                let ip = if ask.client.is_ipv4() { 4 } else { 16 };
+                ASK_HEADER_LEN + ip + 3 + ask.password.len().min(MAX_ASK_PASSWORD)
+            }
+        }
+    }
+
+    /// Writes the entry into `buf[..self.buffer_len()]`; returns that length.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than [`InboxRepr::buffer_len`].
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        let len = self.buffer_len();
+        let buf = &mut buf[..len];
+        let (kind, from, request, room) = match self {
+            InboxRepr::Ask(a) => (KIND_ASK, a.from, a.request, a.room),
+            InboxRepr::Answer(a) => (KIND_ANSWER, a.from, a.request, a.room),
+        };
+        buf[0] = kind;
+        buf[1] = from;
+        buf[2..10].copy_from_slice(&request.to_be_bytes());
+        buf[10..14].copy_from_slice(&room.to_be_bytes());
+        match self {
+            InboxRepr::Answer(answer) => {
+                buf[14] = answer.outcome;
+                buf[15..17].copy_from_slice(&answer.port.to_be_bytes());
+            }
+            InboxRepr::Ask(ask) => {
+                let at = match ask.client.ip() {
+                    IpAddr::V4(ip) => {
+                        buf[14] = 4;
+                        buf[15..19].copy_from_slice(&ip.octets());
+                        19
+                    }
+                    IpAddr::V6(ip) => {
+                        buf[14] = 6;
+                        buf[15..31].copy_from_slice(&ip.octets());
+                        31
+                    }
+                };
+                let password = &ask.password[..ask.password.len().min(MAX_ASK_PASSWORD)];
+                buf[at..at + 2].copy_from_slice(&ask.client.port().to_be_bytes());
+                // At most MAX_ASK_PASSWORD, inside a u8.
+                buf[at + 2] = password.len() as u8;
+                buf[at + 3..].copy_from_slice(password);
+            }
+        }
+        len
+    }
+}
+
 /// Whether a listed room takes joins: Waiting or Countdown with a free seat (the order of
 /// docs/protocols/udp-lobby.md "LIST_ROOMS": joinable rooms first).
 pub fn is_joinable(record: &RoomRecord) -> bool {
@@ -249,10 +480,100 @@ mod tests {
         }));
     }
 
+    /// Node 2 asks for room 1<<24|5 for 127.0.0.3:40000 (0x9c40) with password "pw",
+    /// request 9.
+    const GOLDEN_ASK: [u8; 26] = [
+        0x01, 0x02, 0, 0, 0, 0, 0, 0, 0, 0x09, 0x01, 0x00, 0x00, 0x05, 0x04, 127, 0, 0, 3, 0x9c,
+        0x40, 0x02, b'p', b'w', 0, 0,
+    ];
+    /// Node 1 grants request 9, room 1<<24|5, port 4301 (0x10cd).
+    const GOLDEN_ANSWER: [u8; 17] = [
+        0x02, 0x01, 0, 0, 0, 0, 0, 0, 0, 0x09, 0x01, 0x00, 0x00, 0x05, 0x00, 0x10, 0xcd,
+    ];
+
+    fn golden_ask() -> InboxRepr<'static> {
+        InboxRepr::Ask(AskRepr {
+            from: 2,
+            request: 9,
+            room: 1 << 24 | 5,
+            client: "127.0.0.3:40000".parse().unwrap(),
+            password: b"pw",
+        })
+    }
+
+    #[test]
+    fn inbox_golden_bytes() {
+        assert_eq!(InboxRepr::parse(&GOLDEN_ASK[..24]), Ok(golden_ask()));
+        let mut buf = [0xa5; 24];
+        assert_eq!(golden_ask().emit(&mut buf), 24);
+        assert_eq!(buf[..], GOLDEN_ASK[..24]);
+        let answer = InboxRepr::Answer(AnswerRepr {
+            from: 1,
+            request: 9,
+            room: 1 << 24 | 5,
+            outcome: 0,
+            port: 4301,
+        });
+        assert_eq!(InboxRepr::parse(&GOLDEN_ANSWER), Ok(answer));
+        let mut buf = [0xa5; ANSWER_LEN];
+        assert_eq!(answer.emit(&mut buf), ANSWER_LEN);
+        assert_eq!(buf, GOLDEN_ANSWER);
+    }
+
+    #[test]
+    fn inbox_errors() {
+        assert_eq!(InboxRepr::parse(&[]), Err(InboxError::Truncated));
+        assert_eq!(InboxRepr::parse(&[3]), Err(InboxError::BadKind));
+        assert_eq!(
+            InboxRepr::parse(&GOLDEN_ANSWER[..16]),
+            Err(InboxError::Truncated)
+        );
+        assert_eq!(
+            InboxRepr::parse(&GOLDEN_ASK[..23]),
+            Err(InboxError::Truncated)
+        );
+        assert_eq!(
+            InboxRepr::parse(&GOLDEN_ASK[..18]),
+            Err(InboxError::Truncated)
+        );
+        // Two bytes after the password.
+        assert_eq!(InboxRepr::parse(&GOLDEN_ASK), Err(InboxError::BadLength));
+        let mut bad = GOLDEN_ASK;
+        bad[14] = 5;
+        assert_eq!(InboxRepr::parse(&bad[..24]), Err(InboxError::BadFamily));
+        let mut bad = GOLDEN_ANSWER;
+        bad[1] = 0;
+        assert_eq!(InboxRepr::parse(&bad), Err(InboxError::BadNode));
+        let mut long = GOLDEN_ASK[..22].to_vec();
+        long[21] = 65;
+        long.extend_from_slice(&[b'x'; 65]);
+        assert_eq!(InboxRepr::parse(&long), Err(InboxError::BadLength));
+    }
+
     quickcheck! {
         fn arbitrary_bytes_never_panic(data: Vec<u8>) -> bool {
             let _ = NodeRoomsRepr::parse(&data);
+            let _ = InboxRepr::parse(&data);
             true
+        }
+
+        fn ask_round_trip(
+            from: u8, request: u64, room: u32, client: SocketAddr, password: Vec<u8>
+        ) -> bool {
+            let password = &password[..password.len().min(MAX_ASK_PASSWORD)];
+            // The flow label and scope of a v6 address are not carried.
+            let client = SocketAddr::new(client.ip(), client.port());
+            let repr = InboxRepr::Ask(AskRepr { from: from.max(1), request, room, client, password });
+            let mut buf = vec![0xa5; repr.buffer_len()];
+            repr.emit(&mut buf);
+            InboxRepr::parse(&buf) == Ok(repr)
+        }
+
+        fn answer_round_trip(from: u8, request: u64, room: u32, outcome: u8, port: u16) -> bool {
+            let repr = InboxRepr::Answer(AnswerRepr { from: from.max(1), request, room, outcome, port });
+            let mut buf = vec![0xa5; repr.buffer_len()];
+            repr.emit(&mut buf);
+            InboxRepr::parse(&buf) == Ok(repr)
         }
 
         fn round_trip(node: u8, generation: u64, records: Vec<u8>) -> bool {

@@ -27,11 +27,19 @@
 //! Dropping the [`DirectoryClient`] stops the thread, which deletes its node's keys first
 //! when it still owns them, so a node stopped cleanly leaves the lists at once.
 //!
+//! A JOIN_ROOM of another node's room is asked of its owner through the nodes' inboxes
+//! (`inbox.rs`: [`Command::Ask`] and [`Command::Answer`] are sent on this thread's
+//! connection, [`Report::Inbox`] comes from a second thread blocked reading this node's).
+//!
 //! Imports only `wire`; nothing here knows of the loop or the cores.
+
+pub mod inbox;
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -107,6 +115,20 @@ pub enum Command {
         /// Whole ROOM_LIST records.
         records: Vec<u8>,
     },
+    /// Ask node `owner` to decide a JOIN_ROOM of its room (into its inbox).
+    Ask {
+        /// The room's node.
+        owner: u8,
+        /// The JOIN_ROOM.
+        ask: inbox::Ask,
+    },
+    /// Answer node `asker`'s ask (into its inbox).
+    Answer {
+        /// The asking node.
+        asker: u8,
+        /// The decision.
+        answer: inbox::Answer,
+    },
 }
 
 /// The other nodes' rooms as last read, ready for a ROOM_LIST.
@@ -145,6 +167,16 @@ pub enum Report {
     Refused(String),
     /// A read of the other nodes' rooms, at this instant.
     Remote(RemoteRooms, Instant),
+    /// An ask or answer from this node's inbox.
+    Inbox(inbox::InboxMessage),
+    /// Inbox entries dropped: asks older than [`inbox::STALE_AFTER`] by the Redis server's
+    /// clock, and entries that did not parse.
+    InboxDropped {
+        /// Stale asks.
+        stale: u64,
+        /// Unparsable entries.
+        bad: u64,
+    },
 }
 
 /// Why a command was not queued.
@@ -161,6 +193,10 @@ pub struct DirectoryClient {
     commands: Option<SyncSender<Command>>,
     reports: Receiver<Report>,
     thread: Option<JoinHandle<()>>,
+    /// The inbox reader (`inbox.rs`).
+    reader: Option<JoinHandle<()>>,
+    /// Tells the inbox reader to stop.
+    stop: Arc<AtomicBool>,
 }
 
 impl DirectoryClient {
@@ -169,20 +205,50 @@ impl DirectoryClient {
     pub fn spawn(
         node: u8,
         addr: DirectoryAddr,
-        notify: Box<dyn Fn() + Send>,
+        notify: Arc<dyn Fn() + Send + Sync>,
     ) -> std::io::Result<DirectoryClient> {
-        let (commands, inbox) = mpsc::sync_channel(COMMAND_QUEUE);
+        let (commands, queue) = mpsc::sync_channel(COMMAND_QUEUE);
         let (outbox, reports) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let info = connection_info(&addr);
+        let times = inbox::ReaderTimes {
+            io_timeout: IO_TIMEOUT,
+            backoff_min: BACKOFF_MIN,
+            backoff_max: BACKOFF_MAX,
+        };
+        let (reader_outbox, reader_notify) = (outbox.clone(), notify.clone());
+        let deliver = Box::new(move |batch: inbox::Batch| {
+            let mut sent = false;
+            if batch.stale != 0 || batch.bad != 0 {
+                let dropped = Report::InboxDropped {
+                    stale: batch.stale,
+                    bad: batch.bad,
+                };
+                sent |= reader_outbox.send(dropped).is_ok();
+            }
+            for message in batch.messages {
+                sent |= reader_outbox.send(Report::Inbox(message)).is_ok();
+            }
+            if sent {
+                reader_notify();
+            }
+        });
+        let reader = inbox::spawn_reader(node, info, times, deliver, stop.clone())?;
+        let node_stop = stop.clone();
         let thread = std::thread::Builder::new()
             .name("lobbyd-directory".into())
             .spawn(move || {
                 let mut node = Node::new(node, addr, outbox, notify);
-                node.run(&inbox);
+                node.run(&queue);
+                // Refused or stopped: nothing is asked of this node any more.
+                node_stop.store(true, Ordering::Relaxed);
             })?;
         Ok(DirectoryClient {
             commands: Some(commands),
             reports,
             thread: Some(thread),
+            reader: Some(reader),
+            stop,
         })
     }
 
@@ -205,9 +271,13 @@ impl Drop for DirectoryClient {
     fn drop(&mut self) {
         // A closed queue is the thread's signal to release its keys and stop.
         self.commands = None;
+        self.stop.store(true, Ordering::Relaxed);
+        // A panic on a thread has nothing left to report to; ignore it.
         if let Some(thread) = self.thread.take() {
-            // A panic on the thread has nothing left to report to; ignore it.
             let _ = thread.join();
+        }
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
         }
     }
 }
@@ -224,7 +294,7 @@ struct Node {
     /// Every other node's rooms key, for the `MGET`.
     other_keys: Vec<String>,
     reports: mpsc::Sender<Report>,
-    notify: Box<dyn Fn() + Send>,
+    notify: Arc<dyn Fn() + Send + Sync>,
     conn: Option<Connection>,
     /// The next connection attempt, while down.
     reconnect_at: Instant,
@@ -249,7 +319,7 @@ impl Node {
         id: u8,
         addr: DirectoryAddr,
         reports: mpsc::Sender<Report>,
-        notify: Box<dyn Fn() + Send>,
+        notify: Arc<dyn Fn() + Send + Sync>,
     ) -> Node {
         let seed = getrandom::u64().unwrap_or_else(|_| {
             // No OS randomness: the clock and the process id still tell processes apart.
@@ -258,13 +328,7 @@ impl Node {
                 .map_or(0, |d| d.as_nanos() as u64);
             nanos ^ u64::from(std::process::id()) << 32
         });
-        let info = ConnectionInfo {
-            addr: match &addr {
-                DirectoryAddr::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
-                DirectoryAddr::Unix(path) => ConnectionAddr::Unix(path.clone()),
-            },
-            redis: RedisConnectionInfo::default(),
-        };
+        let info = connection_info(&addr);
         let now = Instant::now();
         let empty = NodeRoomsRepr::new(id, 0, &[]).map_or_else(Vec::new, |t| {
             let mut buf = vec![0; t.buffer_len()];
@@ -323,12 +387,31 @@ impl Node {
                     generation,
                     records,
                 }) => self.set_table(generation, &records),
+                Ok(Command::Ask { owner, ask }) => {
+                    let entry = inbox::ask_entry(self.id, &ask);
+                    self.send_inbox(owner, &entry);
+                }
+                Ok(Command::Answer { asker, answer }) => {
+                    let entry = inbox::answer_entry(self.id, &answer);
+                    self.send_inbox(asker, &entry);
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     self.release();
                     return;
                 }
             }
+        }
+    }
+
+    /// Adds `entry` to node `to`'s inbox; while down it is dropped (an ask's asker times
+    /// out, an answer's ask too).
+    fn send_inbox(&mut self, to: u8, entry: &crate::wire::directory::InboxRepr<'_>) {
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        if let Err(e) = inbox::send(conn, to, entry) {
+            self.down(&e);
         }
     }
 
@@ -558,6 +641,16 @@ pub fn merge_tables<'a>(values: impl IntoIterator<Item = (u8, &'a [u8])>) -> Rem
         remote.records.extend_from_slice(record);
     }
     remote
+}
+
+fn connection_info(addr: &DirectoryAddr) -> ConnectionInfo {
+    ConnectionInfo {
+        addr: match addr {
+            DirectoryAddr::Tcp { host, port } => ConnectionAddr::Tcp(host.clone(), *port),
+            DirectoryAddr::Unix(path) => ConnectionAddr::Unix(path.clone()),
+        },
+        redis: RedisConnectionInfo::default(),
+    }
 }
 
 fn not_connected() -> redis::RedisError {

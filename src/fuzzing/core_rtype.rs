@@ -27,6 +27,12 @@
 //!   (`docs/protocols/tcp-lobby-upstream.md`): rooms listed, created and joined, a seat
 //!   held before CONNECT_REQ (hash 0 until then), READY toggled with its own hash or a
 //!   foreign one; their messages encode in that dialect, and a party never mixes dialects;
+//! - the core is node 1 of a group: a JOIN_ROOM of another node's room is an ask of its
+//!   owner (never answered locally), answered later by the fake directory (granted,
+//!   refused, or never, then timed out) or dropped at once when the directory is down;
+//!   every ask is answered exactly once (asked = granted + refused + timed out + dropped +
+//!   waiting), request ids are never reused while waiting, and other nodes' asks of this
+//!   node's rooms run the local JOIN logic (a granted seat names the room's open port);
 //! - one step queues a bounded number of outputs.
 //!
 //! At the end, once every client is silent past the idle timeout, every room is reaped and
@@ -44,9 +50,10 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use crate::rtype::{
-    server_repr, upstream_repr, ConnClose, ConnId, Dialect, InstanceRequest, LobbyReply,
-    LobbyRequest, Output, PartyConfig, RoomId, RoomKind, RoomSettings, RoomState, RtypeConfig,
-    RtypeCore, RtypeStats, TcpInput, TcpMessage, TcpRequest,
+    server_repr, upstream_repr, ConnClose, ConnId, Dialect, InstanceRequest, JoinFailure,
+    LobbyReply, LobbyRequest, Output, OwnerAnswer, PartyConfig, RemoteJoin, RoomId, RoomKind,
+    RoomSettings, RoomState, RtypeConfig, RtypeCore, RtypeStats, TcpInput, TcpMessage, TcpRequest,
+    MAX_PENDING_ASKS, NODE_SHIFT,
 };
 use crate::wire::tcp_lobby::{
     self as wire, name_field, next_frame, next_frame_max, ClientRepr, Next, ServerRepr,
@@ -89,6 +96,10 @@ pub struct RtypeSim {
     /// Player hashes handed out (CONNECT_ACK) and not yet known gone, by connection.
     hashes: BTreeMap<usize, u64>,
     dest: Vec<SocketAddr>,
+    /// Asks of other nodes' rooms the fake directory has not answered, by request id.
+    asks: BTreeMap<u64, RoomId>,
+    /// Other nodes' rooms and the ports their owners granted seats at.
+    remote_ports: BTreeMap<RoomId, u16>,
     /// Print every output (`LOBBYD_FUZZ_TRACE=1`, for reading a crash).
     trace: bool,
 }
@@ -108,6 +119,7 @@ pub fn seeded_config() -> RtypeConfig {
         seat_timeout: Duration::from_secs(3),
         reap_grace: Duration::from_millis(500),
         max_list_rooms: 112,
+        node_id: Some(1),
         ..RtypeConfig::default()
     }
 }
@@ -147,6 +159,8 @@ impl RtypeSim {
             next_conn: 0,
             hashes: BTreeMap::new(),
             dest: Vec::new(),
+            asks: BTreeMap::new(),
+            remote_ports: BTreeMap::new(),
             trace: super::trace_enabled(),
         }
     }
@@ -214,12 +228,34 @@ impl RtypeSim {
             Output::Lobby {
                 reply: LobbyReply::JoinSuccess { room, port },
                 ..
+            } if room.0 >> NODE_SHIFT != 1 => {
+                assert_eq!(
+                    self.remote_ports.get(&room),
+                    Some(&port),
+                    "another node's room joined without its owner"
+                );
+            }
+            Output::Lobby {
+                reply: LobbyReply::JoinSuccess { room, port },
+                ..
             } => {
                 assert_eq!(
                     self.open.get(&room),
                     Some(&port),
                     "joined a room without socket"
                 );
+            }
+            Output::AskOwner { owner, req } => {
+                let ask = *self.lobby.pending_ask(req).expect("the ask waits");
+                assert!(owner != 0 && owner != 1, "asked node {owner}");
+                assert_eq!(u32::from(owner), ask.room.0 >> NODE_SHIFT);
+                let reused = self.asks.insert(ask.req, ask.room);
+                assert!(reused.is_none(), "request id {} reused", ask.req);
+            }
+            Output::AnswerAsker { answer, .. } => {
+                if let OwnerAnswer::Granted { room, port } = answer {
+                    assert_eq!(self.open.get(&room), Some(&port), "granted without socket");
+                }
             }
             Output::Tcp { conn, msg } => {
                 assert!(
@@ -310,6 +346,14 @@ impl RtypeSim {
         let unique: BTreeSet<u64> = live.iter().copied().collect();
         assert_eq!(unique.len(), live.len(), "two live players share a hash");
         assert!(!unique.contains(&0), "a live player with hash 0");
+        let remote = &self.lobby.stats.remote;
+        let settled = remote.granted + remote.refused + remote.timeouts + remote.dropped;
+        assert_eq!(
+            remote.asked,
+            settled + self.lobby.pending_asks() as u64,
+            "an ask answered twice or never: {remote:?}"
+        );
+        assert!(self.lobby.pending_asks() <= MAX_PENDING_ASKS);
         let ports: BTreeSet<u16> = self.open.values().copied().collect();
         assert_eq!(ports.len(), self.open.len(), "a port serves two rooms");
         assert!(ports.is_disjoint(&self.free_ports));
@@ -513,6 +557,7 @@ impl RtypeSim {
                 let hello = InstanceRequest::Hello { token: Some(token) };
                 self.instance_request(from, choices, hello);
             }
+            10 => self.directory_step(from, choices),
             19 => self.wait(Duration::from_millis(choices.below(300))),
             _ => self.wait(Duration::from_millis(choices.below(900))),
         }
@@ -558,6 +603,55 @@ impl RtypeSim {
         }
     }
 
+    /// The directory: its state changes, an answer to one of this node's asks (granted,
+    /// refused, or for no ask), another node's ask of one of this node's rooms, or a
+    /// JOIN_ROOM of another node's room.
+    fn directory_step(&mut self, from: SocketAddr, choices: &mut impl Choices) {
+        match choices.below(6) {
+            0 => self.lobby.handle_directory_state(!choices.one_in(3)),
+            1 | 2 => {
+                let pending: Vec<u64> = self.asks.keys().copied().collect();
+                let req = match choices.pick(&pending) {
+                    Some(req) if !choices.one_in(6) => req,
+                    _ => choices.below(1 << 20),
+                };
+                let room = self
+                    .asks
+                    .remove(&req)
+                    .unwrap_or(RoomId(2 << NODE_SHIFT | 1));
+                let answer = match choices.below(3) {
+                    0 => OwnerAnswer::Refused(JoinFailure::Full),
+                    _ => {
+                        let port = 6000 + choices.below(100) as u16;
+                        self.remote_ports.insert(room, port);
+                        OwnerAnswer::Granted { room, port }
+                    }
+                };
+                self.lobby.handle_owner_answer(self.now, req, answer);
+                self.drain();
+            }
+            3 | 4 => {
+                let room = self.room(choices);
+                let password = pick_bytes(choices, &PASSWORDS[..3]);
+                let req = choices.below(1 << 20);
+                if let Some(ask) = RemoteJoin::new(req, room, from, password) {
+                    let asker = 2 + choices.below(3) as u8;
+                    self.lobby.handle_remote_join(self.now, asker, ask);
+                    let outputs = self.drain();
+                    let answered = outputs.iter().filter(|o| {
+                        matches!(o, Output::AnswerAsker { asker: a, req: r, .. }
+                            if *a == asker && *r == req)
+                    });
+                    assert_eq!(answered.count(), 1, "{outputs:?}");
+                }
+            }
+            _ => {
+                let room = (2 + choices.below(2) as u32) << NODE_SHIFT | choices.below(4) as u32;
+                self.lobby_request(from, choices, LobbyRequest::JoinRoom(room));
+            }
+        }
+    }
+
     fn wait(&mut self, by: Duration) {
         self.now += by;
         self.lobby.handle_timeout(self.now);
@@ -580,7 +674,10 @@ impl RtypeSim {
             }
             _ => Dialect::Seed,
         };
-        let dropped = |stats: &RtypeStats| stats.rate_limited + stats.reply_budget_exceeded;
+        // An ask of another node's room is answered later (or dropped and counted now).
+        let dropped = |stats: &RtypeStats| {
+            stats.rate_limited + stats.reply_budget_exceeded + stats.remote.asked
+        };
         let before = dropped(&self.lobby.stats);
         self.lobby
             .handle_lobby_request_in(self.now, from, dialect, seq, req);

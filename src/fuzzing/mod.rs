@@ -9,7 +9,9 @@
 //!   [`wire_general`], [`wire_http`], [`wire_websocket`], [`wire_udp_upstream`]);
 //! - core targets, `core_*`: the input is a script ([`script`]) of connections, requests,
 //!   disconnects and clock advances for a sans-IO core and a fake driver, with the core's
-//!   invariants asserted after every step ([`core_rtype`], [`core_wz`], [`core_general`]).
+//!   invariants asserted after every step ([`core_rtype`], [`core_wz`], [`core_general`]);
+//!   [`core_rtype_group`] runs three R-Type cores as a group against a fake directory
+//!   (seeded only).
 //!
 //! [`TARGETS`] names them all. A target panics only on a broken invariant: that is a bug of
 //! the code under test, never of the input. This module imports every part of the server it
@@ -17,6 +19,7 @@
 
 pub mod core_general;
 pub mod core_rtype;
+pub mod core_rtype_group;
 pub mod core_wz;
 pub mod script;
 pub mod wire_general;

@@ -13,7 +13,7 @@
 //! assertions.
 
 use crate::net::rtype::tcp_frames::{FrameReader, Piece};
-use crate::wire::directory::NodeRoomsRepr;
+use crate::wire::directory::{InboxRepr, NodeRoomsRepr};
 use crate::wire::frame::{Frame, PacketType, MIN_LEN};
 use crate::wire::instance::{self, rewrite_data_for_delivery, ClientMsg, ServerMsg};
 use crate::wire::tcp_lobby::{
@@ -35,13 +35,18 @@ fn framed(data: &[u8]) -> Option<Vec<u8>> {
     Some(fixed)
 }
 
-/// Fuzz target `wire_directory`: one node's room table as read from the directory; what
-/// parses emits the same bytes and has exactly its count of records.
+/// Fuzz target `wire_directory`: one node's room table, and one entry of a node's inbox (an
+/// ask of a room's owner, or its answer), as read from the directory; what parses emits the
+/// same bytes (and a table has exactly its count of records).
 pub fn directory(data: &[u8]) {
     if let Ok(table) = NodeRoomsRepr::parse(data) {
         assert_eq!(table.records().count(), table.len());
         let bytes = emitted(table.buffer_len(), |buf| table.emit(buf));
         assert_eq!(bytes, data, "a parsed table emits its own bytes");
+    }
+    if let Ok(entry) = InboxRepr::parse(data) {
+        let bytes = emitted(entry.buffer_len(), |buf| entry.emit(buf));
+        assert_eq!(bytes, data, "a parsed inbox entry emits its own bytes");
     }
 }
 

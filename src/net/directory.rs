@@ -9,18 +9,46 @@
 //! that differs from it (so an unchanged directory does not rebuild the reply's records),
 //! and is dropped [`TTL`] after the last good read: while Redis is down or stalled the node
 //! lists its own rooms only, within [`TTL`] plus one loop wake of the last read, and every
-//! local operation goes on as if the node were alone. No protocol logic here.
+//! local operation goes on as if the node were alone.
+//!
+//! It also carries the JOIN_ROOMs of other nodes' rooms between the R-Type core and the
+//! thread: the core's asks and answers go out with `try_send` ([`DirectoryBridge::ask`],
+//! [`DirectoryBridge::answer`]; a full queue drops and counts, and a dropped ask is the
+//! core's to refuse), and what arrives in this node's inbox is handed over as core values
+//! ([`DirectoryBridge::next_inbound`]). No protocol logic here.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
 use mio::Waker;
 
 use crate::metrics::DirectoryView;
+use crate::rtype::{JoinFailure, OwnerAnswer, RemoteJoin, RoomId};
 
+use crate::directory::inbox::{Answer, Ask, InboxMessage};
 use crate::directory::{
     Command, DirectoryAddr, DirectoryClient, RemoteRooms, Report, SubmitError, COALESCE, TTL,
 };
+
+/// What arrived in this node's inbox, as the R-Type core takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inbound {
+    /// Node `from` asks this node, the owner, to decide a JOIN_ROOM.
+    Ask {
+        /// The asking node.
+        from: u8,
+        /// The JOIN_ROOM.
+        ask: RemoteJoin,
+    },
+    /// An owner's answer to this node's ask `req`.
+    Answer {
+        /// The ask.
+        req: u64,
+        /// The decision.
+        answer: OwnerAnswer,
+    },
+}
 
 /// Where the directory stands, for the operators' pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +72,10 @@ pub struct DirectoryStats {
     pub bad_tables: u64,
     /// Reads of the other nodes' rooms.
     pub reads: u64,
+    /// Asks in this node's inbox dropped for their age (their asker gave up).
+    pub stale_asks: u64,
+    /// Inbox entries that did not parse.
+    pub bad_entries: u64,
 }
 
 /// This node's link to the directory.
@@ -65,6 +97,8 @@ pub struct DirectoryBridge {
     /// When the last one was handed over.
     published_at: Option<Instant>,
     started: Instant,
+    /// Asks and answers read from this node's inbox, for the core.
+    inbound: VecDeque<Inbound>,
     /// The counters.
     pub stats: DirectoryStats,
 }
@@ -77,7 +111,7 @@ impl DirectoryBridge {
         waker: Arc<Waker>,
     ) -> std::io::Result<DirectoryBridge> {
         log::info!("directory: node {node} on {addr}");
-        let notify = Box::new(move || {
+        let notify = Arc::new(move || {
             // A failed wake only delays the report to the loop's next pass.
             let _ = waker.wake();
         });
@@ -94,6 +128,7 @@ impl DirectoryBridge {
             published: None,
             published_at: None,
             started: Instant::now(),
+            inbound: VecDeque::new(),
             stats: DirectoryStats::default(),
         })
     }
@@ -126,6 +161,14 @@ impl DirectoryBridge {
                     }
                     self.remote = remote;
                 }
+                Report::Inbox(message) => match inbound(message) {
+                    Some(message) => self.inbound.push_back(message),
+                    None => self.stats.bad_entries += 1,
+                },
+                Report::InboxDropped { stale, bad } => {
+                    self.stats.stale_asks += stale;
+                    self.stats.bad_entries += bad;
+                }
             }
         }
         if self.remote_read_at.is_some_and(|at| now >= at + TTL) {
@@ -133,6 +176,56 @@ impl DirectoryBridge {
             changed |= self.clear();
         }
         changed
+    }
+
+    /// The next ask or answer read from this node's inbox.
+    pub fn next_inbound(&mut self) -> Option<Inbound> {
+        self.inbound.pop_front()
+    }
+
+    /// Whether asks can reach other nodes now.
+    pub fn is_up(&self) -> bool {
+        self.state == DirectoryState::Up
+    }
+
+    /// Hands the core's ask of node `owner` to the thread; false when it could not be
+    /// queued (counted), which the core answers with JOIN_FAILED.
+    pub fn ask(&mut self, owner: u8, ask: &RemoteJoin) -> bool {
+        let command = Command::Ask {
+            owner,
+            ask: Ask {
+                req: ask.req,
+                room: ask.room.0,
+                client: ask.client,
+                password: ask.password().to_vec(),
+            },
+        };
+        let queued = self.client.submit(command).is_ok();
+        if !queued {
+            self.stats.cmd_dropped += 1;
+        }
+        queued
+    }
+
+    /// Hands the core's answer to node `asker`'s ask `req` to the thread; a full queue
+    /// drops it (counted: the asker times out).
+    pub fn answer(&mut self, asker: u8, req: u64, answer: OwnerAnswer) {
+        let (room, outcome, port) = match answer {
+            OwnerAnswer::Granted { room, port } => (room.0, 0, port),
+            OwnerAnswer::Refused(reason) => (0, reason.code(), 0),
+        };
+        let command = Command::Answer {
+            asker,
+            answer: Answer {
+                req,
+                room,
+                outcome,
+                port,
+            },
+        };
+        if self.client.submit(command).is_err() {
+            self.stats.cmd_dropped += 1;
+        }
     }
 
     /// Forgets the remote rooms; true if there were any.
@@ -264,5 +357,35 @@ impl DirectoryBridge {
         f("directory_down_total", "", self.stats.downs);
         f("directory_bad_tables_total", "", self.stats.bad_tables);
         f("directory_reads_total", "", self.stats.reads);
+        f("directory_stale_asks_total", "", self.stats.stale_asks);
+        f(
+            "directory_bad_inbox_entries_total",
+            "",
+            self.stats.bad_entries,
+        );
     }
+}
+
+/// An inbox message as the core takes it (`None`: an ask with a password longer than any
+/// room's, which the wire format already refuses); an answer naming no known refusal is a
+/// refusal for want of the room.
+fn inbound(message: InboxMessage) -> Option<Inbound> {
+    Some(match message {
+        InboxMessage::Ask { from, ask } => Inbound::Ask {
+            from,
+            ask: RemoteJoin::new(ask.req, RoomId(ask.room), ask.client, &ask.password)?,
+        },
+        InboxMessage::Answer { answer, .. } => Inbound::Answer {
+            req: answer.req,
+            answer: match answer.outcome {
+                0 => OwnerAnswer::Granted {
+                    room: RoomId(answer.room),
+                    port: answer.port,
+                },
+                code => OwnerAnswer::Refused(
+                    JoinFailure::from_code(code).unwrap_or(JoinFailure::NoSuchRoom),
+                ),
+            },
+        },
+    })
 }

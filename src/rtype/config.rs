@@ -8,6 +8,9 @@ use std::time::Duration;
 use crate::ratelimit::PerIpConfig;
 use crate::wire::udp_upstream::records::RecordLayout;
 
+/// A node's number sits above this bit of a room id (`node << 24 | local`).
+pub const NODE_SHIFT: u32 = 24;
+
 /// What the core needs to know about the operator's limits.
 #[derive(Clone, Debug)]
 pub struct RtypeConfig {

@@ -41,6 +41,8 @@ pub(super) enum TimerEvent {
     PartyLinger(RoomId),
     /// A TCP connection's handshake or idle deadline.
     ConnDeadline(ConnId),
+    /// An ask of another node's room had no answer in time.
+    RemoteJoinTimeout(u64),
 }
 
 /// What each handler gets: the settings, and where its effects go.

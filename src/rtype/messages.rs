@@ -193,6 +193,28 @@ pub enum Output {
         /// The message.
         msg: TcpMessage,
     },
+    /// Ask node `owner` (through the directory) to decide the JOIN_ROOM of ask `req`, read
+    /// with [`RtypeCore::pending_ask`](super::RtypeCore::pending_ask) (kept out of the output
+    /// queue, whose records stay small); the answer comes back as
+    /// [`RtypeCore::handle_owner_answer`](super::RtypeCore::handle_owner_answer), or
+    /// [`RtypeCore::handle_ask_dropped`](super::RtypeCore::handle_ask_dropped) when it could
+    /// not be sent.
+    AskOwner {
+        /// The room's node.
+        owner: u8,
+        /// The ask's request id.
+        req: u64,
+    },
+    /// Send node `asker` this node's decision on its ask `req`
+    /// ([`RtypeCore::handle_remote_join`](super::RtypeCore::handle_remote_join)).
+    AnswerAsker {
+        /// The asking node.
+        asker: u8,
+        /// Its request id.
+        req: u64,
+        /// The decision.
+        answer: OwnerAnswer,
+    },
     /// Close a TCP lobby connection once what is queued for it is written (bounded wait).
     /// The core has already forgotten it.
     CloseConn {
@@ -218,4 +240,62 @@ pub struct RoomInfo<'a> {
     pub name: &'a [u8],
     /// Whether JOIN_ROOM must offer the room's password.
     pub password_protected: bool,
+}
+
+/// A JOIN_ROOM the room's owner must decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteJoin {
+    /// The asker's request id, echoed in the answer.
+    pub req: u64,
+    /// The room.
+    pub room: RoomId,
+    /// The client's address (its seat is reserved for this IP).
+    pub client: SocketAddr,
+    password: [u8; MAX_PASSWORD],
+    password_len: u8,
+}
+
+impl RemoteJoin {
+    /// An ask; `None` for a password longer than any room's ([`MAX_PASSWORD`]).
+    pub fn new(req: u64, room: RoomId, client: SocketAddr, password: &[u8]) -> Option<RemoteJoin> {
+        let mut buf = [0; MAX_PASSWORD];
+        buf.get_mut(..password.len())?.copy_from_slice(password);
+        Some(RemoteJoin {
+            req,
+            room,
+            client,
+            password: buf,
+            password_len: u8::try_from(password.len()).ok()?,
+        })
+    }
+
+    /// The password the client offered.
+    pub fn password(&self) -> &[u8] {
+        &self.password[..usize::from(self.password_len)]
+    }
+}
+
+/// The owner's decision on a [`RemoteJoin`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwnerAnswer {
+    /// A seat is reserved for the client in `room`, whose instance listens on `port`.
+    Granted {
+        /// The room.
+        room: RoomId,
+        /// The owner's instance port.
+        port: u16,
+    },
+    /// Refused, and why.
+    Refused(JoinFailure),
+}
+
+/// Where a UDP lobby reply goes and how it is spelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ReplyTo {
+    /// The requester.
+    pub(super) to: SocketAddr,
+    /// Its request's sequence id.
+    pub(super) seq: u16,
+    /// Its request's spelling.
+    pub(super) dialect: Dialect,
 }

@@ -22,6 +22,8 @@
 //!   live player hashes; `countdown.rs`: a party's way to its game (instance, countdown,
 //!   GAME_START);
 //! - `conns.rs`, `TcpConns`: the TCP lobby's connection records, deadlines, request rates;
+//! - `remote_join.rs`, `RemoteJoins` (in `Rooms`): JOIN_ROOM of another node's room, asked
+//!   of its owner through the directory and answered by it alone;
 //! - `tcp.rs`: the handlers that join those two (a request, a violation, a close, a
 //!   deadline);
 //! - `tcp_codec.rs`: a checked TCP frame as a [`TcpInput`], a [`TcpMessage`] as its wire
@@ -50,6 +52,7 @@ mod messages;
 mod parties;
 mod party;
 mod relay;
+mod remote_join;
 mod reply_len;
 pub mod room;
 pub mod room_map;
@@ -68,15 +71,15 @@ use crate::time::wheel::TimerWheel;
 use crate::wire::tcp_lobby::NAME_LEN;
 use crate::wire::tcp_upstream::RoomRecord;
 
-pub use config::{PartyConfig, RtypeConfig};
+pub use config::{PartyConfig, RtypeConfig, NODE_SHIFT};
 pub use context::HashSource;
 pub use messages::{
-    Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, RejectReason,
-    RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
+    Dialect, InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, Output, OwnerAnswer,
+    RejectReason, RemoteJoin, RoomInfo, RoomSettings, MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
 };
 pub use party::{Party, PartyMember};
+pub use remote_join::{ASK_TIMEOUT, MAX_PENDING_ASKS};
 pub use room::{Room, RoomId, RoomKind, RoomState, Slot};
-pub use rooms::NODE_SHIFT;
 pub use stats::{InstanceIgnore, JoinFailure, RtypeStats};
 pub use tcp_codec::{server_repr, upstream_repr, TcpInput};
 pub use tcp_messages::{ConnClose, ConnId, TcpError, TcpMessage, TcpRequest, Violation};
@@ -232,6 +235,68 @@ impl RtypeCore {
         self.rooms.set_remote_listed(count);
     }
 
+    /// The driver's report on the directory: up (asks reach the owners of other nodes'
+    /// rooms) or not (a JOIN_ROOM of another node's room is refused at once).
+    pub fn handle_directory_state(&mut self, up: bool) {
+        self.rooms.remote.set_up(up);
+    }
+
+    /// Asks of other nodes' rooms waiting for their owner's answer.
+    pub fn pending_asks(&self) -> usize {
+        self.rooms.remote.pending()
+    }
+
+    /// The JOIN_ROOM of ask `req` ([`Output::AskOwner`]) while it waits for its answer.
+    pub fn pending_ask(&self, req: u64) -> Option<&RemoteJoin> {
+        self.rooms.remote.get(req)
+    }
+
+    /// The owner's answer to this node's ask `req` ([`Output::AskOwner`]): the client gets
+    /// JOIN_SUCCESS with the owner's port, or JOIN_FAILED. An answer after the ask's
+    /// [`ASK_TIMEOUT`] (or to no ask of this node's) is dropped and counted.
+    pub fn handle_owner_answer(&mut self, now: Instant, req: u64, answer: OwnerAnswer) {
+        let mut cx = ctx!(self);
+        let Some(to) = self.rooms.remote.answered(&mut cx, req, answer) else {
+            return;
+        };
+        let result = match answer {
+            OwnerAnswer::Granted { room, port } => Ok((room, port)),
+            OwnerAnswer::Refused(reason) => Err(reason),
+        };
+        self.rooms.answer_join(&mut cx, now, to, result);
+    }
+
+    /// The driver could not hand ask `req` to the directory (its queue was full): the
+    /// client gets JOIN_FAILED now.
+    pub fn handle_ask_dropped(&mut self, now: Instant, req: u64) {
+        let mut cx = ctx!(self);
+        if let Some(to) = self.rooms.remote.dropped(&mut cx, req) {
+            let result = Err(JoinFailure::OwnerUnreachable);
+            self.rooms.answer_join(&mut cx, now, to, result);
+        }
+    }
+
+    /// Node `asker` asks this node, the room's owner, to decide a JOIN_ROOM: the same JOIN
+    /// logic as a local one (a seat reserved for the client's address), answered with
+    /// [`Output::AnswerAsker`].
+    pub fn handle_remote_join(&mut self, now: Instant, asker: u8, ask: RemoteJoin) {
+        let mut cx = ctx!(self);
+        cx.stats.remote.served += 1;
+        let password = ask.password();
+        let answer = match self
+            .rooms
+            .join_room(&mut cx, now, ask.client, ask.room.0, password, false)
+        {
+            Ok((room, port)) => OwnerAnswer::Granted { room, port },
+            Err(reason) => OwnerAnswer::Refused(reason),
+        };
+        cx.push(Output::AnswerAsker {
+            asker,
+            req: ask.req,
+            answer,
+        });
+    }
+
     /// A UDP lobby request in the seed's dialect from `from` with sequence id `seq`.
     pub fn handle_lobby_request(
         &mut self,
@@ -354,6 +419,12 @@ impl RtypeCore {
                 TimerEvent::PartyLinger(id) => tcp::linger(&mut cx, &mut tcp!(self), id),
                 TimerEvent::ConnDeadline(conn) => {
                     tcp::deadline(&mut cx, &mut tcp!(self), now, conn)
+                }
+                TimerEvent::RemoteJoinTimeout(req) => {
+                    if let Some(to) = self.rooms.remote.timed_out(&mut cx, req) {
+                        let result = Err(JoinFailure::OwnerUnreachable);
+                        self.rooms.answer_join(&mut cx, now, to, result);
+                    }
                 }
             }
         }

@@ -16,33 +16,24 @@ use std::time::Instant;
 use crate::ratelimit::PerIpLimiter;
 use crate::wire::udp_lobby::room_list_len;
 
-use super::config::RtypeConfig;
+use super::config::{RtypeConfig, NODE_SHIFT};
 use super::context::Ctx;
 use super::messages::{
-    Dialect, InstanceRequest, LobbyReply, LobbyRequest, Output, RoomInfo, RoomSettings,
+    Dialect, InstanceRequest, LobbyReply, LobbyRequest, Output, ReplyTo, RoomInfo, RoomSettings,
     MAX_PASSWORD, MAX_ROOM_NAME, UNNAMED_ROOM,
 };
 use super::relay;
+use super::remote_join::{remote_owner, RemoteJoins};
 use super::reply_len::{lobby_reply_len, upstream_list_len};
 use super::room::{Room, RoomId, RoomKind, SeatRefusal, Slot};
 use super::room_map::RoomTable;
 use super::stats::{InstanceIgnore, JoinFailure};
 
-/// A node's number sits above this bit of a room id (`node << 24 | local`).
-pub const NODE_SHIFT: u32 = 24;
 /// The local part of a node's room id.
 const LOCAL_ID_MASK: u32 = (1 << NODE_SHIFT) - 1;
 /// A create request waiting for its instance socket.
 #[derive(Clone, Copy, Debug)]
 struct PendingCreate {
-    to: SocketAddr,
-    seq: u16,
-    dialect: Dialect,
-}
-
-/// Where a UDP lobby reply goes and how it is spelled.
-#[derive(Clone, Copy, Debug)]
-struct ReplyTo {
     to: SocketAddr,
     seq: u16,
     dialect: Dialect,
@@ -63,6 +54,8 @@ pub(super) struct Rooms {
     remote_listed: usize,
     /// The UDP lobby's per-IP request and reply-byte budgets.
     limiter: PerIpLimiter,
+    /// JOIN_ROOMs of other nodes' rooms waiting for their owner (`remote_join.rs`).
+    pub(super) remote: RemoteJoins,
 }
 
 impl Rooms {
@@ -82,6 +75,7 @@ impl Rooms {
             last_room_id: last,
             remote_listed: 0,
             limiter: PerIpLimiter::new(config.rate),
+            remote: RemoteJoins::default(),
         }
     }
 
@@ -252,7 +246,8 @@ impl Rooms {
         }
     }
 
-    /// JOIN_ROOM of room `id`, offering `password`: JOIN_SUCCESS or JOIN_FAILED.
+    /// JOIN_ROOM of room `id`, offering `password`: JOIN_SUCCESS or JOIN_FAILED, or for
+    /// another node's room an ask of its owner (`remote_join.rs`) whose answer comes later.
     fn join(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -263,7 +258,25 @@ impl Rooms {
         spectator: bool,
     ) {
         cx.stats.join_requests += 1;
-        let reply = match self.join_room(cx, now, to.to, id, password, spectator) {
+        let result = match remote_owner(cx.config.node_id, id) {
+            Some(owner) if !spectator => match self.remote.ask(cx, now, to, owner, id, password) {
+                Ok(()) => return,
+                Err(reason) => Err(reason),
+            },
+            _ => self.join_room(cx, now, to.to, id, password, spectator),
+        };
+        self.answer_join(cx, now, to, result);
+    }
+
+    /// Answers a JOIN_ROOM: JOIN_SUCCESS with the room's instance port, or JOIN_FAILED.
+    pub(super) fn answer_join(
+        &mut self,
+        cx: &mut Ctx<'_>,
+        now: Instant,
+        to: ReplyTo,
+        result: Result<(RoomId, u16), JoinFailure>,
+    ) {
+        let reply = match result {
             Ok((room, port)) => LobbyReply::JoinSuccess { room, port },
             Err(reason) => {
                 cx.stats.join_failed(reason);
@@ -388,7 +401,9 @@ impl Rooms {
         self.send_lobby(cx, now, to, reply, len);
     }
 
-    fn join_room(
+    /// The JOIN logic of this node's rooms, for a local JOIN_ROOM or another node's ask: a
+    /// seat reserved for `from`'s IP for `--seat-timeout` (a repeated JOIN refreshes it).
+    pub(super) fn join_room(
         &mut self,
         cx: &mut Ctx<'_>,
         now: Instant,

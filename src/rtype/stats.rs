@@ -29,11 +29,14 @@ pub enum JoinFailure {
     Spectator,
     /// CREATE_ROOM with a name or password longer than lobbyd keeps.
     BadSettings,
+    /// JOIN_ROOM of another node's room whose owner did not answer within 250 ms, or could
+    /// not be asked (directory down, too many asks waiting, the directory's queue full).
+    OwnerUnreachable,
 }
 
 impl JoinFailure {
     /// Every reason, for exporting all counters (including zeros).
-    pub const ALL: [JoinFailure; 11] = [
+    pub const ALL: [JoinFailure; 12] = [
         JoinFailure::RoomZero,
         JoinFailure::NoSuchRoom,
         JoinFailure::Full,
@@ -45,7 +48,25 @@ impl JoinFailure {
         JoinFailure::BadPassword,
         JoinFailure::Spectator,
         JoinFailure::BadSettings,
+        JoinFailure::OwnerUnreachable,
     ];
+
+    /// The reason's code in an owner's answer (1 and up; 0 means granted).
+    pub fn code(self) -> u8 {
+        let index = JoinFailure::ALL
+            .iter()
+            .position(|r| *r == self)
+            .unwrap_or(0);
+        // ALL has a dozen entries.
+        index as u8 + 1
+    }
+
+    /// The reason an owner's answer names; `None` for 0 (granted) or an unknown code.
+    pub fn from_code(code: u8) -> Option<JoinFailure> {
+        JoinFailure::ALL
+            .get(usize::from(code).checked_sub(1)?)
+            .copied()
+    }
 
     /// The metric label.
     pub fn as_str(self) -> &'static str {
@@ -61,6 +82,7 @@ impl JoinFailure {
             JoinFailure::BadPassword => "bad_password",
             JoinFailure::Spectator => "spectator",
             JoinFailure::BadSettings => "bad_settings",
+            JoinFailure::OwnerUnreachable => "owner_unreachable",
         }
     }
 }
@@ -102,6 +124,45 @@ impl InstanceIgnore {
     }
 }
 
+/// Counters of JOIN_ROOMs of other nodes' rooms (`remote_join.rs`).
+#[derive(Clone, Debug, Default)]
+pub struct RemoteJoinStats {
+    /// Asks sent to a room's owner.
+    pub asked: u64,
+    /// Asks the owner granted in time.
+    pub granted: u64,
+    /// Asks the owner refused in time.
+    pub refused: u64,
+    /// Asks with no answer within 250 ms (JOIN_FAILED).
+    pub timeouts: u64,
+    /// Answers to no waiting ask (after its timeout), dropped.
+    pub late_answers: u64,
+    /// Remote JOIN_ROOMs refused at once: the directory was down.
+    pub unavailable: u64,
+    /// Remote JOIN_ROOMs refused at once: too many asks were waiting.
+    pub over_cap: u64,
+    /// Asks the directory's queue had no room for (JOIN_FAILED at once).
+    pub dropped: u64,
+    /// Other nodes' asks this node decided as the owner.
+    pub served: u64,
+}
+
+impl RemoteJoinStats {
+    /// Calls `f(name, label, value)` for every counter (exported with `--directory` only).
+    pub fn visit(&self, mut f: impl FnMut(&'static str, &'static str, u64)) {
+        f("directory_remote_joins_total", "asked", self.asked);
+        f("directory_remote_joins_total", "granted", self.granted);
+        f("directory_remote_joins_total", "refused", self.refused);
+        f("directory_rpc_timeouts_total", "", self.timeouts);
+        f("directory_late_answers_total", "", self.late_answers);
+        let at_once = "directory_remote_joins_refused_at_once_total";
+        f(at_once, "directory_down", self.unavailable);
+        f(at_once, "too_many_pending", self.over_cap);
+        f(at_once, "queue_full", self.dropped);
+        f("directory_asks_served_total", "", self.served);
+    }
+}
+
 /// The core's counters.
 #[derive(Clone, Debug, Default)]
 pub struct RtypeStats {
@@ -139,6 +200,8 @@ pub struct RtypeStats {
     pub games_started: u64,
     /// The TCP lobby's counters.
     pub tcp: super::tcp_stats::PartyStats,
+    /// Joins of other nodes' rooms.
+    pub remote: RemoteJoinStats,
 }
 
 impl RtypeStats {

@@ -23,18 +23,18 @@ use crate::udp_lobby::records;
 const LIST: u8 = 0x40;
 const CREATE: u8 = 0x42;
 const CREATED: u8 = 0x43;
-const JOIN: u8 = 0x44;
-const JOIN_SUCCESS: u8 = 0x45;
-const JOIN_FAILED: u8 = 0x46;
+pub(crate) const JOIN: u8 = 0x44;
+pub(crate) const JOIN_SUCCESS: u8 = 0x45;
+pub(crate) const JOIN_FAILED: u8 = 0x46;
 
 /// How long a remote room may take to leave a list once its node is gone: the keys' 3 s
 /// time to live, one read period, and slack for a loaded test machine.
-const GONE_WAIT: Duration = Duration::from_secs(8);
+pub(crate) const GONE_WAIT: Duration = Duration::from_secs(8);
 /// How long a change may take to show on another node, generously.
-const SHOW_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const SHOW_WAIT: Duration = Duration::from_secs(5);
 
 /// A private `redis-server` on a unix socket, persistence off; killed when dropped.
-struct Redis {
+pub(crate) struct Redis {
     dir: PathBuf,
     child: Option<Child>,
 }
@@ -42,7 +42,7 @@ struct Redis {
 impl Redis {
     /// Starts one, or `None` (with a message) when `redis-server` is not installed outside
     /// CI.
-    fn start(tag: &str) -> Option<Redis> {
+    pub(crate) fn start(tag: &str) -> Option<Redis> {
         let installed = Command::new("redis-server")
             .arg("--version")
             .stdout(Stdio::null())
@@ -72,11 +72,11 @@ impl Redis {
         self.dir.join("r.sock")
     }
 
-    fn addr(&self) -> DirectoryAddr {
+    pub(crate) fn addr(&self) -> DirectoryAddr {
         DirectoryAddr::Unix(self.socket())
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis+unix://{}", self.socket().display())
     }
 
@@ -117,8 +117,13 @@ impl Drop for Redis {
 }
 
 /// A node of the group on loopback, OS-chosen ports, limits out of the tests' way.
-fn node(redis: &Redis, id: u8) -> ServerHandle {
-    start(Config {
+pub(crate) fn node(redis: &Redis, id: u8) -> ServerHandle {
+    start(node_config(redis, id))
+}
+
+/// The configuration of [`node`].
+pub(crate) fn node_config(redis: &Redis, id: u8) -> Config {
+    Config {
         udp_rate: 10_000,
         max_rooms_per_ip: 1000,
         max_rooms: 1000,
@@ -128,21 +133,42 @@ fn node(redis: &Redis, id: u8) -> ServerHandle {
             reuse_port: false,
         },
         ..test_config()
-    })
+    }
 }
 
-fn lobby(server: &ServerHandle) -> SocketAddr {
+/// Node `id` as a child process of the test (to kill or stop with a signal), with `extra`
+/// flags: its UDP lobby address.
+pub(crate) fn child_node(redis: &Redis, id: u8, extra: &[&str]) -> (Child, SocketAddr) {
+    let url = redis.url();
+    let id = id.to_string();
+    let mut args = LOOPBACK_ARGS.to_vec();
+    args.extend(["--wz-port", "0", "--tcp-port", "0", "--log", "info"]);
+    args.extend(["--node-id", &id, "--directory", &url]);
+    args.extend(extra);
+    let (child, addrs) = crate::cli::spawn_lobbyd(&[], &args, &["udp room lobby"]);
+    (child, addrs[0])
+}
+
+/// Nodes `a` and `b` of the group, their directory up.
+pub(crate) fn nodes_up(redis: &Redis, a: u8, b: u8) -> (ServerHandle, ServerHandle) {
+    let (a, b) = (node(redis, a), node(redis, b));
+    wait_up(&a);
+    wait_up(&b);
+    (a, b)
+}
+
+pub(crate) fn lobby(server: &ServerHandle) -> SocketAddr {
     server.udp_lobby_addr().expect("udp lobby enabled")
 }
 
 /// The room ids `to` lists now.
-fn list(client: &UdpClient, to: SocketAddr) -> Vec<u32> {
+pub(crate) fn list(client: &UdpClient, to: SocketAddr) -> Vec<u32> {
     client.send(to, &frame(0x01, LIST, 1, &[]));
     records(&client.recv()).iter().map(|r| r.0).collect()
 }
 
 /// Creates a room on `to`; its id and instance port.
-fn create(client: &UdpClient, to: SocketAddr) -> (u32, u16) {
+pub(crate) fn create(client: &UdpClient, to: SocketAddr) -> (u32, u16) {
     client.send(to, &frame(0x01, CREATE, 2, &[]));
     let reply = client.recv();
     assert_eq!(&reply[..2], &[0x02, CREATED], "{reply:02x?}");
@@ -153,7 +179,7 @@ fn create(client: &UdpClient, to: SocketAddr) -> (u32, u16) {
 }
 
 /// Polls `to`'s list every 10 ms until `cond` holds or `wait` passes; how long it took.
-fn until_listed(
+pub(crate) fn until_listed(
     client: &UdpClient,
     to: SocketAddr,
     wait: Duration,
@@ -174,7 +200,7 @@ fn gauge(server: &ServerHandle, name: &str) -> Option<u64> {
 }
 
 /// Waits until the node's directory is up (its first read done).
-fn wait_up(server: &ServerHandle) {
+pub(crate) fn wait_up(server: &ServerHandle) {
     let snap = eventually(server, SHOW_WAIT, |s| {
         s.counter("directory_up", "") == Some(1) && s.counter("directory_reads_total", "") > Some(0)
     });
@@ -182,8 +208,9 @@ fn wait_up(server: &ServerHandle) {
 }
 
 /// S1: a room created on node 1 shows on node 2, after node 2's own rooms, with node 1's
-/// id and port; node 2 does not grant a seat in it (only its owner may). The time to show
-/// is printed as a figure (no timed assertion).
+/// id and port; a JOIN of it through node 2 is granted by node 1, its owner, and asked of
+/// node 1 directly it refreshes the same seat. The time to show is printed as a figure (no
+/// timed assertion).
 #[test]
 fn a_room_created_on_one_node_is_listed_by_the_other() {
     let Some(redis) = Redis::start("s1") else {
@@ -223,8 +250,9 @@ fn a_room_created_on_one_node_is_listed_by_the_other() {
     // Node 1 lists node 2's room too.
     let local_shown = until_listed(&client, lobby(&one), SHOW_WAIT, |ids| ids.contains(&local));
     assert!(local_shown.is_some(), "node 2's room listed on node 1");
-    // A JOIN to another node's room is its owner's to grant; until owners answer remote
-    // JOINs, the node asked refuses it and never grants a seat from its cached list.
+    // A JOIN to another node's room through node 2 is asked of its owner, which grants it:
+    // JOIN_SUCCESS names node 1's port. Asked of the owner directly, the same seat is
+    // refreshed, not a second one taken.
     let joiner = UdpClient::on("127.0.0.4");
     let remote_room = list(&joiner, lobby(&two))
         .into_iter()
@@ -234,13 +262,27 @@ fn a_room_created_on_one_node_is_listed_by_the_other() {
         lobby(&two),
         &frame(0x01, JOIN, 4, &remote_room.to_be_bytes()),
     );
-    assert_eq!(joiner.recv(), frame(0x02, JOIN_FAILED, 4, &[]));
-    // The owner grants it.
+    let through_two = joiner.recv();
+    assert_eq!(
+        &through_two[..2],
+        &[0x02, JOIN_SUCCESS],
+        "{through_two:02x?}"
+    );
     joiner.send(
         lobby(&one),
-        &frame(0x01, JOIN, 5, &remote_room.to_be_bytes()),
+        &frame(0x01, JOIN, 4, &remote_room.to_be_bytes()),
     );
-    assert_eq!(&joiner.recv()[..2], &[0x02, JOIN_SUCCESS]);
+    assert_eq!(
+        joiner.recv(),
+        through_two,
+        "the owner's own answer is the same"
+    );
+    let seats = snapshot(&one)
+        .rooms
+        .iter()
+        .find(|r| r.room.0 == remote_room)
+        .map(|r| r.reservations);
+    assert_eq!(seats, Some(2), "the creator's seat and the joiner's one");
     let snap = snapshot(&two);
     assert_eq!(snap.counter("directory_remote_nodes", ""), Some(1));
     assert_eq!(snap.counter("directory_remote_rooms", ""), Some(20));
@@ -350,22 +392,7 @@ fn a_killed_node_leaves_the_lists() {
     };
     let two = node(&redis, 2);
     wait_up(&two);
-    let url = redis.url();
-    let mut args = LOOPBACK_ARGS.to_vec();
-    args.extend([
-        "--wz-port",
-        "0",
-        "--tcp-port",
-        "0",
-        "--log",
-        "info",
-        "--node-id",
-        "3",
-        "--directory",
-        &url,
-    ]);
-    let (mut child, addrs) = crate::cli::spawn_lobbyd(&[], &args, &["udp room lobby"]);
-    let three = addrs[0];
+    let (mut child, three) = child_node(&redis, 3, &[]);
     let client = UdpClient::on("127.0.0.8");
     let rooms: Vec<u32> = (0..3).map(|_| create(&client, three).0).collect();
     assert!(rooms.iter().all(|id| id >> 24 == 3), "{rooms:x?}");

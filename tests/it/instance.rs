@@ -22,7 +22,7 @@ const PING: u8 = 0x0B;
 const PONG: u8 = 0x0C;
 
 /// A free UDP port on loopback (the OS picked it; we let it go again).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::UdpSocket::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

@@ -14,6 +14,7 @@ mod cli;
 mod deploy;
 mod deploy_wss;
 mod directory;
+mod directory_join;
 mod fuzz_corpora;
 mod general_lobby;
 mod instance;

@@ -5,6 +5,7 @@
 //! with the `core_rtype_*` fuzz targets.
 
 use lobbyd::fuzzing::core_rtype::{simulate, simulate_exec, Mix};
+use lobbyd::fuzzing::core_rtype_group::simulate_group;
 use lobbyd::rtype::UPSTREAM_REFUSALS;
 
 #[test]
@@ -38,6 +39,13 @@ fn simulation_long_run() {
     for (reason, count) in UPSTREAM_REFUSALS.iter().zip(tcp.upstream_refused) {
         assert!(count > 0, "no {reason}: {tcp:?}");
     }
+    // And those of a node of a group: other nodes' rooms asked of their owners, granted,
+    // refused, timed out, answered late, refused at once while the directory was down;
+    // this node's rooms asked of it.
+    let remote = &stats.remote;
+    assert!(remote.granted > 0 && remote.refused > 0, "{remote:?}");
+    assert!(remote.timeouts > 0 && remote.late_answers > 0, "{remote:?}");
+    assert!(remote.unavailable > 0 && remote.served > 0, "{remote:?}");
 }
 
 /// With `--instance-exec`: game servers start, exit at random and are stopped; every room
@@ -52,4 +60,26 @@ fn simulation_with_game_servers_keeps_invariants() {
     assert!(stats.tcp.games_started > 0, "{:?}", stats.tcp);
     assert!(stats.tcp.countdowns_cancelled > 0, "{:?}", stats.tcp);
     assert_eq!(stats.welcomes, 0, "nobody says HELLO to lobbyd");
+}
+
+/// Three cores as nodes of a group against a fake directory that delays and loses their
+/// asks and answers: no room over capacity, every JOIN answered exactly once (success,
+/// failure or timeout), and the runs reach grants, refusals, timeouts and late answers.
+#[test]
+fn simulation_of_a_group_keeps_invariants() {
+    let (mut granted, mut timeouts, mut late) = (0, 0, 0);
+    for seed in 0..10 {
+        let sim = simulate_group(seed, 4000);
+        assert!(sim.replies > 0);
+        for node in 1..=3 {
+            let remote = &sim.stats(node).remote;
+            granted += remote.granted;
+            timeouts += remote.timeouts;
+            late += remote.late_answers;
+        }
+    }
+    assert!(
+        granted > 0 && timeouts > 0 && late > 0,
+        "{granted} {timeouts} {late}"
+    );
 }

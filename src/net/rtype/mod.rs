@@ -44,7 +44,7 @@ use crate::metrics::{LoadSample, RoomView, Snapshot};
 use crate::rtype::{ConnId, Output, RoomId, RtypeCore, TcpInput};
 use crate::wire::tcp_lobby::validate_name;
 
-use crate::net::directory::DirectoryBridge;
+use crate::net::directory::{DirectoryBridge, Inbound};
 use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::TIMERS_PER_PASS;
 use crate::net::rtype::game_server::{GameServers, Stream};
@@ -128,8 +128,9 @@ impl RtypeFrontEnd {
     }
 
     /// The directory's reports taken (the other nodes' rooms into the list, or out of it
-    /// once stale) and this node's list handed over when it changed (coalesced).
-    fn sync_directory(&mut self) {
+    /// once stale; its state and what arrived in this node's inbox to the core) and this
+    /// node's list handed over when it changed (coalesced).
+    fn sync_directory(&mut self, registry: &Registry) {
         let Some(directory) = self.directory.as_mut() else {
             return;
         };
@@ -139,6 +140,22 @@ impl RtypeFrontEnd {
                 .set_remote_rooms(directory.remote_records(), directory.remote_generation());
             self.lobby.handle_remote_listed(directory.remote_len());
         }
+        self.lobby.handle_directory_state(directory.is_up());
+        let mut inbound = false;
+        while let Some(message) = self.directory.as_mut().and_then(|d| d.next_inbound()) {
+            inbound = true;
+            match message {
+                Inbound::Ask { from, ask } => self.lobby.handle_remote_join(now, from, ask),
+                Inbound::Answer { req, answer } => self.lobby.handle_owner_answer(now, req, answer),
+            }
+            self.dispatch(registry);
+        }
+        if inbound {
+            self.udp.flush();
+        }
+        let Some(directory) = self.directory.as_mut() else {
+            return;
+        };
         if directory.publish_due(self.lobby.list_generation(), now) {
             let (generation, records) = self.udp.local_records(&self.lobby);
             directory.publish(generation, records, now);
@@ -303,6 +320,20 @@ impl RtypeFrontEnd {
                         tcp.close_when_flushed(conn);
                     }
                 }
+                Output::AskOwner { owner, req } => {
+                    let queued = match (self.directory.as_mut(), self.lobby.pending_ask(req)) {
+                        (Some(directory), Some(ask)) => directory.ask(owner, ask),
+                        _ => false,
+                    };
+                    if !queued {
+                        self.lobby.handle_ask_dropped(Instant::now(), req);
+                    }
+                }
+                Output::AnswerAsker { asker, req, answer } => {
+                    if let Some(directory) = self.directory.as_mut() {
+                        directory.answer(asker, req, answer);
+                    }
+                }
             }
         }
     }
@@ -392,6 +423,8 @@ impl FrontEnd for RtypeFrontEnd {
         }
         self.lobby.handle_timeout_within(now, TIMERS_PER_PASS);
         self.dispatch(registry);
+        // A timer's datagrams (a remote JOIN's JOIN_FAILED, a COUNTDOWN) leave now.
+        self.udp.flush();
         self.flush_tcp(registry);
     }
 
@@ -400,6 +433,7 @@ impl FrontEnd for RtypeFrontEnd {
         self.lobby
             .handle_timeout_within(Instant::now(), TIMERS_PER_PASS);
         self.dispatch(registry);
+        self.udp.flush();
         self.flush_tcp(registry);
         let accept_now = match self.tcp.as_mut() {
             Some(tcp) => tcp.remove_closed(registry, Instant::now()),
@@ -414,7 +448,7 @@ impl FrontEnd for RtypeFrontEnd {
             servers.kill_overdue(Instant::now());
             servers.remove_closed(registry, Instant::now());
         }
-        self.sync_directory();
+        self.sync_directory(registry);
     }
 
     fn tidy(&mut self, now: Instant) {
@@ -457,6 +491,7 @@ impl FrontEnd for RtypeFrontEnd {
         if let Some(directory) = self.directory.as_ref() {
             let now = Instant::now();
             snap.add_counters(|f| directory.visit(now, f));
+            snap.add_counters(|f| self.lobby.stats.remote.visit(f));
             snap.directory = Some(directory.view(now));
         }
         if let Some(tcp) = self.tcp.as_ref() {
