@@ -7,6 +7,7 @@
 //! come from the injected [`TokenSource`].
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
 
 use crate::accounts::UserId;
 use crate::capacity::shrink_spare;
@@ -126,7 +127,7 @@ impl Roster {
         let chat = TokenBucket::new(
             cx.now,
             cx.config.chat_rate,
-            std::time::Duration::from_secs(1),
+            Duration::from_secs(1),
             cx.config.chat_burst,
         );
         self.by_id.insert(
