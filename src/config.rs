@@ -253,6 +253,83 @@ impl Config {
         }
     }
 
+    /// What this configuration serves, for the start-up log: one line per front end (where
+    /// it listens, or "off"), then the status page, the game servers and the room
+    /// directory, each only when it is used. Port 0 is shown as asked; the
+    /// driver logs the port the system chose once it is bound.
+    pub fn summary(&self) -> Vec<String> {
+        let at = |port: Option<u16>| port.map(|port| SocketAddr::new(self.bind, port));
+        let instance_ports = match self.instance_ports {
+            InstancePorts::Ephemeral => "chosen by the system".to_owned(),
+            ports => ports.to_string(),
+        };
+        let mut lines = Vec::new();
+        lines.push(match at(self.udp_port) {
+            Some(addr) => format!(
+                "udp room lobby: {addr}, up to {} rooms of {}-{} players, instance ports {}",
+                self.max_rooms, self.min_players, self.max_players, instance_ports
+            ),
+            None => "udp room lobby: off".to_owned(),
+        });
+        lines.push(match at(self.tcp_port) {
+            Some(addr) => format!("tcp lobby: {addr}"),
+            None => "tcp lobby: off".to_owned(),
+        });
+        lines.push(match at(self.wz.port) {
+            Some(addr) => format!("warzone master server: {addr}, login {}", self.wz.login),
+            None => "warzone master server: off".to_owned(),
+        });
+        let general = &self.general.core;
+        lines.push(match at(self.general.port) {
+            Some(addr) => {
+                let hosted: Vec<String> = general
+                    .hosted
+                    .iter()
+                    .map(|spec| format!("{}={}", spec.kind.name(), spec.count))
+                    .collect();
+                let hosted = if hosted.is_empty() {
+                    "none".to_owned()
+                } else {
+                    hosted.join(",")
+                };
+                format!(
+                    "general lobby: {addr}, login {}, hosted games {hosted}",
+                    general.login
+                )
+            }
+            None => "general lobby: off".to_owned(),
+        });
+        lines.push(match (at(self.general.port), at(self.lobby_ws.port)) {
+            (Some(_), Some(addr)) => match &self.lobby_ws.web_dir {
+                Some(dir) => format!(
+                    "general lobby websocket: {addr}, web page from {}",
+                    dir.display()
+                ),
+                None => format!("general lobby websocket: {addr}"),
+            },
+            _ => "general lobby websocket: off".to_owned(),
+        });
+        if let Some(addr) = self.metrics {
+            lines.push(format!("status page and /metrics: {addr}"));
+        }
+        if let Some(command) = &self.instance_exec.command {
+            lines.push(format!("game server per room: {command}"));
+        }
+        if let Some(directory) = &self.directory.directory {
+            let node = self
+                .directory
+                .node_id
+                .map_or_else(String::new, |node| format!(", node {node}"));
+            let shared = if self.directory.reuse_port {
+                ", ports shared (--reuse-port)"
+            } else {
+                ""
+            };
+            lines.push(format!("room directory: {directory}{node}{shared}"));
+        }
+        lines
+    }
+
     /// The countdown in whole seconds for the UDP instance's one-byte field, rounded up so
     /// a sub-second countdown still shows at least one tick.
     pub fn countdown_whole_secs(&self) -> u8 {

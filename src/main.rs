@@ -49,7 +49,10 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             init_logging(config.log.as_deref());
-            log::info!("lobbyd {} starting: {config:?}", env!("CARGO_PKG_VERSION"));
+            log::info!("lobbyd {} starting", env!("CARGO_PKG_VERSION"));
+            for line in config.summary() {
+                log::info!("{line}");
+            }
             run_server(config)
         }
     }

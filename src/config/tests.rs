@@ -415,3 +415,66 @@ fn config_file_errors_are_one_line_naming_the_key() {
         assert!(!err.contains('\n'), "{err}");
     }
 }
+
+/// The start-up log's summary: one line per front end, "off" for a disabled one.
+#[test]
+fn summary_of_the_defaults() {
+    let c = run(&[]).unwrap();
+    assert_eq!(
+        c.summary(),
+        [
+            "udp room lobby: 0.0.0.0:4242, up to 100 rooms of 2-4 players, instance ports 4300-4399",
+            "tcp lobby: 0.0.0.0:4242",
+            "warzone master server: 0.0.0.0:9990, login optional",
+            "general lobby: 0.0.0.0:4243, login off, hosted games none",
+            "general lobby websocket: 0.0.0.0:4244",
+        ]
+    );
+}
+
+/// The summary with the optional parts: the status page, a game server per room and the room
+/// directory; the WebSocket port is off with the general lobby.
+#[test]
+fn summary_with_every_part() {
+    let c = run(&[
+        "--bind",
+        "::1",
+        "--port",
+        "0",
+        "--instance-ports",
+        "0",
+        "--wz-port",
+        "0",
+        "--lobby-port",
+        "0",
+        "--metrics",
+        "127.0.0.1:9100",
+        "--instance-exec",
+        "/usr/bin/game-server --port {port}",
+        "--node-id",
+        "3",
+        "--directory",
+        "redis+unix:///run/redis.sock",
+        "--reuse-port",
+    ])
+    .unwrap();
+    assert_eq!(
+        c.summary(),
+        [
+            "udp room lobby: [::1]:0, up to 64 rooms of 2-4 players, instance ports chosen by \
+             the system",
+            "tcp lobby: [::1]:0",
+            "warzone master server: off",
+            "general lobby: off",
+            "general lobby websocket: off",
+            "status page and /metrics: 127.0.0.1:9100",
+            "game server per room: /usr/bin/game-server --port {port}",
+            "room directory: redis+unix:///run/redis.sock, node 3, ports shared (--reuse-port)",
+        ]
+    );
+    let c = run(&["--lobby-hosted", "tictactoe=2", "--lobby-login", "required"]).unwrap();
+    assert_eq!(
+        c.summary()[3],
+        "general lobby: 0.0.0.0:4243, login required, hosted games tictactoe=2"
+    );
+}

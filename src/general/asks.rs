@@ -23,6 +23,19 @@ pub(crate) struct Ask {
     timer: Option<TimerKey>,
 }
 
+impl Ask {
+    /// JOIN_RESPONSE to the member who asked.
+    pub(crate) fn respond(&self, cx: &mut Ctx<'_>, accepted: bool, reason: &str) {
+        let frame = cx.out.encode(&ServerRepr::JoinResponse {
+            game: self.game.0,
+            request: self.request,
+            accepted,
+            reason,
+        });
+        cx.out.send_member(self.member, frame);
+    }
+}
+
 /// The asks waiting for owners.
 #[derive(Debug)]
 pub(crate) struct Asks {

@@ -14,8 +14,8 @@ use crate::wire::general::{ErrorCode, ServerRepr};
 
 use super::chat_limits::{ChatLimits, MEMBER_RATE};
 use super::games::Games;
-use super::members::Members;
 use super::output::Ctx;
+use super::roster::Roster;
 use super::types::{GameId, GeneralRefusal, MemberId};
 
 /// Longest chat line, in bytes.
@@ -44,7 +44,7 @@ pub(crate) struct Speaker {
 /// the lobby's budget, spending from each only if all allow it.
 fn admit(
     cx: &mut Ctx<'_>,
-    members: &mut Members,
+    members: &mut Roster,
     limits: &mut ChatLimits,
     from: Speaker,
     line: &ServerRepr<'_>,
@@ -61,7 +61,7 @@ fn admit(
 /// one).
 pub(crate) fn chat(
     cx: &mut Ctx<'_>,
-    members: &mut Members,
+    members: &mut Roster,
     limits: &mut ChatLimits,
     games: &Games,
     from: Speaker,
@@ -73,7 +73,7 @@ pub(crate) fn chat(
     }
     let players = match game {
         0 => None,
-        id => Some(games.players_of(GameId(id), from.member)?),
+        id => Some(games.table().players_of(GameId(id), from.member)?),
     };
     let line = ServerRepr::ChatFrom {
         game,
@@ -94,7 +94,7 @@ pub(crate) fn chat(
 /// PRIVATE_CHAT: to one present member.
 pub(crate) fn private(
     cx: &mut Ctx<'_>,
-    members: &mut Members,
+    members: &mut Roster,
     limits: &mut ChatLimits,
     from: Speaker,
     to: i32,

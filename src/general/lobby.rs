@@ -78,7 +78,7 @@ impl std::fmt::Debug for GeneralLobby {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GeneralLobby")
             .field("members", &self.members)
-            .field("games", &self.games.len())
+            .field("games", &self.games.table().len())
             .field("outputs", &self.out.len())
             .finish_non_exhaustive()
     }
@@ -243,7 +243,7 @@ impl GeneralLobby {
                     depart(&mut cx, members, games, gone, LeaveReason::Disconnected);
                 }
                 Timer::Grace(member) => {
-                    let gone = members.grace_over(member).then_some(member);
+                    let gone = members.roster_mut().grace_over(member).then_some(member);
                     depart(&mut cx, members, games, gone, LeaveReason::GraceExpired);
                 }
                 Timer::Ask(ask) => games.ask_expired(&mut cx, ask),
@@ -302,7 +302,9 @@ impl GeneralLobby {
 
     /// Every member, present or away, in id order.
     pub fn members(&self) -> impl Iterator<Item = MemberView<'_>> {
-        self.members.views(|id| self.games.games_of(id))
+        self.members
+            .roster()
+            .views(|id| self.games.table().games_of(id))
     }
 
     /// Every game, in id order.
@@ -312,7 +314,7 @@ impl GeneralLobby {
 
     /// The players of a game in join order, with their player flags.
     pub fn roster(&self, game: GameId) -> Option<(&[i32], &[u32])> {
-        self.games.roster(game)
+        self.games.table().roster(game)
     }
 
     /// True while the lobby's chat slow mode is on (docs/protocols/general-lobby.md, "Chat").
@@ -322,7 +324,7 @@ impl GeneralLobby {
 
     /// Members, present or away.
     pub fn member_count(&self) -> usize {
-        self.members.len()
+        self.members.roster().len()
     }
 
     /// Members with a connection.
@@ -332,7 +334,7 @@ impl GeneralLobby {
 
     /// Games, hosted ones included.
     pub fn game_count(&self) -> usize {
-        self.games.len()
+        self.games.table().len()
     }
 
     /// JOIN_ASKs waiting for an owner.
@@ -389,13 +391,13 @@ impl GeneralLobby {
 /// after a resume, the JOIN_ASKs waiting on its games.
 fn welcome(cx: &mut Ctx<'_>, members: &Members, games: &Games, welcomed: Welcomed) {
     let mark = cx.out.mark();
-    members.encode_welcome(cx.out, welcomed.member);
-    games.encode_all(cx.out);
+    members.roster().encode_welcome(cx.out, welcomed.member);
+    games.table().encode_all(cx.out);
     cx.out.encode(&ServerRepr::SyncDone);
     let frames = cx.out.since(mark);
     cx.out.send(welcomed.conn, frames);
     if welcomed.announce {
-        members.announce(cx.out, welcomed.member);
+        members.roster().announce(cx.out, welcomed.member);
     }
     if welcomed.resumed {
         games.resend_asks(cx.out, welcomed.member);
@@ -413,7 +415,7 @@ fn depart(
 ) {
     if let Some(member) = gone {
         games.remove_member(cx, member);
-        members.remove(cx, member, reason);
+        members.roster_mut().remove(cx, member, reason);
     }
 }
 
@@ -452,7 +454,9 @@ fn named(
     result: Result<(), GeneralRefusal>,
 ) -> Result<(), GeneralRefusal> {
     match result {
-        Err(refusal) if refusal.code == ErrorCode::NotInGame && !members.contains(target) => {
+        Err(refusal)
+            if refusal.code == ErrorCode::NotInGame && !members.roster().contains(target) =>
+        {
             Err(UNKNOWN_MEMBER)
         }
         other => other,
@@ -475,12 +479,20 @@ fn member_request(
         ClientRepr::SetMember {
             flags,
             display_name,
-        } => members.set_member(cx.out, member, flags, display_name),
-        ClientRepr::Chat { game, text } => {
-            chat::chat(cx, members, chat_limits, games, from, game, text)
-        }
+        } => members
+            .roster_mut()
+            .set_member(cx.out, member, flags, display_name),
+        ClientRepr::Chat { game, text } => chat::chat(
+            cx,
+            members.roster_mut(),
+            chat_limits,
+            games,
+            from,
+            game,
+            text,
+        ),
         ClientRepr::PrivateChat { to, text } => {
-            chat::private(cx, members, chat_limits, from, to, text)
+            chat::private(cx, members.roster_mut(), chat_limits, from, to, text)
         }
         ClientRepr::CreateGame {
             max_players,
@@ -572,7 +584,7 @@ fn member_request(
                 flags_clear,
                 min_free,
             };
-            games.list(cx.out, conn, filter);
+            games.table().list(cx.out, conn, filter);
             Ok(())
         }
         ClientRepr::Ping { payload } => {

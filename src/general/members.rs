@@ -7,6 +7,8 @@
 //! signing in are kept in opening order so the driver can evict the oldest at its cap. Only
 //! complete, valid frames count as activity.
 //!
+//! The members themselves (names, tokens, away flag, MEMBER_INFO) are in `super::roster`.
+//!
 //! This module must not touch games: what follows a WELCOME or a departure in the games (the
 //! sync's GAME_INFOs, seats given up) is done by the façade, `super::lobby`, with the outcome
 //! returned here. It must not read a clock or draw randomness of its own (tokens come from the
@@ -19,22 +21,11 @@ use crate::accounts::{self, LoginPolicy, UserId, VerifyResult};
 use crate::capacity::shrink_spare;
 use crate::ratelimit::TokenBucket;
 use crate::time::TimerKey;
-use crate::wire::general::{
-    code, ErrorCode, ServerRepr, MEMBER_AWAY, MEMBER_CLIENT_FLAGS, PROTOCOL_VERSION, TOKEN_LEN,
-};
+use crate::wire::general::{code, ErrorCode, ServerRepr, PROTOCOL_VERSION, TOKEN_LEN};
 
-use super::output::{Ctx, Outbox};
-use super::types::{
-    CloseReason, ConnId, GeneralRefusal, JobId, LeaveReason, MemberId, MemberView, Timer,
-    TokenSource,
-};
-
-/// Longest username or display name, in characters (Unicode scalar values).
-pub const MAX_NAME_CHARS: usize = 24;
-
-/// How many times the core draws a resume token that is not already live before it gives up
-/// on one sign-in ("try again").
-const TOKEN_DRAWS: usize = 8;
+use super::output::Ctx;
+use super::roster::{valid_name, Reattached, Roster, NAME_INVALID};
+use super::types::{CloseReason, ConnId, GeneralRefusal, JobId, MemberId, Timer, TokenSource};
 
 /// The capacity each of the hash tables keeps however few connections are left
 /// ([`shrink_spare`]'s floor).
@@ -43,17 +34,6 @@ const TABLE_FLOOR: usize = 16;
 /// The CHALLENGE text sent on accept.
 pub const CHALLENGE_TEXT: &str = "sign in";
 
-/// A name is 1 to [`MAX_NAME_CHARS`] characters without control characters (usernames and
-/// display names alike).
-pub fn valid_name(name: &str) -> bool {
-    let chars = name.chars().count();
-    (1..=MAX_NAME_CHARS).contains(&chars) && !name.chars().any(char::is_control)
-}
-
-const NAME_INVALID: GeneralRefusal = GeneralRefusal::new(
-    ErrorCode::NameInvalid,
-    "names are 1 to 24 characters without control characters",
-);
 const NAME_TAKEN: GeneralRefusal = GeneralRefusal::new(ErrorCode::NameInvalid, "name taken");
 const WRONG_PASSWORD: GeneralRefusal =
     GeneralRefusal::new(ErrorCode::WrongPassword, "wrong name or password");
@@ -95,22 +75,6 @@ struct Conn {
     frames: TokenBucket,
 }
 
-/// A member of the lobby.
-#[derive(Debug)]
-pub(crate) struct Member {
-    pub(crate) username: Box<str>,
-    pub(crate) display_name: Box<str>,
-    pub(crate) flags: u32,
-    conn: Option<ConnId>,
-    /// The chat rate of `super::chat`.
-    pub(crate) chat: TokenBucket,
-    token: [u8; TOKEN_LEN],
-    grace: Option<TimerKey>,
-    /// The account whose password signed it in (`None` for a guest): a SIGN_IN with that
-    /// account's password takes the member over.
-    account: Option<UserId>,
-}
-
 /// What a frame's sender is, as far as the dispatcher is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Sender {
@@ -142,13 +106,9 @@ pub(crate) struct Members {
     /// Connections not signed in, by opening order.
     guests: BTreeMap<u64, ConnId>,
     next_serial: u64,
-    by_id: BTreeMap<MemberId, Member>,
-    by_name: HashMap<Box<str>, MemberId>,
-    by_token: HashMap<[u8; TOKEN_LEN], MemberId>,
+    roster: Roster,
     verifications: HashMap<JobId, (ConnId, Box<str>)>,
     next_job: u64,
-    next_member: i32,
-    tokens: TokenSource,
     shutting_down: bool,
 }
 
@@ -158,13 +118,9 @@ impl Members {
             conns: HashMap::new(),
             guests: BTreeMap::new(),
             next_serial: 0,
-            by_id: BTreeMap::new(),
-            by_name: HashMap::new(),
-            by_token: HashMap::new(),
+            roster: Roster::new(tokens),
             verifications: HashMap::new(),
             next_job: 1,
-            next_member: 1,
-            tokens,
             shutting_down: false,
         }
     }
@@ -262,10 +218,10 @@ impl Members {
         if let Some(token) = resume {
             return self.resume(cx, conn, username, token);
         }
-        if let Some(holder) = self.by_name.get(username) {
+        if let Some(holder) = self.roster.holder(username) {
             // A name held by an account's member may be taken over with that account's
             // password (checked below, decided in `verified`); a guest's name is taken.
-            let account = self.by_id.get(holder).and_then(|m| m.account);
+            let account = self.roster.account_of(holder);
             if account.is_none() || cx.config.login == LoginPolicy::Off || password.is_empty() {
                 return self.refuse(cx, conn, NAME_TAKEN);
             }
@@ -315,8 +271,8 @@ impl Members {
         match result {
             // The name is held (it was, or another connection took it while the password was
             // checked): the account's own member is taken over, anyone else's name is taken.
-            VerifyResult::Valid(user) => match self.by_name.get(&*username).copied() {
-                Some(holder) if self.account_of(holder) == Some(user) => {
+            VerifyResult::Valid(user) => match self.roster.holder(&username) {
+                Some(holder) if self.roster.account_of(holder) == Some(user) => {
                     self.take_over(cx, conn, holder)
                 }
                 Some(_) => self.refuse(cx, conn, NAME_TAKEN),
@@ -355,13 +311,6 @@ impl Members {
         None
     }
 
-    /// A token not live yet, or `None` after [`TOKEN_DRAWS`] collisions (a broken source).
-    fn fresh_token(&mut self) -> Option<[u8; TOKEN_LEN]> {
-        (0..TOKEN_DRAWS)
-            .map(|_| (self.tokens)())
-            .find(|token| !self.by_token.contains_key(token))
-    }
-
     fn welcome_new(
         &mut self,
         cx: &mut Ctx<'_>,
@@ -369,38 +318,15 @@ impl Members {
         username: &str,
         account: Option<UserId>,
     ) -> Option<Welcomed> {
-        let id = MemberId(self.next_member);
-        let next = self.next_member.checked_add(1);
-        if self.by_id.len() >= cx.config.max_members || next.is_none() {
+        let Some(id) = self.roster.next_id(cx.config.max_members) else {
             cx.refuse(conn, code::SIGN_IN, LOBBY_FULL);
             self.close(cx, conn, CloseReason::LobbyFull);
             return None;
-        }
-        let Some(token) = self.fresh_token() else {
+        };
+        let Some(token) = self.roster.fresh_token() else {
             return self.try_again(cx, conn);
         };
-        self.next_member = next.unwrap_or(i32::MAX);
-        let chat = TokenBucket::new(
-            cx.now,
-            cx.config.chat_rate,
-            Duration::from_secs(1),
-            cx.config.chat_burst,
-        );
-        self.by_id.insert(
-            id,
-            Member {
-                username: username.into(),
-                display_name: username.into(),
-                flags: 0,
-                conn: Some(conn),
-                chat,
-                token,
-                grace: None,
-                account,
-            },
-        );
-        self.by_name.insert(username.into(), id);
-        self.by_token.insert(token, id);
+        self.roster.insert(cx, id, conn, username, token, account);
         self.seat(cx, conn, id);
         cx.stats.sign_ins += 1;
         Some(Welcomed {
@@ -431,12 +357,7 @@ impl Members {
         username: &str,
         token: &[u8; TOKEN_LEN],
     ) -> Option<Welcomed> {
-        let id = self
-            .by_token
-            .get(token)
-            .copied()
-            .filter(|id| self.by_id.get(id).is_some_and(|m| &*m.username == username));
-        let Some(id) = id else {
+        let Some(id) = self.roster.by_token(token, username) else {
             return self.refuse(cx, conn, BAD_TOKEN);
         };
         // Single use: `reattach` retires the token (unless no fresh one could be drawn).
@@ -467,20 +388,10 @@ impl Members {
         id: MemberId,
         notice: &str,
     ) -> Option<Welcomed> {
-        let Some(fresh) = self.fresh_token() else {
+        let Some(fresh) = self.roster.fresh_token() else {
             return self.try_again(cx, conn);
         };
-        let member = self.by_id.get_mut(&id)?;
-        self.by_token.remove(&member.token);
-        self.by_token.insert(fresh, id);
-        member.token = fresh;
-        let old = member.conn.take();
-        if let Some(key) = member.grace.take() {
-            cx.timers.cancel(key);
-        }
-        let was_away = member.flags & MEMBER_AWAY != 0;
-        member.flags &= !MEMBER_AWAY;
-        member.conn = Some(conn);
+        let Reattached { old, was_away } = self.roster.reattach(cx, id, conn, fresh)?;
         if let Some(old) = old {
             // A half-dead connection the server had not noticed yet, or the member signed in
             // again elsewhere: the new one wins.
@@ -503,11 +414,6 @@ impl Members {
         })
     }
 
-    /// The account whose password signed `member` in, if any.
-    fn account_of(&self, member: MemberId) -> Option<UserId> {
-        self.by_id.get(&member).and_then(|m| m.account)
-    }
-
     /// Makes `conn` the connection of `member`: routes, phase, idle clock.
     fn seat(&mut self, cx: &mut Ctx<'_>, conn: ConnId, member: MemberId) {
         cx.out.attach(member, conn);
@@ -521,58 +427,6 @@ impl Members {
         }
         let idle_at = state.last_active + cx.config.idle_timeout;
         state.timer = Some(cx.timers.insert(idle_at, Timer::Conn(conn, state.serial)));
-    }
-
-    /// Encodes WELCOME, the member's own MEMBER_INFO, then every other member's in id order
-    /// (the first part of the sync; the façade adds the games and SYNC_DONE).
-    pub(crate) fn encode_welcome(&self, out: &mut Outbox, member: MemberId) {
-        let Some(me) = self.by_id.get(&member) else {
-            return;
-        };
-        out.encode(&ServerRepr::Welcome {
-            member: member.0,
-            token: &me.token,
-        });
-        out.encode(&info(member, me));
-        for (&id, other) in self.by_id.iter().filter(|(&id, _)| id != member) {
-            out.encode(&info(id, other));
-        }
-    }
-
-    /// Sends `member`'s MEMBER_INFO to every other present member.
-    pub(crate) fn announce(&self, out: &mut Outbox, member: MemberId) {
-        if let Some(m) = self.by_id.get(&member) {
-            let frame = out.encode(&info(member, m));
-            out.broadcast_except(Some(member), frame);
-        }
-    }
-
-    /// SET_MEMBER: the low 16 flag bits and the display name; nothing is sent when nothing
-    /// changes.
-    pub(crate) fn set_member(
-        &mut self,
-        out: &mut Outbox,
-        member: MemberId,
-        flags: u32,
-        display_name: &str,
-    ) -> Result<(), GeneralRefusal> {
-        if !valid_name(display_name) {
-            return Err(NAME_INVALID);
-        }
-        let Some(m) = self.by_id.get_mut(&member) else {
-            return Ok(());
-        };
-        let flags = (flags & MEMBER_CLIENT_FLAGS) | (m.flags & !MEMBER_CLIENT_FLAGS);
-        if flags == m.flags && &*m.display_name == display_name {
-            return Ok(());
-        }
-        m.flags = flags;
-        if &*m.display_name != display_name {
-            m.display_name = display_name.into();
-        }
-        let frame = out.encode(&info(member, m));
-        out.broadcast(frame);
-        Ok(())
     }
 
     /// The core closes `conn`: Close after what is queued, frames ignored from now on, its
@@ -609,57 +463,13 @@ impl Members {
 
     fn forget_phase(&mut self, cx: &mut Ctx<'_>, phase: Phase) -> Option<MemberId> {
         match phase {
-            Phase::Member(member) => self.go_away(cx, member),
+            Phase::Member(member) => self.roster.go_away(cx, member, self.shutting_down),
             Phase::Verifying(job) => {
                 self.verifications.remove(&job);
                 None
             }
             Phase::Challenge | Phase::Closing => None,
         }
-    }
-
-    /// `member` lost its connection: away for the resume grace (MEMBER_INFO with the away flag
-    /// to the others), or gone at once without a grace.
-    fn go_away(&mut self, cx: &mut Ctx<'_>, member: MemberId) -> Option<MemberId> {
-        cx.out.detach(member);
-        let m = self.by_id.get_mut(&member)?;
-        m.conn = None;
-        if self.shutting_down {
-            return None;
-        }
-        if cx.config.resume_grace.is_zero() {
-            return Some(member);
-        }
-        m.flags |= MEMBER_AWAY;
-        let deadline = cx.now + cx.config.resume_grace;
-        m.grace = Some(cx.timers.insert(deadline, Timer::Grace(member)));
-        let frame = cx.out.encode(&info(member, m));
-        cx.out.broadcast(frame);
-        None
-    }
-
-    /// An away member's grace timer fired: true if it must leave now.
-    pub(crate) fn grace_over(&mut self, member: MemberId) -> bool {
-        self.by_id.get_mut(&member).is_some_and(|m| {
-            m.grace = None;
-            m.conn.is_none()
-        })
-    }
-
-    /// `member` leaves the lobby (after the façade gave up its seats): MEMBER_LEFT to all.
-    pub(crate) fn remove(&mut self, cx: &mut Ctx<'_>, member: MemberId, reason: LeaveReason) {
-        let Some(m) = self.by_id.remove(&member) else {
-            return;
-        };
-        self.by_name.remove(&m.username);
-        self.by_token.remove(&m.token);
-        if let Some(key) = m.grace {
-            cx.timers.cancel(key);
-        }
-        cx.out.detach(member);
-        cx.stats.leave(reason);
-        let frame = cx.out.encode(&ServerRepr::MemberLeft { id: member.0 });
-        cx.out.broadcast(frame);
     }
 
     /// A connection's deadline fired: the sign-in deadline closes a guest, the idle check
@@ -695,8 +505,7 @@ impl Members {
     /// crowd has left, the hash tables would otherwise keep their peak size).
     pub(crate) fn shrink(&mut self) {
         shrink_spare(&mut self.conns, TABLE_FLOOR);
-        shrink_spare(&mut self.by_name, TABLE_FLOOR);
-        shrink_spare(&mut self.by_token, TABLE_FLOOR);
+        self.roster.shrink(TABLE_FLOOR);
         shrink_spare(&mut self.verifications, TABLE_FLOOR);
     }
 
@@ -731,20 +540,6 @@ impl Members {
             .is_some_and(|state| matches!(state.phase, Phase::Member(_)))
     }
 
-    /// True if a member has this id.
-    pub(crate) fn contains(&self, member: MemberId) -> bool {
-        self.by_id.contains_key(&member)
-    }
-
-    /// True if the member exists and has a connection.
-    pub(crate) fn is_present(&self, member: MemberId) -> bool {
-        self.by_id.get(&member).is_some_and(|m| m.conn.is_some())
-    }
-
-    pub(crate) fn get_mut(&mut self, member: MemberId) -> Option<&mut Member> {
-        self.by_id.get_mut(&member)
-    }
-
     /// The oldest connection that has not signed in, for the driver's eviction at its cap.
     pub(crate) fn oldest_guest(&self) -> Option<ConnId> {
         self.guests.values().next().copied()
@@ -760,28 +555,19 @@ impl Members {
         self.guests.len()
     }
 
-    /// Members, present or away.
-    pub(crate) fn len(&self) -> usize {
-        self.by_id.len()
-    }
-
     /// Password checks in flight.
     pub(crate) fn verifications(&self) -> usize {
         self.verifications.len()
     }
 
-    /// Every member, in id order, with the number of games it plays in from `games_of`.
-    pub(crate) fn views<'a>(
-        &'a self,
-        games_of: impl Fn(MemberId) -> usize + 'a,
-    ) -> impl Iterator<Item = MemberView<'a>> + 'a {
-        self.by_id.iter().map(move |(&id, m)| MemberView {
-            id,
-            username: &m.username,
-            display_name: &m.display_name,
-            flags: m.flags,
-            games: games_of(id),
-        })
+    /// The members themselves.
+    pub(crate) fn roster(&self) -> &Roster {
+        &self.roster
+    }
+
+    /// The members themselves, to change.
+    pub(crate) fn roster_mut(&mut self) -> &mut Roster {
+        &mut self.roster
     }
 }
 
@@ -789,17 +575,8 @@ impl std::fmt::Debug for Members {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Members")
             .field("conns", &self.conns.len())
-            .field("members", &self.by_id.len())
+            .field("members", &self.roster.len())
             .field("verifications", &self.verifications.len())
             .finish_non_exhaustive()
-    }
-}
-
-fn info(id: MemberId, member: &Member) -> ServerRepr<'_> {
-    ServerRepr::MemberInfo {
-        id: id.0,
-        flags: member.flags,
-        username: &member.username,
-        display_name: &member.display_name,
     }
 }

@@ -13,10 +13,13 @@
 //! - [`types`] the vocabulary: ids, [`GeneralConfig`], outcomes, operators' views;
 //! - `output` the output queue and its arena (each frame encoded once), and the routes to
 //!   present members;
-//! - `members` connections, sign-in, resume tokens, the away grace, SET_MEMBER;
+//! - `members` connections and their sign-in life (HELLO, SIGN_IN, password checks, resume,
+//!   take-over, deadlines, closing) over `roster`, the members themselves (names, resume
+//!   tokens, the away flag and its grace, SET_MEMBER, MEMBER_INFO);
 //! - `game` one game and its own rules (seats, flags, ready, data, filters), `asks` the join
-//!   asks waiting for owners, `games` the table: creation, joins, owners, closing, listing,
-//!   hosted-game glue;
+//!   asks waiting for owners, `games` the rules of changes: creation, joins, owners, closing,
+//!   hosted-game glue, over `game_table` (the games, who plays where, lookups, listing) and
+//!   `shares` (what each address's games hold);
 //! - `chat` and `relay` the three chat scopes and the three relay kinds, `chat_limits` the
 //!   rates per member and per address and the lobby-wide fan-out budget (slow mode);
 //! - [`hosted`] the server-hosted game trait, [`tictactoe`] its built-in type;
@@ -29,12 +32,15 @@ mod asks;
 mod chat;
 mod chat_limits;
 mod game;
+mod game_table;
 mod games;
 pub mod hosted;
 pub mod lobby;
 mod members;
 mod output;
 mod relay;
+mod roster;
+mod shares;
 pub mod stats;
 pub mod tictactoe;
 pub mod types;
@@ -45,8 +51,8 @@ mod tests;
 pub use chat::MAX_CHAT_BYTES;
 pub use chat_limits::{SLOW_MODE_COOLDOWN, SLOW_MODE_OFF, SLOW_MODE_ON};
 pub use lobby::GeneralLobby;
-pub use members::{valid_name, MAX_NAME_CHARS};
 pub use output::{Delivery, FrameRef, GeneralOutput, ARENA_KEEP, QUEUE_KEEP};
+pub use roster::{valid_name, MAX_NAME_CHARS};
 pub use stats::GeneralStats;
 pub use types::{
     AskId, CloseReason, ConnId, GameId, GameView, GeneralConfig, GeneralRefusal, HostedKind,

@@ -33,9 +33,9 @@ pub(crate) fn to_owner(
     app_code: u32,
     body: &[u8],
 ) -> Result<(), GeneralRefusal> {
-    let owner = games.owner_for(game, from)?;
+    let owner = games.table().owner_for(game, from)?;
     cx.stats.relayed += 1;
-    if games.is_hosted(game) {
+    if games.table().is_hosted(game) {
         games.hosted_message(cx, game, from, app_code, body);
     } else {
         let frame = cx.out.encode(&message(game, from, app_code, body));
@@ -53,7 +53,7 @@ pub(crate) fn to_all(
     app_code: u32,
     body: &[u8],
 ) -> Result<(), GeneralRefusal> {
-    let players = games.players_of(game, from)?;
+    let players = games.table().players_of(game, from)?;
     cx.stats.relayed += 1;
     let frame = cx.out.encode(&message(game, from, app_code, body));
     cx.out.send_members(players, frame);
@@ -70,7 +70,7 @@ pub(crate) fn to_player(
     app_code: u32,
     body: &[u8],
 ) -> Result<(), GeneralRefusal> {
-    let players = games.players_if_owner(game, from)?;
+    let players = games.table().players_if_owner(game, from)?;
     if !players.contains(&to.0) {
         return Err(NOT_IN_GAME);
     }

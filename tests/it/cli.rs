@@ -371,6 +371,48 @@ fn running_lobbyd() -> (std::process::Child, std::net::SocketAddr) {
     (child, addrs[1])
 }
 
+/// The start-up log says what is served, one line per front end ("off" for a disabled one),
+/// not the whole configuration as one line of Rust debug output.
+#[test]
+fn the_start_up_log_is_a_summary_one_line_per_front_end() {
+    let mut args = LOOPBACK_ARGS.to_vec();
+    args.extend(["--wz-port", "0", "--log", "info"]);
+    let (mut child, lines) = spawn_wrapped(&[], &args);
+    let mut log = Vec::new();
+    // The driver's last listener line ends the start-up; lobbyd exiting ends the lines too.
+    for line in lines {
+        let last = line.contains("general lobby websocket disabled");
+        log.push(line);
+        if last {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = log.join("\n");
+    let summary = [
+        format!("lobbyd {} starting", env!("CARGO_PKG_VERSION")),
+        "udp room lobby: 127.0.0.1:0, up to 64 rooms of 2-4 players, instance ports chosen by \
+         the system"
+            .to_owned(),
+        "tcp lobby: 127.0.0.1:0".to_owned(),
+        "warzone master server: off".to_owned(),
+        "general lobby: off".to_owned(),
+        "general lobby websocket: off".to_owned(),
+    ];
+    for wanted in &summary {
+        assert!(
+            log.iter()
+                .any(|line| line.ends_with(&format!("] {wanted}"))),
+            "no line {wanted:?} in the log:\n{text}"
+        );
+    }
+    assert!(
+        !text.contains("Config {"),
+        "the whole Config logged:\n{text}"
+    );
+}
+
 /// Sends SIGTERM and asserts the process exits 0 within a few seconds.
 fn terminate_exits_zero(child: &mut std::process::Child) {
     use std::time::{Duration, Instant};

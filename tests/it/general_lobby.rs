@@ -16,6 +16,7 @@
 mod chat_relay;
 pub mod client;
 mod crowd_limits;
+mod example_client;
 mod games;
 mod hosted;
 mod login_limits;
