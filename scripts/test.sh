@@ -7,9 +7,9 @@
 # binaries and examples), then runs every test executable at the same time, each from its
 # package's directory as Cargo would, with more test threads than cores
 # (LOBBYD_TEST_THREADS, default 8), beside the doctests (`cargo test --doc`) and the
-# JavaScript client's tests (`make test-js`). Each one's output is printed whole when all
-# are done, then a summary; any failure fails the run. Arguments are passed to every test
-# executable (a name filter, `--nocapture`, ...).
+# JavaScript client's tests (`make test-js`); the load tool's integration tests after them.
+# Each one's output is printed whole when all are done, then a summary; any failure fails
+# the run. Arguments are passed to every test executable (a name filter, `--nocapture`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,20 +57,39 @@ launch() {
 	pids+=($!)
 }
 
-echo "running ${#executables[@]} test executables, the doctests and clients/js side by side" \
-	"($THREADS test threads each)"
-root=$PWD
-for line in "${executables[@]}"; do
-	IFS=$'\t' read -r dir src exe <<<"$line"
-	launch "${src#"$root"/}" env CARGO_MANIFEST_DIR="$dir" RUST_TEST_THREADS="$THREADS" \
+# Runs the test executable of line $1 ("directory<TAB>source<TAB>executable") as a job.
+launch_tests() {
+	local dir src exe
+	IFS=$'\t' read -r dir src exe <<<"$1"
+	shift
+	launch "${src#"$PWD"/}" env CARGO_MANIFEST_DIR="$dir" RUST_TEST_THREADS="$THREADS" \
 		bash -c 'cd "$1" && shift && exec "$@"' - "$dir" "$exe" "$@"
+}
+
+# The load tool's integration tests (lobby-load/tests/) put a server under load and judge
+# how it serves (the hostile profile fails a server that answers late): they run once the
+# others are done, not beside a suite that takes both cores.
+echo "running ${#executables[@]} test executables, the doctests and clients/js side by side" \
+	"($THREADS test threads each; lobby-load/tests/ after the rest)"
+under_load=()
+for line in "${executables[@]}"; do
+	case "$line" in
+	*"$PWD"/lobby-load/tests/*) under_load+=("$line") ;;
+	*) launch_tests "$line" "$@" ;;
+	esac
 done
 launch "doctests" $CARGO test --workspace --doc -- "$@"
 launch "clients/js" $MAKE --no-print-directory test-js
+for pid in "${pids[@]}"; do
+	wait "$pid" || true
+done
+for line in "${under_load[@]}"; do
+	launch_tests "$line" "$@"
+done
 
 failed=()
-for n in "${!pids[@]}"; do
-	wait "${pids[$n]}" || true
+for pid in "${pids[@]}"; do
+	wait "$pid" || true
 done
 for n in "${!names[@]}"; do
 	status=$(cat "$logs/$n.status" 2>/dev/null || echo "?")

@@ -636,6 +636,7 @@ fn read_until_closed(stream: &mut std::net::TcpStream) -> Option<Vec<u8>> {
             Ok(0) => return Some(bytes),
             Ok(n) => bytes.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return None,
         }
     }

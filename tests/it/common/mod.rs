@@ -98,18 +98,27 @@ impl UdpClient {
     /// The next datagram within `wait`, with its source.
     pub fn recv_within(&self, wait: Duration) -> Option<(Vec<u8>, SocketAddr)> {
         let mut buf = vec![0u8; 65536];
-        // A zero timeout means "block forever" to the OS: wait at least a millisecond.
-        let wait = wait.max(Duration::from_millis(1));
-        self.socket.set_read_timeout(Some(wait)).unwrap();
-        match self.socket.recv_from(&mut buf) {
-            Ok((n, from)) => Some((buf[..n].to_vec(), from)),
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                None
+        let deadline = Instant::now() + wait;
+        loop {
+            // A zero timeout means "block forever" to the OS: wait at least a millisecond.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let left = left.max(Duration::from_millis(1));
+            self.socket.set_read_timeout(Some(left)).unwrap();
+            match self.socket.recv_from(&mut buf) {
+                Ok((n, from)) => return Some((buf[..n].to_vec(), from)),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    return None
+                }
+                // A signal, or the process stopped and continued: a receive with a timeout
+                // is not restarted by the kernel.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::Interrupted && Instant::now() < deadline => {
+                }
+                Err(e) => panic!("recv: {e}"),
             }
-            Err(e) => panic!("recv: {e}"),
         }
     }
 
