@@ -23,8 +23,8 @@ build:
 # --workspace` runs, but the test executables side by side (scripts/test.sh: their tests
 # mostly wait on sockets and timers; `scripts/test.sh FILTER` passes arguments to each).
 # The criterion benches (`benches/`, a workspace of their own so that criterion is never
-# compiled here) are linted by `make lint` and run by `make criterion`. The workspace's own
-# crates build unoptimized and their dependencies at opt-level 1 (`[profile.test]`).
+# compiled here) are linted by `make lint` and run by `make criterion`. Everything builds
+# unoptimized but argon2 (`[profile.test]` in Cargo.toml).
 test:
 	CARGO="$(CARGO)" MAKE="$(MAKE)" scripts/test.sh
 
