@@ -19,12 +19,14 @@ build:
 	$(CARGO) build --release
 
 # Every crate of the workspace: unit tests, one integration-test binary per crate (tests/it/,
-# lobby-load/tests/it/), doctests, the examples built. The criterion benches (`benches/`, a
-# workspace of their own so that criterion is never compiled here) are linted by `make lint`
-# and run by `make criterion`. The workspace's own crates build unoptimized and their
-# dependencies at opt-level 1 (`[profile.test]` in Cargo.toml).
-test: test-js
-	$(CARGO) test --workspace
+# lobby-load/tests/it/), doctests, the examples built, and clients/js. What `cargo test
+# --workspace` runs, but the test executables side by side (scripts/test.sh: their tests
+# mostly wait on sockets and timers; `scripts/test.sh FILTER` passes arguments to each).
+# The criterion benches (`benches/`, a workspace of their own so that criterion is never
+# compiled here) are linted by `make lint` and run by `make criterion`. Everything builds
+# unoptimized but argon2 (`[profile.test]` in Cargo.toml).
+test:
+	CARGO="$(CARGO)" MAKE="$(MAKE)" scripts/test.sh
 
 # The JavaScript client's unit tests (clients/js/: golden frames, the client on a scripted
 # socket), Node's own runner, nothing to install; a loud skip line where node is missing.

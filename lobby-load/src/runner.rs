@@ -52,6 +52,8 @@ pub struct Pacer {
     start: Instant,
     rate: Option<f64>,
     granted: u64,
+    /// The end of the run: nothing is due past it.
+    end: Option<Instant>,
 }
 
 impl Pacer {
@@ -61,6 +63,17 @@ impl Pacer {
             start,
             rate,
             granted: 0,
+            end: None,
+        }
+    }
+
+    /// The same pacer granting nothing past `end`: the loop's last turn can come a little
+    /// after the run's end (a late wake-up), and a run of D seconds at R per second sends
+    /// at most R times D.
+    pub fn until(self, end: Instant) -> Pacer {
+        Pacer {
+            end: Some(end),
+            ..self
         }
     }
 
@@ -77,6 +90,7 @@ impl Pacer {
         };
         // Nanoseconds times rate, then one division: exact for whole milliseconds, where
         // `secs_f64 * rate` can land just below an integer.
+        let now = self.end.map_or(now, |end| now.min(end));
         let elapsed = now.saturating_duration_since(self.start).as_nanos() as f64;
         let target = (elapsed * rate / 1e9) as u64;
         let due = target.saturating_sub(self.granted);
@@ -98,7 +112,7 @@ pub fn drive(
     let mut stats = Stats::default();
     let start = Instant::now();
     let end = start + options.duration;
-    let mut pacer = Pacer::new(start, options.rate);
+    let mut pacer = Pacer::new(start, options.rate).until(end);
     let mut next_report = start + Duration::from_secs(1);
     let mut last_completed = 0u64;
     let show_progress = !options.quiet && options.duration > PROGRESS_AFTER;
@@ -204,6 +218,17 @@ mod tests {
         // A 1 s stall: 990 due, only 100 sent now, the rest forgotten.
         assert_eq!(pacer.due(start + Duration::from_millis(1000), 100), 100);
         assert_eq!(pacer.due(start + Duration::from_millis(1001), 100), 1);
+    }
+
+    #[test]
+    fn pacer_grants_nothing_past_the_end_of_the_run() {
+        let start = Instant::now();
+        let end = start + Duration::from_millis(800);
+        let mut pacer = Pacer::new(start, Some(500.0)).until(end);
+        assert_eq!(pacer.due(start + Duration::from_millis(790), 1000), 395);
+        // The last turn of the loop comes 5 ms late: the sends due until the end, none past it.
+        assert_eq!(pacer.due(start + Duration::from_millis(805), 1000), 5);
+        assert_eq!(pacer.due(start + Duration::from_millis(900), 1000), 0);
     }
 
     #[test]

@@ -664,12 +664,6 @@ fn max_rooms_past_the_descriptor_limit_exits_2_naming_both() {
     assert!(lines[0].contains("RLIMIT_NOFILE 1024"), "{err}");
 }
 
-/// A free TCP port on loopback (the OS picked it; we let it go again).
-fn free_tcp_port() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port().to_string()
-}
-
 /// Reads from `stream` until the peer closes: its bytes, or `None` when it was still open
 /// after five seconds (a newcomer left in the backlog, unanswered).
 fn read_until_closed(stream: &mut std::net::TcpStream) -> Option<Vec<u8>> {
@@ -684,6 +678,7 @@ fn read_until_closed(stream: &mut std::net::TcpStream) -> Option<Vec<u8>> {
             Ok(0) => return Some(bytes),
             Ok(n) => bytes.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return None,
         }
     }
@@ -696,7 +691,8 @@ fn read_until_closed(stream: &mut std::net::TcpStream) -> Option<Vec<u8>> {
 #[test]
 fn every_listener_answers_at_the_descriptor_limit() {
     use std::io::Write;
-    let (wz_port, lobby_port) = (free_tcp_port(), free_tcp_port());
+    let (wz_port, lobby_port) = (common::free_port(), common::free_port());
+    let (wz_port, lobby_port) = (wz_port.to_string(), lobby_port.to_string());
     let args = [
         "--bind",
         "127.0.0.1",
@@ -708,6 +704,9 @@ fn every_listener_answers_at_the_descriptor_limit() {
         &wz_port,
         "--lobby-port",
         &lobby_port,
+        // Its default (4244) would collide with any other lobbyd on this machine.
+        "--lobby-ws-port",
+        "0",
         "--metrics",
         "127.0.0.1:0",
         "--wz-login",

@@ -7,7 +7,7 @@
 //! `LOBBYD_SKIP_NGINX=1`.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -33,11 +33,6 @@ impl Drop for Running {
         }
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
 }
 
 /// The snippet made runnable: its server block inside a minimal main config, listening on
@@ -147,7 +142,7 @@ fn the_nginx_snippet_carries_wss_to_the_lobby() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let port = free_port();
+    let port = crate::common::free_port();
     let conf: PathBuf = dir.join("nginx.conf");
     std::fs::write(&conf, config(&dir, port, lobby)).expect("conf");
     let _nginx = Running(

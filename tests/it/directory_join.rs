@@ -15,11 +15,11 @@ use common::*;
 use lobbyd::config::{Config, InstancePorts};
 use lobbyd::net::ServerHandle;
 
+use crate::common::free_port;
 use crate::directory::{
     create, list, lobby, node, node_config, nodes_up, until_listed, wait_up, Redis, JOIN,
     JOIN_FAILED, JOIN_SUCCESS, SHOW_WAIT,
 };
-use crate::instance::free_port;
 use crate::udp_lobby::records;
 
 const HELLO: u8 = 0x01;

@@ -21,15 +21,6 @@ const STARTED: u8 = 0x0A;
 const PING: u8 = 0x0B;
 const PONG: u8 = 0x0C;
 
-/// A free UDP port on loopback (the OS picked it; we let it go again).
-pub(crate) fn free_port() -> u16 {
-    std::net::UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn to_server(message_type: u8, seq: u16, payload: &[u8]) -> Vec<u8> {
     frame(0x01, message_type, seq, payload)
 }

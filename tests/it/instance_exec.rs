@@ -382,7 +382,13 @@ fn sigkill_to_the_group_after_the_grace() {
 fn a_stopped_server_ending_late_leaves_the_next_one_alone() {
     let scratch = Scratch::new("restart");
     let command = scratch.command("stubborn");
-    let config = party_config(&command, Duration::from_millis(300), Duration::from_secs(4));
+    // The countdown outlasts the stubborn server's start (a Python interpreter) on a loaded
+    // machine: Hal must leave while the first countdown runs.
+    let config = party_config(
+        &command,
+        Duration::from_millis(300),
+        Duration::from_secs(10),
+    );
     let (server, addr) = start_with(config);
     let (mut clients, _) = party(addr, &["Gus", "Hal"]);
     ready_all(&mut clients);

@@ -75,7 +75,11 @@ impl UpClient {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return None,
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) => {}
                 Err(_) => return None,
             }
         }
@@ -107,6 +111,7 @@ impl UpClient {
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     panic!("still open")
                 }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => return,
             }
         }

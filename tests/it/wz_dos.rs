@@ -332,6 +332,7 @@ fn bytes_until_closed(stream: &mut TcpStream, wait: Duration) -> Option<usize> {
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 return None
             }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => return Some(total),
         }
     }

@@ -11,7 +11,7 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,15 +28,6 @@ const RSS_BOUND_KB: u64 = 96 * 1024;
 const FD_SLACK: usize = 16;
 /// The well-behaved client's addresses: no attacker uses them.
 const GOOD: &str = "127.0.0.2-127.0.0.250";
-
-/// A port that was free a moment ago (`--wz-port 0` and `--lobby-port 0` disable those
-/// listeners, so the binary cannot be asked to choose).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
 
 /// The `lobbyd` binary of the same build: another package's binary, so Cargo does not name it
 /// (`CARGO_BIN_EXE_*` covers this package's only); it sits beside `lobby-load`. `cargo test`
@@ -64,7 +55,7 @@ struct Lobbyd {
 
 impl Lobbyd {
     fn start() -> Lobbyd {
-        let (wz_port, lobby_port) = (free_port(), free_port());
+        let (wz_port, lobby_port) = (common::free_port(), common::free_port());
         let mut child = Command::new(lobbyd_binary())
             // --bind, --port 0, --instance-ports 0 (the rest of them would disable the lobby).
             .args(&common::LOOPBACK_ARGS[..6])

@@ -98,18 +98,27 @@ impl UdpClient {
     /// The next datagram within `wait`, with its source.
     pub fn recv_within(&self, wait: Duration) -> Option<(Vec<u8>, SocketAddr)> {
         let mut buf = vec![0u8; 65536];
-        // A zero timeout means "block forever" to the OS: wait at least a millisecond.
-        let wait = wait.max(Duration::from_millis(1));
-        self.socket.set_read_timeout(Some(wait)).unwrap();
-        match self.socket.recv_from(&mut buf) {
-            Ok((n, from)) => Some((buf[..n].to_vec(), from)),
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                None
+        let deadline = Instant::now() + wait;
+        loop {
+            // A zero timeout means "block forever" to the OS: wait at least a millisecond.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let left = left.max(Duration::from_millis(1));
+            self.socket.set_read_timeout(Some(left)).unwrap();
+            match self.socket.recv_from(&mut buf) {
+                Ok((n, from)) => return Some((buf[..n].to_vec(), from)),
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    return None
+                }
+                // A signal, or the process stopped and continued: a receive with a timeout
+                // is not restarted by the kernel.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::Interrupted && Instant::now() < deadline => {
+                }
+                Err(e) => panic!("recv: {e}"),
             }
-            Err(e) => panic!("recv: {e}"),
         }
     }
 
@@ -170,6 +179,42 @@ pub fn connect_from(addr: SocketAddr, source: &str) -> TcpStream {
         .connect_timeout(&addr.into(), REPLY_WAIT)
         .expect("connect");
     socket.into()
+}
+
+/// A loopback port free for TCP and UDP, for a listener that must be given a number
+/// (`--wz-port 0` and `--lobby-port 0` turn those listeners off; an instance port range).
+/// A port the OS chose for `bind(0)` and that was let go can be chosen again by the next
+/// `bind(0)` or outgoing connection of a test running beside this one before the server
+/// binds it; so these come from below the kernel's ephemeral range, which it never hands out
+/// by itself, one after another from a starting point of this process's own (the test
+/// binaries run at the same time).
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOW: u32 = 20_000;
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768)
+        .min(65_536);
+    let span = ephemeral.saturating_sub(LOW);
+    let bindable = |port: u16| {
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        tcp.is_ok() && UdpSocket::bind(("127.0.0.1", port)).is_ok()
+    };
+    if span < 1_000 {
+        // An ephemeral range reaching this low leaves nothing to keep apart: the OS chooses.
+        let socket = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        return socket.local_addr().expect("address").port();
+    }
+    let start = std::process::id().wrapping_mul(2_654_435_761) % span;
+    for _ in 0..span {
+        let port = (LOW + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        if bindable(port) {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {LOW}..{ephemeral}");
 }
 
 /// Polls `cond` on fresh snapshots until it holds or `wait` passes.

@@ -117,7 +117,16 @@ impl Client {
                 self.buf.extend_from_slice(&chunk[..n]);
                 Fill::Data
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Fill::Data,
+            // Interrupted: a signal, or the process stopped and continued (a read with a
+            // timeout is not restarted); the caller reads again until its deadline.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                Fill::Data
+            }
             Err(_) => Fill::Closed,
         }
     }
