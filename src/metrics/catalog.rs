@@ -162,6 +162,9 @@ pub const METRICS: &[MetricInfo] = &[
     counter("lobbyd_directory_down_total", "", "Times the directory went down (Redis unreachable, failing or too slow)."),
     counter("lobbyd_directory_bad_tables_total", "", "Other nodes' room tables read from the directory that did not parse (or named another node), skipped."),
     counter("lobbyd_directory_reads_total", "", "Reads of the other nodes' room tables."),
+    gauge("lobbyd_directory_remote_games", "", "Other nodes' Warzone games this node lists now (after its own; served with the Warzone master server)."),
+    counter("lobbyd_directory_games_dropped_total", "", "Warzone game-table updates dropped because the directory thread's queue was full (sent again at the next pass)."),
+    counter("lobbyd_directory_bad_game_tables_total", "", "Other nodes' Warzone game tables read from the directory that did not parse (or named another node), skipped."),
     // Warzone 2100 master server.
     counter("lobbyd_wz_connections_opened_total", "", "Warzone connections opened."),
     counter("lobbyd_wz_connections_over_limit_total", "", "Warzone connections beyond --wz-max-conns-per-ip (refused at addg)."),

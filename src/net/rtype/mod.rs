@@ -458,6 +458,7 @@ impl FrontEnd for RtypeFrontEnd {
             let now = Instant::now();
             snap.add_counters(|f| directory.visit(now, f));
             snap.directory = Some(directory.view(now));
+            directory.add_nodes(now, snap);
         }
         if let Some(tcp) = self.tcp.as_ref() {
             snap.add_counters(|f| tcp.stats.visit(f));
