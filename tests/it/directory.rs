@@ -593,6 +593,15 @@ fn warzone_games_are_listed_on_every_node() {
         assert_eq!(game.name, format!("remote {trial}"));
         assert_eq!(game.host, format!("127.0.0.{}", 100 + trial));
     }
+    // A v4 browser on node 2 sees the same list, each game with its host and port.
+    let mut browser = crate::wz::V4::connect(two_wz);
+    let listed = browser.json(r#"{"method": "list", "id": 7}"#);
+    assert_eq!(listed["status"], 0, "{listed}");
+    assert_eq!(listed["result"]["count"], TRIALS + 1, "{listed}");
+    let first_remote = &listed["result"]["list"][1];
+    assert_eq!(first_remote["description"], "remote 0", "{listed}");
+    assert_eq!(first_remote["host"], "127.0.0.100", "{listed}");
+    assert_eq!(first_remote["port"], 2100, "{listed}");
     // Node 1 lists node 2's game after its own too; registration stayed local.
     let on_one = wz_names(one);
     assert_eq!(on_one.len(), TRIALS + 1, "{on_one:?}");
