@@ -487,7 +487,8 @@ impl Drop for ChildNode {
 /// Sorted durations' figures: (p50, p99, max).
 fn percentiles(mut latencies: Vec<Duration>) -> (Duration, Duration, Duration) {
     latencies.sort();
-    let at = |q: usize| latencies[(latencies.len() * q / 100).min(latencies.len() - 1)];
+    // The nearest-rank percentile: the smallest value at or above q % of the samples.
+    let at = |q: usize| latencies[(latencies.len() * q).div_ceil(100).saturating_sub(1)];
     (at(50), at(99), latencies[latencies.len() - 1])
 }
 
@@ -518,7 +519,7 @@ fn wz_names(lobby: SocketAddr) -> Vec<String> {
 
 /// S10: Warzone games across nodes (the DDNet merge). Games registered on node 1 (a child
 /// process) are listed by node 2 after its own, from node 1's host addresses, within
-/// 250 ms at the 99th percentile; registration stays local; the status page shows node 1's
+/// 250 ms at the 99th percentile and 1.5 s at worst over 100 trials; registration stays local; the status page shows node 1's
 /// row; and node 1's games leave node 2's list by themselves after its SIGKILL.
 #[test]
 fn warzone_games_are_listed_on_every_node() {
@@ -557,7 +558,8 @@ fn warzone_games_are_listed_on_every_node() {
     let (_, (code, _)) = crate::wz::Host::new("4.x", "local game").register(&mut local_host);
     assert_eq!(code, 200);
 
-    const TRIALS: usize = 40;
+    // Enough trials that the 99th percentile is not the single slowest on a busy machine.
+    const TRIALS: usize = 100;
     let mut hosts = Vec::new();
     let mut latencies = Vec::new();
     for trial in 0..TRIALS {
@@ -583,6 +585,7 @@ fn warzone_games_are_listed_on_every_node() {
          {TRIALS} trials: p50 {p50:?}, p99 {p99:?}, max {max:?}"
     );
     assert!(p99 <= Duration::from_millis(250), "p99 {p99:?}");
+    assert!(max <= Duration::from_millis(1500), "max {max:?}");
 
     // Node 2's list: its own game, then node 1's in node 1's order, each from its host.
     let (games, _) = crate::wz::read_as_4x(&crate::wz::list_bytes(two_wz, b"list\0"));
