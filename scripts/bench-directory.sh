@@ -1,117 +1,128 @@
 #!/usr/bin/env bash
-# The remote JOIN round trip of a group (docs/OPERATING.md "More than one process"): a client
-# asks node 2 to JOIN a room of node 1; node 2 asks node 1 through its Redis stream inbox,
-# node 1 reserves the seat and answers into node 2's inbox, node 2 answers the client
-# (target: p99 <= 2 ms on loopback). For scale, the same JOIN asked of node 1 itself.
-#
-# A private redis-server on a unix socket in a temporary folder (no persistence), two release
-# lobbyd nodes on 127.0.0.1 (UDP lobby LOBBYD_PORT and LOBBYD_PORT+1, instance ranges
-# 24300-24349 and 24350-24399), one room on node 1, then DIR_JOINS sequential JOIN_ROOMs from
-# one client address (a repeated JOIN refreshes that address's seat, so every one is a
-# JOIN_SUCCESS) through node 2, then as many asked of node 1. Each reply is awaited at most
-# 1 s (`--udp-rate` is raised out of the way); the run stops by itself and stops what it
-# started.
-#
-# Environment: DIR_JOINS (default 5000), LOBBYD_PORT etc. (scripts/lib.sh).
+# Benchmarks of a group of nodes sharing a directory (docs/OPERATING.md "More than one
+# process"); figures, not pass/fail:
+#   1. LIST_ROOMS per node: three nodes x 64 rooms (a node lists its 64, then 48 of the
+#      others') against one node alone with 64 rooms (target: >= 90 % of its lists/s);
+#   2. S7, a stalled Redis: LIST latency over a run during which redis-server is stopped
+#      (SIGSTOP) for 5 s, against the same run on a node with no directory (targets: max
+#      under 5 ms, p99 within 10 %);
+#   3. Redis traffic per node at 100 rooms: bytes and commands a second, from redis-server's
+#      INFO stats and INFO commandstats over 10 s, with three nodes.
+# Usage: scripts/bench-directory.sh [SECONDS per run, default 10]
+# Loopback only, a private redis-server on a unix socket in a temporary folder, every
+# process started here stopped by its id at the end; the run stops by itself.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"
+DURATION="${1:-10}"
+CONC="${BENCH_CONCURRENCY:-16}"
 
-JOINS="${DIR_JOINS:-5000}"
-command -v redis-server >/dev/null 2>&1 || { log "redis-server not found: apt-get install redis-server"; exit 1; }
+command -v redis-server >/dev/null || { log "redis-server not found (apt-get install redis-server)"; exit 1; }
+command -v redis-cli >/dev/null || { log "redis-cli not found (apt-get install redis-tools)"; exit 1; }
 build_release
 
-dir=$(mktemp -d /tmp/lobbyd-bench-directory.XXXXXX)
+dir="$(mktemp -d /tmp/lobbyd-bench-directory.XXXXXX)"
 pids=()
-stop() {
-  # Only the processes started here, by their ids.
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+stop_all() {
+  local pid
+  for pid in "${pids[@]}"; do kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$dir"
 }
-trap stop EXIT
-
-redis-server --port 0 --unixsocket "$dir/r.sock" --save '' --appendonly no --dir "$dir" \
+trap stop_all EXIT
+sock="$dir/r.sock"
+redis-server --port 0 --unixsocket "$sock" --save '' --appendonly no --dir "$dir" \
   >"$dir/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do
-  [ -S "$dir/r.sock" ] && break
-  sleep 0.1
-done
-[ -S "$dir/r.sock" ] || { log "redis-server did not start: $dir/redis.log"; exit 1; }
+REDIS_PID=$!
+pids+=("$REDIS_PID")
+for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+[ -S "$sock" ] || { log "redis-server did not start"; exit 1; }
+rcli() { redis-cli -s "$sock" "$@"; }
 
-for n in 1 2; do
-  lo=$((24250 + 50 * n))
-  "$LOBBYD" --bind 127.0.0.1 --port $((PORT + n - 1)) --instance-ports "$lo-$((lo + 49))" \
-    --tcp-port 0 --wz-port 0 --lobby-port 0 --lobby-ws-port 0 --log warn --udp-rate 100000 \
-    --node-id "$n" --directory "redis+unix://$dir/r.sock" >"$dir/node$n.log" 2>&1 &
+# node N [flags...]: a lobbyd on UDP port PORT+N (node 0: no directory), metrics on
+# METRICS_PORT+N, instance ports of its own; limits out of the load's way.
+node_port() { echo $((PORT + $1)); }
+node() {
+  local n="$1"; shift
+  local lo=$((25000 + 200 * n)) group=()
+  if [ "$n" -gt 0 ]; then group=(--node-id "$n" --directory "redis+unix://$sock"); fi
+  "$LOBBYD" --bind 127.0.0.1 --port "$(node_port "$n")" --instance-ports "$lo-$((lo + 199))" \
+    --metrics "127.0.0.1:$((METRICS_PORT + n))" --tcp-port 0 --wz-port 0 --lobby-port 0 \
+    --lobby-ws-port 0 --max-rooms 1000 --max-rooms-per-ip 1000 --udp-rate 1000000 \
+    --udp-reply-bytes 0 --log warn "${group[@]}" "$@" >"$dir/node-$n.log" 2>&1 &
   pids+=($!)
-done
+  sleep 0.5
+}
+# load N FILE [flags...]: lobby-load udp-list against node N, its summary in FILE.
+load() {
+  local n="$1" file="$2"; shift 2
+  "$LOBBY_LOAD" udp-list --target "127.0.0.1:$(node_port "$n")" --caps off --json -q \
+    --timeout 2000 "$@" >"$file"
+}
+# hold N ROOMS SECONDS: ROOMS rooms kept alive on node N by a slow lister, in the background.
+hold() {
+  "$LOBBY_LOAD" udp-list --target "127.0.0.1:$(node_port "$1")" --caps off -q --rooms "$2" \
+    --concurrency 1 --rate 5 --duration "$3" --timeout 2000 >/dev/null 2>&1 &
+  pids+=($!)
+}
+summary() {
+  printf '%.0f lists/s, p50 %.1f us, p99 %.1f us, max %.1f us, failures %s' \
+    "$(json_field "$1" per_second)" "$(json_latency "$1" p50)" "$(json_latency "$1" p99)" \
+    "$(json_latency "$1" max)" "$(json_failures "$1")"
+}
 
-log "remote JOIN round trip: $JOINS JOINs through node 2, then $JOINS asked of node 1 (loopback)"
-timeout 300 python3 - "$PORT" "$JOINS" <<'PY'
-import socket, struct, sys, time, zlib
+log "== 1. LIST_ROOMS, one node alone, 64 rooms (${DURATION}s, concurrency $CONC)"
+node 0
+load 0 "$dir/alone.json" --rooms 64 --concurrency "$CONC" --duration "$DURATION"
+ALONE="$(summary "$dir/alone.json")"
+log "   $ALONE"
 
-port, joins = int(sys.argv[1]), int(sys.argv[2])
-one, two = ("127.0.0.1", port), ("127.0.0.1", port + 1)
+log "== 1. LIST_ROOMS on node 1 of three, 64 rooms each (${DURATION}s, concurrency $CONC)"
+node 1; node 2; node 3
+hold 2 64 $((DURATION + 5)); hold 3 64 $((DURATION + 5))
+sleep 3 # the rooms made, published and read
+load 1 "$dir/group.json" --rooms 64 --concurrency "$CONC" --duration "$DURATION"
+GROUP="$(summary "$dir/group.json")"
+RATIO="$(awk -v a="$(json_field "$dir/group.json" per_second)" \
+  -v b="$(json_field "$dir/alone.json" per_second)" 'BEGIN { printf "%.2f", a / b }')"
+log "   $GROUP (ratio to alone: $RATIO)"
 
-def frame(msg, seq, payload=b""):
-    head = struct.pack(">BBHHH", 0x01, msg, seq, len(payload), len(payload))
-    body = head + payload
-    return body + struct.pack(">I", zlib.crc32(body))
+log "== 2. S7: node 1's LISTs while redis-server is stopped for 5 s (${DURATION}s run)"
+load 1 "$dir/stall.json" --rooms 64 --concurrency "$CONC" --duration "$DURATION" &
+loader=$!
+sleep 2
+kill -STOP "$REDIS_PID"
+sleep 5
+kill -CONT "$REDIS_PID"
+wait "$loader" || true
+STALL="$(summary "$dir/stall.json")"
+log "   $STALL"
+log "   the same run on node 0 (no directory), for the p99:"
+load 0 "$dir/nodir.json" --rooms 64 --concurrency "$CONC" --duration "$DURATION"
+NODIR="$(summary "$dir/nodir.json")"
+log "   $NODIR"
 
-def ask(sock, to, msg, seq, payload=b""):
-    sock.sendto(frame(msg, seq, payload), to)
-    while True:
-        data, src = sock.recvfrom(4096)
-        if src == to and struct.unpack(">H", data[2:4])[0] == seq:
-            return data
+log "== 3. Redis traffic, three nodes, 100 rooms on each, over 10 s"
+hold 1 100 40; hold 2 100 40; hold 3 100 40
+sleep 5
+stat() { rcli INFO stats | tr -d '\r' | awk -F: -v k="$1" '$1 == k { print $2 }'; }
+calls() { rcli INFO commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ { s += $3 } END { print s }'; }
+in0="$(stat total_net_input_bytes)"; out0="$(stat total_net_output_bytes)"; c0="$(calls)"
+sleep 10
+in1="$(stat total_net_input_bytes)"; out1="$(stat total_net_output_bytes)"; c1="$(calls)"
+# Our own INFO calls (4 before, 4 after) are in the command count; take them out.
+TRAFFIC="$(awk -v i=$((in1 - in0)) -v o=$((out1 - out0)) -v c=$((c1 - c0 - 4)) 'BEGIN {
+  printf "per node: %.0f B/s to Redis, %.0f B/s from Redis, %.1f commands/s", i / 30, o / 30, c / 30 }')"
+log "   $TRAFFIC"
+rcli INFO commandstats | tr -d '\r' | grep '^cmdstat_' >&2 || true
 
-creator = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-creator.bind(("127.0.0.2", 0))
-creator.settimeout(1.0)
-deadline = time.time() + 10
-while True:
-    try:
-        reply = ask(creator, one, 0x42, 1)
-        break
-    except OSError:
-        if time.time() > deadline:
-            sys.exit("node 1 did not answer CREATE_ROOM")
-room = struct.unpack(">I", reply[8:12])[0]
-# Wait until node 2 lists the room (its directory is up and has read node 1's table).
-while True:
-    listed = ask(creator, two, 0x40, 2)
-    if struct.pack(">I", room) in listed[8:-4]:
-        break
-    if time.time() > deadline:
-        sys.exit("node 2 never listed node 1's room")
-    time.sleep(0.05)
-
-client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-client.bind(("127.0.0.3", 0))
-client.settimeout(1.0)
-
-def run(to, label):
-    samples, failed = [], 0
-    for i in range(joins):
-        began = time.perf_counter()
-        try:
-            reply = ask(client, to, 0x44, i & 0xFFFF, struct.pack(">I", room))
-        except OSError:
-            failed += 1
-            continue
-        took = time.perf_counter() - began
-        if reply[1] == 0x45:
-            samples.append(took)
-        else:
-            failed += 1
-    samples.sort()
-    pct = lambda q: samples[min(len(samples) - 1, int(q * len(samples)))] * 1e6
-    print(f"{label}: {len(samples)} JOIN_SUCCESS, {failed} failed; round trip us: "
-          f"p50 {pct(0.5):.0f}, p90 {pct(0.9):.0f}, p99 {pct(0.99):.0f}, "
-          f"max {samples[-1] * 1e6:.0f}" if samples else f"{label}: no JOIN_SUCCESS")
-
-run(two, "through node 2 (asked of node 1 over Redis)")
-run(one, "asked of node 1 itself (local)")
-PY
+cat <<REPORT
+lobbyd directory benchmarks ($(date -u +%FT%TZ), $(nproc) CPUs, ${DURATION}s runs, udp-list concurrency $CONC)
+1. LIST_ROOMS, one node alone (64 rooms):          $ALONE
+   LIST_ROOMS, node 1 of three (64 rooms each):    $GROUP
+   ratio group/alone: $RATIO (target >= 0.90)
+2. S7, redis-server stopped 5 s during the run:    $STALL
+   the same run with no directory:                 $NODIR
+   (targets: max < 5000 us; p99 within 10 %)
+3. Redis traffic at 100 rooms a node, 3 nodes:     $TRAFFIC
+REPORT

@@ -2,8 +2,9 @@
 # `make cluster`: a private Redis and three lobbyd nodes sharing the ports of this box
 # (docs/OPERATING.md "More than one process"), for trying a group out. Every node answers on
 # UDP/TCP 4242 (SO_REUSEPORT); node N has instance ports 4N00-4N99 (node 1: 4300-4399) and
-# its status page on 127.0.0.1:910N. The TCP lobby, the Warzone server and the general lobby
-# run on node 1 only (parties and Warzone games stay on one node for now). Ctrl-C stops all.
+# its status page on 127.0.0.1:910N. Every node serves the Warzone master server on 9990 too
+# (each lists every node's games); the TCP lobby and the general lobby run on node 1 only
+# (parties and the general lobby stay on one node). Ctrl-C stops all.
 # The Redis server is private: a unix socket in a temporary folder, no persistence.
 # CLUSTER_ARGS="..." passes more flags to every node.
 set -euo pipefail
@@ -39,7 +40,7 @@ for n in 1 2 3; do
   lo=$((4200 + 100 * n))
   only_on_one=()
   if [ "$n" -gt 1 ]; then
-    only_on_one=(--tcp-port 0 --wz-port 0 --lobby-port 0)
+    only_on_one=(--tcp-port 0 --lobby-port 0 --lobby-ws-port 0)
   fi
   # shellcheck disable=SC2086 # CLUSTER_ARGS is a list of flags
   target/release/lobbyd --node-id "$n" --directory "redis+unix://$dir/r.sock" --reuse-port \

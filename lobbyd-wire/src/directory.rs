@@ -12,6 +12,9 @@
 //! 12      13n   records     ROOM_LIST records, the node's listing order (joinable first)
 //! ```
 //!
+//! The value of `lobbyd:wz:{node}`, the node's listable Warzone games, is [`NodeGamesRepr`]:
+//! the same header, then game records (id, port, host address, the listed GAMESTRUCT).
+//!
 //! All integers big-endian. [`NodeRoomsRepr::parse`] is total: any bytes give a value whose
 //! records are exactly `count` whole records, or an [`Error`]; it borrows the records and
 //! allocates nothing. The value comes from a store other processes can write, so a reader
@@ -41,6 +44,7 @@ use core::fmt;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use crate::udp_lobby::{RoomRecord, ROOM_RECORD_LEN};
+use crate::wz::GAMESTRUCT_LEN;
 
 /// The version byte this module reads and writes.
 pub const VERSION: u8 = 1;
@@ -117,22 +121,7 @@ impl<'a> NodeRoomsRepr<'a> {
 
     /// Parses a table; total.
     pub fn parse(buf: &'a [u8]) -> Result<NodeRoomsRepr<'a>, Error> {
-        if buf.len() < HEADER_LEN {
-            return Err(Error::Truncated);
-        }
-        if buf[field::VERSION] != VERSION {
-            return Err(Error::BadVersion);
-        }
-        let node = buf[field::NODE];
-        if node == 0 {
-            return Err(Error::BadNode);
-        }
-        let generation = u64::from_be_bytes(array(&buf[field::GENERATION]));
-        let count = usize::from(u16::from_be_bytes(array(&buf[field::COUNT])));
-        let records = &buf[HEADER_LEN..];
-        if count > MAX_NODE_ROOMS || records.len() != count * ROOM_RECORD_LEN {
-            return Err(Error::BadLength);
-        }
+        let (node, generation, records) = parse_table(buf, ROOM_RECORD_LEN, MAX_NODE_ROOMS)?;
         Ok(NodeRoomsRepr {
             node,
             generation,
@@ -172,16 +161,7 @@ impl<'a> NodeRoomsRepr<'a> {
     /// # Panics
     /// If `buf` is shorter than [`NodeRoomsRepr::buffer_len`].
     pub fn emit(&self, buf: &mut [u8]) -> usize {
-        let len = self.buffer_len();
-        let buf = &mut buf[..len];
-        buf[field::VERSION] = VERSION;
-        buf[field::NODE] = self.node;
-        buf[field::GENERATION].copy_from_slice(&self.generation.to_be_bytes());
-        // `new` and `parse` bound the count by MAX_NODE_ROOMS, well inside a u16.
-        let count = u16::try_from(self.len()).unwrap_or(u16::MAX);
-        buf[field::COUNT].copy_from_slice(&count.to_be_bytes());
-        buf[HEADER_LEN..].copy_from_slice(self.records);
-        len
+        emit_table(buf, self.node, self.generation, self.len(), self.records)
     }
 }
 
@@ -401,6 +381,177 @@ pub fn is_joinable(record: &RoomRecord) -> bool {
     record.state <= 1 && record.player_count < record.max_players
 }
 
+/// One node's Warzone games, the value of `lobbyd:wz:{node}`: the same 12-byte header as
+/// [`NodeRoomsRepr`] (version, node, generation, count), then `count` game records of
+/// [`GAME_RECORD_LEN`] bytes, the node's listing order:
+///
+/// ```text
+/// offset  size  field
+/// 0       4     game id    u32, the owning node's id
+/// 4       2     port       u16, the game port browsers join
+/// 6       16    host       the host's IPv6 address (an IPv4 host as ::ffff:a.b.c.d)
+/// 22      814   gamestruct the GAMESTRUCT exactly as the owning node lists it
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NodeGamesRepr<'a> {
+    /// The publishing node.
+    pub node: u8,
+    /// Changes whenever the records do.
+    pub generation: u64,
+    /// Whole game records, `count` of them.
+    records: &'a [u8],
+}
+
+/// Bytes of one game record in a [`NodeGamesRepr`].
+pub const GAME_RECORD_LEN: usize = 22 + GAMESTRUCT_LEN;
+/// The most games one node publishes: one full Warzone list (a list shows at most that
+/// many games).
+pub const MAX_NODE_GAMES: usize = 200;
+
+mod game_field {
+    use crate::Field;
+    pub const ID: Field = 0..4;
+    pub const PORT: Field = 4..6;
+    pub const HOST: Field = 6..22;
+    pub const GAMESTRUCT: Field = 22..super::GAME_RECORD_LEN;
+}
+
+/// One game of another node, as its table carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GameRecord<'a> {
+    /// The game's id on its node.
+    pub game_id: u32,
+    /// The game port browsers join.
+    pub port: u16,
+    /// The host's address.
+    pub host: IpAddr,
+    /// The GAMESTRUCT as listed.
+    pub gamestruct: &'a [u8; GAMESTRUCT_LEN],
+}
+
+impl<'a> GameRecord<'a> {
+    /// Reads one whole record.
+    pub fn from_bytes(bytes: &'a [u8; GAME_RECORD_LEN]) -> GameRecord<'a> {
+        let host = Ipv6Addr::from(array::<16>(&bytes[game_field::HOST]));
+        let host = host.to_ipv4_mapped().map_or(IpAddr::V6(host), IpAddr::V4);
+        let (_, gamestruct) = bytes.split_at(game_field::GAMESTRUCT.start);
+        GameRecord {
+            game_id: u32::from_be_bytes(array(&bytes[game_field::ID])),
+            port: u16::from_be_bytes(array(&bytes[game_field::PORT])),
+            host,
+            gamestruct: <&[u8; GAMESTRUCT_LEN]>::try_from(gamestruct)
+                .expect("a record's tail is one GAMESTRUCT"),
+        }
+    }
+
+    /// Writes the record into `buf` (whole).
+    pub fn emit(&self, buf: &mut [u8; GAME_RECORD_LEN]) {
+        buf[game_field::ID].copy_from_slice(&self.game_id.to_be_bytes());
+        buf[game_field::PORT].copy_from_slice(&self.port.to_be_bytes());
+        let host = match self.host {
+            IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+            IpAddr::V6(v6) => v6,
+        };
+        buf[game_field::HOST].copy_from_slice(&host.octets());
+        buf[game_field::GAMESTRUCT].copy_from_slice(self.gamestruct);
+    }
+}
+
+impl<'a> NodeGamesRepr<'a> {
+    /// A table over `records`, encoded game records (a whole number of them, at most
+    /// [`MAX_NODE_GAMES`]; `None` otherwise).
+    pub fn new(node: u8, generation: u64, records: &'a [u8]) -> Option<NodeGamesRepr<'a>> {
+        let whole = records.len() % GAME_RECORD_LEN == 0;
+        (node != 0 && whole && records.len() / GAME_RECORD_LEN <= MAX_NODE_GAMES).then_some(
+            NodeGamesRepr {
+                node,
+                generation,
+                records,
+            },
+        )
+    }
+
+    /// Parses a table; total.
+    pub fn parse(buf: &'a [u8]) -> Result<NodeGamesRepr<'a>, Error> {
+        let (node, generation, records) = parse_table(buf, GAME_RECORD_LEN, MAX_NODE_GAMES)?;
+        Ok(NodeGamesRepr {
+            node,
+            generation,
+            records,
+        })
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.records.len() / GAME_RECORD_LEN
+    }
+
+    /// Whether the node lists no game.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The records' bytes.
+    pub fn record_bytes(&self) -> impl Iterator<Item = &'a [u8; GAME_RECORD_LEN]> + 'a {
+        self.records
+            .chunks_exact(GAME_RECORD_LEN)
+            .filter_map(|chunk| <&[u8; GAME_RECORD_LEN]>::try_from(chunk).ok())
+    }
+
+    /// The records, decoded.
+    pub fn records(&self) -> impl Iterator<Item = GameRecord<'a>> + 'a {
+        self.record_bytes().map(GameRecord::from_bytes)
+    }
+
+    /// Bytes [`NodeGamesRepr::emit`] writes.
+    pub fn buffer_len(&self) -> usize {
+        HEADER_LEN + self.records.len()
+    }
+
+    /// Writes the table into `buf[..self.buffer_len()]`; returns that length.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than [`NodeGamesRepr::buffer_len`].
+    pub fn emit(&self, buf: &mut [u8]) -> usize {
+        emit_table(buf, self.node, self.generation, self.len(), self.records)
+    }
+}
+
+/// The header of either table read, and its records checked: `(node, generation, records)`.
+fn parse_table(buf: &[u8], record_len: usize, max: usize) -> Result<(u8, u64, &[u8]), Error> {
+    if buf.len() < HEADER_LEN {
+        return Err(Error::Truncated);
+    }
+    if buf[field::VERSION] != VERSION {
+        return Err(Error::BadVersion);
+    }
+    let node = buf[field::NODE];
+    if node == 0 {
+        return Err(Error::BadNode);
+    }
+    let generation = u64::from_be_bytes(array(&buf[field::GENERATION]));
+    let count = usize::from(u16::from_be_bytes(array(&buf[field::COUNT])));
+    let records = &buf[HEADER_LEN..];
+    if count > max || records.len() != count * record_len {
+        return Err(Error::BadLength);
+    }
+    Ok((node, generation, records))
+}
+
+/// Writes either table's header and its records; returns the length.
+fn emit_table(buf: &mut [u8], node: u8, generation: u64, count: usize, records: &[u8]) -> usize {
+    let len = HEADER_LEN + records.len();
+    let buf = &mut buf[..len];
+    buf[field::VERSION] = VERSION;
+    buf[field::NODE] = node;
+    buf[field::GENERATION].copy_from_slice(&generation.to_be_bytes());
+    // `new` and `parse` bound the count by the table's maximum, well inside a u16.
+    let count = u16::try_from(count).unwrap_or(u16::MAX);
+    buf[field::COUNT].copy_from_slice(&count.to_be_bytes());
+    buf[HEADER_LEN..].copy_from_slice(records);
+    len
+}
+
 fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
     let mut out = [0; N];
     out.copy_from_slice(&bytes[..N]);
@@ -550,6 +701,55 @@ mod tests {
         assert_eq!(InboxRepr::parse(&long), Err(InboxError::BadLength));
     }
 
+    /// Node 3, generation 9, one game: id 0x01020304, port 2100 (0x0834), host 10.0.0.7,
+    /// a GAMESTRUCT of bytes `0x5a`.
+    fn golden_games() -> Vec<u8> {
+        let mut bytes = vec![
+            0x01, 0x03, 0, 0, 0, 0, 0, 0, 0, 0x09, 0x00, 0x01, // header
+            0x01, 0x02, 0x03, 0x04, 0x08, 0x34, // id, port
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 7, // ::ffff:10.0.0.7
+        ];
+        bytes.extend_from_slice(&[0x5a; GAMESTRUCT_LEN]);
+        bytes
+    }
+
+    #[test]
+    fn games_deconstruct_and_construct() {
+        let golden = golden_games();
+        let repr = NodeGamesRepr::parse(&golden).unwrap();
+        assert_eq!((repr.node, repr.generation, repr.len()), (3, 9, 1));
+        let game = repr.records().next().unwrap();
+        assert_eq!(game.game_id, 0x0102_0304);
+        assert_eq!(game.port, 2100);
+        assert_eq!(game.host, IpAddr::from([10, 0, 0, 7]));
+        assert_eq!(game.gamestruct, &[0x5a; GAMESTRUCT_LEN]);
+
+        let mut record = [0u8; GAME_RECORD_LEN];
+        game.emit(&mut record);
+        let repr = NodeGamesRepr::new(3, 9, &record).unwrap();
+        let mut buf = vec![0xa5; repr.buffer_len()];
+        assert_eq!(repr.emit(&mut buf), golden.len());
+        assert_eq!(buf, golden);
+    }
+
+    #[test]
+    fn games_errors() {
+        let golden = golden_games();
+        assert_eq!(NodeGamesRepr::parse(&golden[..11]), Err(Error::Truncated));
+        assert_eq!(
+            NodeGamesRepr::parse(&golden[..golden.len() - 1]),
+            Err(Error::BadLength)
+        );
+        // A rooms table is not a games table (its records are 13 bytes).
+        assert_eq!(NodeGamesRepr::parse(&GOLDEN), Err(Error::BadLength));
+        let mut big = vec![0u8; HEADER_LEN + 201 * GAME_RECORD_LEN];
+        big[..HEADER_LEN].copy_from_slice(&golden[..HEADER_LEN]);
+        big[10..12].copy_from_slice(&201u16.to_be_bytes());
+        assert_eq!(NodeGamesRepr::parse(&big), Err(Error::BadLength));
+        assert!(NodeGamesRepr::new(0, 1, &[]).is_none());
+        assert!(NodeGamesRepr::new(1, 1, &[0; 13]).is_none());
+    }
+
     quickcheck! {
         fn arbitrary_bytes_never_panic(data: Vec<u8>) -> bool {
             let _ = NodeRoomsRepr::parse(&data);
@@ -584,6 +784,41 @@ mod tests {
             let mut buf = vec![0xa5; repr.buffer_len()];
             repr.emit(&mut buf);
             NodeRoomsRepr::parse(&buf) == Ok(repr)
+        }
+
+        fn games_never_panic(data: Vec<u8>) -> bool {
+            let _ = NodeGamesRepr::parse(&data);
+            true
+        }
+
+        fn games_round_trip(node: u8, generation: u64, games: Vec<(u32, u16, u128, u8)>) -> bool {
+            let node = node.max(1);
+            let mut records = vec![0u8; games.len().min(MAX_NODE_GAMES) * GAME_RECORD_LEN];
+            let mut written = Vec::new();
+            for (slot, &(game_id, port, host, fill)) in
+                records.chunks_exact_mut(GAME_RECORD_LEN).zip(&games)
+            {
+                // Every other game from an IPv4 host, stored as ::ffff:a.b.c.d.
+                let host = if fill % 2 == 0 {
+                    IpAddr::V4(core::net::Ipv4Addr::from(host as u32))
+                } else {
+                    IpAddr::V6(Ipv6Addr::from(host | 1 << 127))
+                };
+                let gamestruct = [fill; GAMESTRUCT_LEN];
+                let record = GameRecord { game_id, port, host, gamestruct: &gamestruct };
+                let slot = <&mut [u8; GAME_RECORD_LEN]>::try_from(slot).unwrap();
+                record.emit(slot);
+                written.push((game_id, port, host, gamestruct));
+            }
+            let repr = NodeGamesRepr::new(node, generation, &records).unwrap();
+            let mut buf = vec![0xa5; repr.buffer_len()];
+            repr.emit(&mut buf);
+            let back = NodeGamesRepr::parse(&buf).unwrap();
+            let read: Vec<_> = back
+                .records()
+                .map(|r| (r.game_id, r.port, r.host, *r.gamestruct))
+                .collect();
+            back == repr && read == written
         }
     }
 }

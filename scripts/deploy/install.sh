@@ -3,7 +3,8 @@
 #   sudo scripts/deploy/install.sh            # build release, install, enable and start
 #
 # It builds `target/release/lobbyd` (unless LOBBYD_BIN names an existing binary), installs it to
-# /usr/local/bin, the unit to /etc/systemd/system/lobbyd.service, the flags file to
+# /usr/local/bin, the unit to /etc/systemd/system/lobbyd.service (and the template of a
+# group of nodes, lobbyd@.service), the flags file to
 # /etc/default/lobbyd (kept if it exists: it is yours to edit) and the README to
 # /usr/local/share/doc/lobbyd, checks the unit with systemd-analyze when that is available,
 # then enables and (re)starts the service.
@@ -44,6 +45,10 @@ install -m 0755 "$bin" "$destdir/usr/local/bin/lobbyd"
 # Debug line tables stay in target/ for profiling; the installed copy needs none (20 MB -> 3 MB).
 strip "$destdir/usr/local/bin/lobbyd"
 install -m 0644 "$here/lobbyd.service" "$destdir/etc/systemd/system/lobbyd.service"
+# The unit template of a group of nodes on this machine, and an example of a node's flags
+# (docs/OPERATING.md "More than one process").
+install -m 0644 "$here/lobbyd@.service" "$destdir/etc/systemd/system/lobbyd@.service"
+install -m 0644 "$here/lobbyd-node.example" "$destdir/usr/local/share/doc/lobbyd/lobbyd-node.example"
 install -m 0644 "$repo/README.md" "$destdir/usr/local/share/doc/lobbyd/README.md"
 if [ -e "$destdir/etc/default/lobbyd" ]; then
   echo "keeping the existing $destdir/etc/default/lobbyd" >&2

@@ -30,9 +30,12 @@
 //! A JOIN_ROOM of another node's room is asked of its owner through the nodes' inboxes
 //! (`inbox.rs`: [`Command::Ask`] and [`Command::Answer`] are sent on this thread's
 //! connection, [`Report::Inbox`] comes from a second thread blocked reading this node's).
+//! Each node's Warzone games go the same way as its rooms (`lobbyd:wz:{N}`, [`games`]),
+//! handed over and reported through a [`GamesLink`] the Warzone front end holds.
 //!
 //! Imports only `wire`; nothing here knows of the loop or the cores.
 
+pub mod games;
 pub mod inbox;
 
 use std::fmt;
@@ -46,7 +49,9 @@ use std::time::{Duration, Instant};
 use redis::{Connection, ConnectionAddr, ConnectionInfo, RedisConnectionInfo, Value};
 
 use crate::wire::directory::{is_joinable, NodeRoomsRepr, MAX_NODE_ROOMS};
+
 use crate::wire::udp_lobby::{RoomRecord, ROOM_RECORD_LEN};
+use games::{merge_games, GamesTable, RemoteGames};
 
 /// How long a node's keys live after its last write.
 pub const TTL: Duration = Duration::from_millis(3000);
@@ -73,10 +78,11 @@ const CLAIM: &str = "local v = redis.call('GET', KEYS[1]) \
     if v == ARGV[1] or v == false then \
       redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1 \
     end return 0";
-/// Deletes `KEYS[1]` (the node key) and `KEYS[2]` (its rooms) if `KEYS[1]` holds `ARGV[1]`,
-/// and bumps the change counter `KEYS[3]` so the other nodes read at once.
+/// Deletes `KEYS[1]` (the node key), `KEYS[2]` (its rooms) and `KEYS[4]` (its games) if
+/// `KEYS[1]` holds `ARGV[1]`, and bumps the change counter `KEYS[3]` so the other nodes
+/// read at once.
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
-      redis.call('DEL', KEYS[1], KEYS[2]) redis.call('INCR', KEYS[3]) return 1 \
+      redis.call('DEL', KEYS[1], KEYS[2], KEYS[4]) redis.call('INCR', KEYS[3]) return 1 \
     end return 0";
 /// The change counter every write bumps.
 const CHANGES_KEY: &str = "lobbyd:changes";
@@ -129,6 +135,14 @@ pub enum Command {
         /// The decision.
         answer: inbox::Answer,
     },
+    /// This node's listable Warzone games changed: publish these encoded game records (at
+    /// most [`crate::wire::directory::MAX_NODE_GAMES`]) under `generation`.
+    PublishGames {
+        /// Changes whenever the records do.
+        generation: u64,
+        /// Whole game records ([`crate::wire::directory::GameRecord`]).
+        records: Vec<u8>,
+    },
 }
 
 /// The other nodes' rooms as last read, ready for a ROOM_LIST.
@@ -139,6 +153,8 @@ pub struct RemoteRooms {
     pub records: Vec<u8>,
     /// Nodes with a live rooms key, this one excepted.
     pub nodes: usize,
+    /// `(node, rooms it lists)` for each of them.
+    pub per_node: Vec<(u8, usize)>,
     /// Rooms keys that did not parse, or named another node than their key.
     pub bad_tables: usize,
 }
@@ -190,13 +206,36 @@ pub enum SubmitError {
 
 /// The handle of one node's `lobbyd-directory` thread.
 pub struct DirectoryClient {
+    // Dropped before `thread`: the thread stops once every sender is gone.
     commands: Option<SyncSender<Command>>,
     reports: Receiver<Report>,
+    /// The other nodes' games, until [`DirectoryClient::games_link`] takes them.
+    games: Option<Receiver<(RemoteGames, Instant)>>,
+    thread: Arc<Joiner>,
+}
+
+/// Joins the threads when the last handle ([`DirectoryClient`] or [`GamesLink`]) goes, after
+/// each dropped its command sender, so the directory thread has seen its queue close and
+/// released its keys; the inbox reader is told to stop first.
+struct Joiner {
     thread: Option<JoinHandle<()>>,
     /// The inbox reader (`inbox.rs`).
     reader: Option<JoinHandle<()>>,
     /// Tells the inbox reader to stop.
     stop: Arc<AtomicBool>,
+}
+
+impl Drop for Joiner {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // A panic on a thread has nothing left to report to; ignore it.
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
 }
 
 impl DirectoryClient {
@@ -235,10 +274,12 @@ impl DirectoryClient {
         });
         let reader = inbox::spawn_reader(node, info, times, deliver, stop.clone())?;
         let node_stop = stop.clone();
+        let (games_outbox, games) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("lobbyd-directory".into())
             .spawn(move || {
                 let mut node = Node::new(node, addr, outbox, notify);
+                node.games_reports = Some(games_outbox);
                 node.run(&queue);
                 // Refused or stopped: nothing is asked of this node any more.
                 node_stop.store(true, Ordering::Relaxed);
@@ -246,39 +287,32 @@ impl DirectoryClient {
         Ok(DirectoryClient {
             commands: Some(commands),
             reports,
-            thread: Some(thread),
-            reader: Some(reader),
-            stop,
+            games: Some(games),
+            thread: Arc::new(Joiner {
+                thread: Some(thread),
+                reader: Some(reader),
+                stop,
+            }),
+        })
+    }
+
+    /// The Warzone front end's handle on the same thread (once; `None` after).
+    pub fn games_link(&mut self) -> Option<GamesLink> {
+        Some(GamesLink {
+            commands: self.commands.clone(),
+            reports: self.games.take()?,
+            _thread: Arc::clone(&self.thread),
         })
     }
 
     /// Queues a command without waiting.
     pub fn submit(&self, command: Command) -> Result<(), SubmitError> {
-        let commands = self.commands.as_ref().ok_or(SubmitError::Stopped)?;
-        commands.try_send(command).map_err(|e| match e {
-            TrySendError::Full(_) => SubmitError::Full,
-            TrySendError::Disconnected(_) => SubmitError::Stopped,
-        })
+        try_submit(self.commands.as_ref(), command)
     }
 
     /// A report, if one is waiting.
     pub fn try_recv(&self) -> Option<Report> {
         self.reports.try_recv().ok()
-    }
-}
-
-impl Drop for DirectoryClient {
-    fn drop(&mut self) {
-        // A closed queue is the thread's signal to release its keys and stop.
-        self.commands = None;
-        self.stop.store(true, Ordering::Relaxed);
-        // A panic on a thread has nothing left to report to; ignore it.
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        if let Some(reader) = self.reader.take() {
-            let _ = reader.join();
-        }
     }
 }
 
@@ -294,6 +328,10 @@ struct Node {
     /// Every other node's rooms key, for the `MGET`.
     other_keys: Vec<String>,
     reports: mpsc::Sender<Report>,
+    /// Where reads of the other nodes' games go (the [`GamesLink`]).
+    games_reports: Option<mpsc::Sender<(RemoteGames, Instant)>>,
+    /// This node's games and every node's games key.
+    games: GamesTable,
     notify: Arc<dyn Fn() + Send + Sync>,
     conn: Option<Connection>,
     /// The next connection attempt, while down.
@@ -347,6 +385,8 @@ impl Node {
                 .map(|n| format!("lobbyd:rooms:{n}"))
                 .collect(),
             reports,
+            games_reports: None,
+            games: GamesTable::new(id),
             notify,
             conn: None,
             reconnect_at: now,
@@ -395,6 +435,10 @@ impl Node {
                     let entry = inbox::answer_entry(self.id, &answer);
                     self.send_inbox(asker, &entry);
                 }
+                Ok(Command::PublishGames {
+                    generation,
+                    records,
+                }) => self.games.set(self.id, generation, &records),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     self.release();
@@ -421,7 +465,7 @@ impl Node {
             return self.reconnect_at;
         }
         let mut at = self.next_refresh.min(self.next_poll);
-        if self.dirty {
+        if self.dirty || self.games.dirty {
             at = at.min(self.last_write.map_or_else(Instant::now, |w| w + COALESCE));
         }
         at
@@ -523,9 +567,10 @@ impl Node {
     /// Writes what is due, polls the change counter, reads when due.
     fn due_work(&mut self, now: Instant) -> redis::RedisResult<()> {
         let refresh = now >= self.next_refresh;
-        let write_due = self.dirty && self.last_write.map_or(true, |w| now >= w + COALESCE);
+        let write_due = (self.dirty || self.games.dirty)
+            && self.last_write.map_or(true, |w| now >= w + COALESCE);
         if refresh || write_due {
-            self.write()?;
+            self.write(refresh)?;
             if refresh {
                 self.next_refresh = now + REFRESH;
             }
@@ -546,10 +591,11 @@ impl Node {
         Ok(())
     }
 
-    /// Keeps the node key and writes the rooms key, in one round trip; a lost node key
-    /// (another process took the id while this one was cut off) ends the claim.
-    fn write(&mut self) -> redis::RedisResult<()> {
-        let changed = self.dirty;
+    /// Keeps the node key and writes the rooms key (and the games key when it changed or on
+    /// a `refresh`), in one round trip; a lost node key (another process took the id while
+    /// this one was cut off) ends the claim.
+    fn write(&mut self, refresh: bool) -> redis::RedisResult<()> {
+        let changed = self.dirty || self.games.dirty;
         let conn = self.conn.as_mut().ok_or_else(not_connected)?;
         let mut pipe = redis::pipe();
         pipe.cmd("EVAL")
@@ -564,6 +610,19 @@ impl Node {
             .arg("PX")
             .arg(TTL.as_millis() as u64)
             .ignore();
+        if let Some(games) = self
+            .games
+            .table
+            .as_ref()
+            .filter(|_| refresh || self.games.dirty)
+        {
+            pipe.cmd("SET")
+                .arg(&self.games.key)
+                .arg(&games[..])
+                .arg("PX")
+                .arg(TTL.as_millis() as u64)
+                .ignore();
+        }
         if changed {
             pipe.cmd("INCR").arg(CHANGES_KEY).ignore();
         }
@@ -576,27 +635,32 @@ impl Node {
             )));
         }
         self.dirty = false;
+        self.games.dirty = false;
         self.last_write = Some(Instant::now());
         Ok(())
     }
 
-    /// Reads every other node's rooms key and reports them merged.
+    /// Reads every other node's rooms key (and games key, once this node has a Warzone
+    /// front end) in one round trip, and reports them merged.
     fn read(&mut self) -> redis::RedisResult<()> {
         let conn = self.conn.as_mut().ok_or_else(not_connected)?;
-        let values: Vec<Value> = redis::cmd("MGET").arg(&self.other_keys).query(conn)?;
+        let with_games = self.games.table.is_some();
+        let mut pipe = redis::pipe();
+        pipe.cmd("MGET").arg(&self.other_keys);
+        if with_games {
+            pipe.cmd("MGET").arg(&self.games.other_keys);
+        }
+        let mut replies: Vec<Vec<Value>> = pipe.query(conn)?;
         let read_at = Instant::now();
-        let tables = self
-            .other_keys
-            .iter()
-            .zip(&values)
-            .filter_map(|(key, value)| {
-                let Value::BulkString(bytes) = value else {
-                    return None;
-                };
-                let node = key.rsplit(':').next().and_then(|n| n.parse::<u8>().ok())?;
-                Some((node, &bytes[..]))
-            });
-        let remote = merge_tables(tables);
+        let games = if with_games { replies.pop() } else { None };
+        let values = replies.pop().unwrap_or_default();
+        if let (Some(games), Some(to)) = (games, self.games_reports.as_ref()) {
+            let remote = merge_games(keyed_values(&self.games.other_keys, &games));
+            if to.send((remote, read_at)).is_ok() {
+                (self.notify)();
+            }
+        }
+        let remote = merge_tables(keyed_values(&self.other_keys, &values));
         self.report(Report::Remote(remote, read_at));
         Ok(())
     }
@@ -608,10 +672,11 @@ impl Node {
         };
         let result: redis::RedisResult<i64> = redis::cmd("EVAL")
             .arg(RELEASE)
-            .arg(3)
+            .arg(4)
             .arg(&self.node_key)
             .arg(&self.rooms_key)
             .arg(CHANGES_KEY)
+            .arg(&self.games.key)
             .arg(&self.token)
             .query(conn);
         if let Err(e) = result {
@@ -634,6 +699,7 @@ pub fn merge_tables<'a>(values: impl IntoIterator<Item = (u8, &'a [u8])>) -> Rem
         }
     }
     remote.nodes = tables.len();
+    remote.per_node = tables.iter().map(|t| (t.node, t.len())).collect();
     let records = || tables.iter().flat_map(|t| t.record_bytes());
     let joinable = records().filter(|r| is_joinable(&RoomRecord::from_bytes(r)));
     let others = records().filter(|r| !is_joinable(&RoomRecord::from_bytes(r)));
@@ -653,8 +719,58 @@ fn connection_info(addr: &DirectoryAddr) -> ConnectionInfo {
     }
 }
 
+/// Queues `command` on the thread's queue without waiting.
+fn try_submit(commands: Option<&SyncSender<Command>>, command: Command) -> Result<(), SubmitError> {
+    let commands = commands.ok_or(SubmitError::Stopped)?;
+    commands.try_send(command).map_err(|e| match e {
+        TrySendError::Full(_) => SubmitError::Full,
+        TrySendError::Disconnected(_) => SubmitError::Stopped,
+    })
+}
+
+/// The values an `MGET` of `keys` returned, with the node each key names; missing keys
+/// (nil) are left out.
+fn keyed_values<'a>(
+    keys: &'a [String],
+    values: &'a [Value],
+) -> impl Iterator<Item = (u8, &'a [u8])> + 'a {
+    keys.iter().zip(values).filter_map(|(key, value)| {
+        let Value::BulkString(bytes) = value else {
+            return None;
+        };
+        let node = key.rsplit(':').next().and_then(|n| n.parse::<u8>().ok())?;
+        Some((node, &bytes[..]))
+    })
+}
+
 fn not_connected() -> redis::RedisError {
     redis::RedisError::from((redis::ErrorKind::IoError, "not connected"))
+}
+
+/// The Warzone front end's handle on the node's `lobbyd-directory` thread: it hands over
+/// this node's games and takes the other nodes' (the same contract as
+/// [`DirectoryClient`]: `try_send`, a channel back, the loop's waker).
+pub struct GamesLink {
+    // Dropped before `_thread`.
+    commands: Option<SyncSender<Command>>,
+    reports: Receiver<(RemoteGames, Instant)>,
+    _thread: Arc<Joiner>,
+}
+
+impl GamesLink {
+    /// Queues this node's games (whole game records) without waiting.
+    pub fn publish(&self, generation: u64, records: Vec<u8>) -> Result<(), SubmitError> {
+        let command = Command::PublishGames {
+            generation,
+            records,
+        };
+        try_submit(self.commands.as_ref(), command)
+    }
+
+    /// A read of the other nodes' games, if one is waiting.
+    pub fn try_recv(&self) -> Option<(RemoteGames, Instant)> {
+        self.reports.try_recv().ok()
+    }
 }
 
 #[cfg(test)]

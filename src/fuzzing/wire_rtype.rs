@@ -13,7 +13,7 @@
 //! assertions.
 
 use crate::net::rtype::tcp_frames::{FrameReader, Piece};
-use crate::wire::directory::{InboxRepr, NodeRoomsRepr};
+use crate::wire::directory::{InboxRepr, NodeGamesRepr, NodeRoomsRepr};
 use crate::wire::frame::{Frame, PacketType, MIN_LEN};
 use crate::wire::instance::{self, rewrite_data_for_delivery, ClientMsg, ServerMsg};
 use crate::wire::tcp_lobby::{
@@ -35,9 +35,10 @@ fn framed(data: &[u8]) -> Option<Vec<u8>> {
     Some(fixed)
 }
 
-/// Fuzz target `wire_directory`: one node's room table, and one entry of a node's inbox (an
-/// ask of a room's owner, or its answer), as read from the directory; what parses emits the
-/// same bytes (and a table has exactly its count of records).
+/// Fuzz target `wire_directory`: one node's room table, one node's Warzone games table, and
+/// one entry of a node's inbox (an ask of a room's owner, or its answer), as read from the
+/// directory; what parses emits the same bytes and has exactly its count of records (each
+/// game record emitting its own bytes too).
 pub fn directory(data: &[u8]) {
     if let Ok(table) = NodeRoomsRepr::parse(data) {
         assert_eq!(table.records().count(), table.len());
@@ -47,6 +48,17 @@ pub fn directory(data: &[u8]) {
     if let Ok(entry) = InboxRepr::parse(data) {
         let bytes = emitted(entry.buffer_len(), |buf| entry.emit(buf));
         assert_eq!(bytes, data, "a parsed inbox entry emits its own bytes");
+    }
+    if let Ok(table) = NodeGamesRepr::parse(data) {
+        for record in table.record_bytes() {
+            let mut again = [0u8; crate::wire::directory::GAME_RECORD_LEN];
+            crate::wire::directory::GameRecord::from_bytes(record).emit(&mut again);
+            // An IPv6 host written as ::ffff:a.b.c.d reads back as IPv4 and is written the
+            // same way, so every record emits its own bytes.
+            assert_eq!(&again, record, "a parsed game record emits its own bytes");
+        }
+        let bytes = emitted(table.buffer_len(), |buf| table.emit(buf));
+        assert_eq!(bytes, data, "a parsed games table emits its own bytes");
     }
 }
 

@@ -169,6 +169,9 @@ pub const METRICS: &[MetricInfo] = &[
     counter("lobbyd_directory_asks_served_total", "", "Other nodes' asks this node decided as the owner of the room."),
     counter("lobbyd_directory_stale_asks_total", "", "Asks in this node's inbox older than 250 ms by the Redis server's clock (a node resumed after a stall), dropped unanswered."),
     counter("lobbyd_directory_bad_inbox_entries_total", "", "Entries of this node's inbox that did not parse, dropped."),
+    gauge("lobbyd_directory_remote_games", "", "Other nodes' Warzone games this node lists now (after its own; served with the Warzone master server)."),
+    counter("lobbyd_directory_games_dropped_total", "", "Warzone game-table updates dropped because the directory thread's queue was full (sent again at the next pass)."),
+    counter("lobbyd_directory_bad_game_tables_total", "", "Other nodes' Warzone game tables read from the directory that did not parse (or named another node), skipped."),
     // Warzone 2100 master server.
     counter("lobbyd_wz_connections_opened_total", "", "Warzone connections opened."),
     counter("lobbyd_wz_connections_over_limit_total", "", "Warzone connections beyond --wz-max-conns-per-ip (refused at addg)."),

@@ -23,8 +23,8 @@ pub use history::{LoadHistory, LoadSample, SAMPLE_EVERY};
 pub use http::{parse_request, response, HttpError, Route, MAX_REQUEST_LEN};
 pub use process::{read_process, ProcessView};
 pub use snapshot::{
-    Counter, DirectoryView, GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot, ListenerView,
-    RoomView, Snapshot, WzGameInfo, WzSnapshot,
+    Counter, DirectoryNodeView, DirectoryView, GeneralGameInfo, GeneralMemberInfo, GeneralSnapshot,
+    ListenerView, RoomView, Snapshot, WzGameInfo, WzSnapshot,
 };
 pub use status_page::{escape_html, render_status_page, STATUS_ROWS};
 

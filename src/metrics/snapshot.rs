@@ -45,6 +45,19 @@ pub struct DirectoryView {
     pub sync_age_ms: u64,
 }
 
+/// Another node of the group, as this node last read it from the directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DirectoryNodeView {
+    /// Its node id.
+    pub node: u8,
+    /// Its rooms this node read (listed after this node's own, within the list's cap).
+    pub rooms: usize,
+    /// Its Warzone games this node read.
+    pub games: usize,
+    /// Milliseconds since its tables were last read.
+    pub age_ms: u64,
+}
+
 /// One room as operators see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoomView {
@@ -199,9 +212,32 @@ pub struct Snapshot {
     pub general: Option<GeneralSnapshot>,
     /// The room directory, when this node is one of a group (`--directory`).
     pub directory: Option<DirectoryView>,
+    /// The other nodes of the group, by node id (rooms and games added by their front
+    /// ends through [`Snapshot::add_directory_node`]).
+    pub directory_nodes: Vec<DirectoryNodeView>,
 }
 
 impl Snapshot {
+    /// Adds what one front end read of another node (its rooms or its games, read
+    /// `age_ms` ago) to that node's row.
+    pub fn add_directory_node(&mut self, node: u8, rooms: usize, games: usize, age_ms: u64) {
+        let at = match self.directory_nodes.binary_search_by_key(&node, |n| n.node) {
+            Ok(at) => at,
+            Err(at) => {
+                let row = DirectoryNodeView {
+                    node,
+                    ..DirectoryNodeView::default()
+                };
+                self.directory_nodes.insert(at, row);
+                at
+            }
+        };
+        let row = &mut self.directory_nodes[at];
+        row.rooms += rooms;
+        row.games += games;
+        row.age_ms = row.age_ms.max(age_ms);
+    }
+
     /// Adds counters reported through a `visit(|name, label, value|)` method.
     pub fn add_counters(
         &mut self,

@@ -188,6 +188,22 @@ fn directory(snap: &Snapshot, out: &mut String) {
         d.remote_rooms,
         d.sync_age_ms
     );
+    if snap.directory_nodes.is_empty() {
+        return;
+    }
+    let columns = ["node", "rooms", "games", "last read"];
+    let total = snap.directory_nodes.len();
+    let mut table = Table::open(out, "Other nodes", total, &columns);
+    for n in &snap.directory_nodes {
+        let cells = [
+            n.node.to_string(),
+            n.rooms.to_string(),
+            n.games.to_string(),
+            format!("{} ms ago", n.age_ms),
+        ];
+        table.row(&[&cells[0], &cells[1], &cells[2], &cells[3]]);
+    }
+    table.close(total, columns.len());
 }
 
 fn udp_rooms(snap: &Snapshot, out: &mut String) {
@@ -468,6 +484,8 @@ mod tests {
             }),
             ..Snapshot::default()
         };
+        snap.add_directory_node(7, 3, 0, 250);
+        snap.add_directory_node(7, 0, 2, 240);
         snap.lobby.join_failed(JoinFailure::Full);
         snap
     }
@@ -496,6 +514,15 @@ mod tests {
                 "<p>node 2 on redis://127.0.0.1:6379: <b>up</b> &middot; 1 other nodes, 3 of \
                  their rooms listed &middot; last read 250 ms ago</p>"
             ),
+            "{page}"
+        );
+        // Node 7's rooms and games, from two front ends, in one row.
+        assert!(
+            page.contains("<h2>Other nodes <small>(1)</small>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<tr><td>7</td><td>3</td><td>2</td><td>250 ms ago</td></tr>"),
             "{page}"
         );
         assert!(page.contains("<h2>UDP rooms <small>(1)</small>"));

@@ -23,12 +23,13 @@ use std::time::Instant;
 
 use mio::Waker;
 
-use crate::metrics::DirectoryView;
+use crate::metrics::{DirectoryView, Snapshot};
 use crate::rtype::{JoinFailure, OwnerAnswer, RemoteJoin, RoomId};
 
 use crate::directory::inbox::{Answer, Ask, InboxMessage};
 use crate::directory::{
-    Command, DirectoryAddr, DirectoryClient, RemoteRooms, Report, SubmitError, COALESCE, TTL,
+    Command, DirectoryAddr, DirectoryClient, GamesLink, RemoteRooms, Report, SubmitError, COALESCE,
+    TTL,
 };
 
 /// What arrived in this node's inbox, as the R-Type core takes it.
@@ -232,6 +233,7 @@ impl DirectoryBridge {
     fn clear(&mut self) -> bool {
         self.remote_read_at = None;
         self.remote.nodes = 0;
+        self.remote.per_node.clear();
         if self.remote.records.is_empty() {
             return false;
         }
@@ -320,6 +322,19 @@ impl DirectoryBridge {
     pub fn sync_age_ms(&self, now: Instant) -> u64 {
         let since = self.last_read.unwrap_or(self.started);
         u64::try_from(now.saturating_duration_since(since).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The Warzone front end's handle on the same directory thread (once).
+    pub fn games_link(&mut self) -> Option<GamesLink> {
+        self.client.games_link()
+    }
+
+    /// Adds each other node's rooms, as last read, to the status page's rows.
+    pub fn add_nodes(&self, now: Instant, snap: &mut Snapshot) {
+        let age = self.sync_age_ms(now);
+        for &(node, rooms) in &self.remote.per_node {
+            snap.add_directory_node(node, rooms, 0, age);
+        }
     }
 
     /// The status page's line.

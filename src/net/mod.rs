@@ -47,6 +47,7 @@ use rtype::udp::UdpLobby;
 use rtype::RtypeFrontEnd;
 use server::{Control, Server};
 use token::FrontEndKind;
+use wz::directory::DirectoryGames;
 use wz::WzDriver;
 
 /// The core's settings derived from the command line.
@@ -328,8 +329,12 @@ fn build(config: &Config) -> std::io::Result<Built> {
         let servers = GameServers::new(command.clone(), grace, ports, config.bind);
         rtype = rtype.with_game_servers(servers);
     }
+    let mut games_link = None;
     if let (Some(node), Some(addr)) = (config.directory.node_id, &config.directory.directory) {
-        let bridge = DirectoryBridge::start(node, addr.clone(), Arc::clone(&waker))?;
+        let mut bridge = DirectoryBridge::start(node, addr.clone(), Arc::clone(&waker))?;
+        if wz_listener.is_some() {
+            games_link = bridge.games_link();
+        }
         rtype.set_directory(bridge);
     }
     // One bound on password checks for every front end (`net::login`).
@@ -340,9 +345,11 @@ fn build(config: &Config) -> std::io::Result<Built> {
     let wz_driver = match wz_listener {
         Some((listener, _)) => {
             let login = login.clone();
-            Some(WzDriver::new(
-                listener, registry, &config.wz, wz_config, login,
-            )?)
+            let mut driver = WzDriver::new(listener, registry, &config.wz, wz_config, login)?;
+            if let Some(link) = games_link {
+                driver.set_directory(DirectoryGames::new(link));
+            }
+            Some(driver)
         }
         None => None,
     };

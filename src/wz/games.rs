@@ -111,6 +111,9 @@ pub struct GameTable {
     next_id: u32,
     max_games: usize,
     max_games_per_ip: usize,
+    /// Bumped by every add, removal and mutable borrow of a game: what the list shows may
+    /// have changed.
+    generation: u64,
 }
 
 impl GameTable {
@@ -123,7 +126,14 @@ impl GameTable {
             next_id: 1,
             max_games,
             max_games_per_ip,
+            generation: 0,
         }
+    }
+
+    /// Changes whenever a game was added, removed or borrowed mutably (so whenever what
+    /// [`GameTable::listed`] yields may have changed).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Reserve and return a fresh id: not 0, not `0xBAD01`, not used or reserved.
@@ -182,12 +192,14 @@ impl GameTable {
 
     /// The game with this id, for updates.
     pub fn get_mut(&mut self, id: u32) -> Option<&mut Game> {
+        self.generation += 1;
         self.games.get_mut(&id)
     }
 
     /// Remove a game and return it.
     pub fn remove(&mut self, id: u32) -> Option<Game> {
         let game = self.games.remove(&id)?;
+        self.generation += 1;
         if let Some(count) = self.per_ip.get_mut(&game.peer) {
             *count = count.saturating_sub(1);
             if *count == 0 {

@@ -199,7 +199,9 @@ impl LegacyConn {
             (State::Fresh, WzCommand::Addg) => self.state = State::AwaitingStruct,
             (State::Fresh, WzCommand::List) => {
                 let mut bytes = Vec::new();
-                let games = sh.table.listed().take(sh.config.list_limit);
+                // This node's games, then the other nodes' of a group.
+                let remote = sh.remote_games().map(|game| game.gamestruct);
+                let games = sh.table.listed().chain(remote).take(sh.config.list_limit);
                 ListReplyWriter::new(&mut bytes).write(games, STATUS_OK, sh.config.motd.as_bytes());
                 sh.send(self.id, bytes);
                 st.list_replies += 1;

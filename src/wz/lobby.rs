@@ -27,7 +27,9 @@ use std::time::Instant;
 
 use crate::accounts::tokens::TokenSource;
 use crate::accounts::VerifyResult;
+use crate::wire::directory::{GameRecord, GAME_RECORD_LEN};
 use crate::wire::wz::v4::{detect, Detect, HANDSHAKE_LEN};
+use crate::wire::wz::GAMESTRUCT_LEN;
 
 use super::games::GameView;
 use super::legacy::LegacyConn;
@@ -310,6 +312,58 @@ impl WzLobby {
     /// Every game held, listed or being probed, for operators.
     pub fn games(&self) -> impl Iterator<Item = GameView<'_>> {
         self.shared.table.iter()
+    }
+
+    /// The other nodes' listed games of a group (whole
+    /// [`crate::wire::directory::GameRecord`]s; a trailing partial record is dropped, and
+    /// at most one full list is kept): every list shows them after this node's own.
+    /// Empty takes them out again.
+    pub fn handle_remote_games(&mut self, mut records: Vec<u8>) {
+        let keep = records
+            .len()
+            .min(self.shared.config.list_limit * GAME_RECORD_LEN);
+        records.truncate(keep - keep % GAME_RECORD_LEN);
+        self.shared.remote_games = records;
+    }
+
+    /// Number of other nodes' games listed after this node's own.
+    pub fn remote_games(&self) -> usize {
+        self.shared.remote_games.len() / GAME_RECORD_LEN
+    }
+
+    /// Changes whenever this node's listed games may have changed.
+    pub fn list_generation(&self) -> u64 {
+        self.shared.table.generation()
+    }
+
+    /// This node's listed games as game records for the other nodes of a group (at most
+    /// `max` of them), replacing `out`'s contents.
+    pub fn listed_records(&self, max: usize, out: &mut Vec<u8>) {
+        out.clear();
+        let listed = self
+            .shared
+            .table
+            .iter()
+            .filter(|game| game.listed)
+            .take(max);
+        for game in listed {
+            // A stored GAMESTRUCT is exactly GAMESTRUCT_LEN bytes.
+            let Ok(gamestruct) = <&[u8; GAMESTRUCT_LEN]>::try_from(game.gamestruct.as_bytes())
+            else {
+                continue;
+            };
+            let record = GameRecord {
+                game_id: game.game_id,
+                port: game.game_port,
+                host: game.peer,
+                gamestruct,
+            };
+            let start = out.len();
+            out.resize(start + GAME_RECORD_LEN, 0);
+            if let Ok(slot) = <&mut [u8; GAME_RECORD_LEN]>::try_from(&mut out[start..]) {
+                record.emit(slot);
+            }
+        }
     }
 
     /// Number of connections the core tracks.

@@ -18,6 +18,7 @@ use crate::accounts::tokens::TokenSource;
 use crate::accounts::UserId;
 use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::time::{TimerKey, TimerWheel};
+use crate::wire::directory::{GameRecord, GAME_RECORD_LEN};
 use crate::wire::wz::push_status;
 
 use super::games::GameTable;
@@ -53,6 +54,9 @@ pub(crate) struct Shared {
     /// The account name of each user who logged in (for `addPlayer`'s `username`); one
     /// entry per account, so bounded by the database.
     pub(crate) user_names: HashMap<UserId, String>,
+    /// Other nodes' listed games (whole [`GameRecord`]s, at most one full list), listed
+    /// after this node's own; empty when this node is not one of a group.
+    pub(crate) remote_games: Vec<u8>,
 }
 
 /// Everything one connection holds in [`Shared`], taken out of the connection when it
@@ -95,8 +99,17 @@ impl Shared {
             next_job: 1,
             sessions: Sessions::new(config.session_ttl, config.max_sessions, session_ids),
             user_names: HashMap::new(),
+            remote_games: Vec::new(),
             config,
         }
+    }
+
+    /// Other nodes' listed games, in the order the driver handed them over.
+    pub(crate) fn remote_games(&self) -> impl Iterator<Item = GameRecord<'_>> + Clone {
+        self.remote_games
+            .chunks_exact(GAME_RECORD_LEN)
+            .filter_map(|chunk| <&[u8; GAME_RECORD_LEN]>::try_from(chunk).ok())
+            .map(GameRecord::from_bytes)
     }
 
     /// Replace the connection's timer with one at `deadline`.

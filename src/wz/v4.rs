@@ -32,7 +32,7 @@ use crate::wire::wz::{c_string, GameStruct, GameStructRepr, GAMESTRUCT_LEN};
 use crate::accounts::{valid_name, LoginPolicy, UserId, VerifyResult};
 
 use super::admission::{admit, rewrite, room_refusal, unreachable_text, Verdict, DESC_SIZE};
-use super::games::{Game, GameView, Owner};
+use super::games::{Game, Owner};
 use super::shared::{Held, Shared};
 use super::stats::{ProbeOutcome, ProtocolError, Removal, V4Method, WzRefusal, WzStats};
 use super::types::{ConnId, JobId, ProbeId, ProbeResult, DEFAULT_GAME_PORT};
@@ -610,14 +610,23 @@ fn gamestruct_of(params: &AddGame<'_>, game_port: u16) -> [u8; GAMESTRUCT_LEN] {
 }
 
 /// The v4 `list` result: `{"count": n, "list": [game, ...]}` over every listed game of
-/// either protocol with a non-empty name, at most `list_limit`.
+/// either protocol with a non-empty name, this node's then the other nodes' of a group, at
+/// most `list_limit`.
 fn list_value(sh: &Shared) -> Value {
-    let games: Vec<Value> = sh
+    let local = sh
         .table
         .iter()
-        .filter(|game| game.listed && !game.gamestruct.name().is_empty())
+        .filter(|game| game.listed)
+        .map(|game| (game.game_id, game.peer, game.game_port, game.gamestruct));
+    let remote = sh.remote_games().map(|game| {
+        let gamestruct = GameStruct::new_unchecked(&game.gamestruct[..]);
+        (game.game_id, game.host, game.port, gamestruct)
+    });
+    let games: Vec<Value> = local
+        .chain(remote)
+        .filter(|(_, _, _, gamestruct)| !gamestruct.name().is_empty())
         .take(sh.config.list_limit)
-        .map(|game| game_value(&game))
+        .map(|(id, host, port, gamestruct)| game_value(id, host, port, &gamestruct))
         .collect();
     Value::Object(vec![
         (
@@ -629,13 +638,12 @@ fn list_value(sh: &Shared) -> Value {
 }
 
 /// One game as a v4 list entry (the keys of the 2011 implementation, plus `gameId`).
-fn game_value(game: &GameView<'_>) -> Value {
-    let gs = &game.gamestruct;
+fn game_value(game_id: u32, host: IpAddr, port: u16, gs: &GameStruct<&[u8]>) -> Value {
     let text = |bytes: &[u8]| Value::String(String::from_utf8_lossy(bytes).into_owned());
     let fields: Vec<(&'static str, Value)> = vec![
-        ("gameId", Value::Int(i64::from(game.game_id))),
-        ("host", Value::String(game.peer.to_string())),
-        ("port", Value::Int(i64::from(game.game_port))),
+        ("gameId", Value::Int(i64::from(game_id))),
+        ("host", Value::String(host.to_string())),
+        ("port", Value::Int(i64::from(port))),
         ("description", text(gs.name())),
         (
             "currentPlayers",

@@ -73,6 +73,15 @@ fn install_script_stages_every_file_and_keeps_an_edited_flags_file() {
         read(&Path::new(REPO).join("scripts/deploy/lobbyd.service"))
     );
     assert!(dir.0.join("usr/local/share/doc/lobbyd/README.md").is_file());
+    let template = dir.0.join("etc/systemd/system/lobbyd@.service");
+    assert_eq!(
+        read(&template),
+        read(&Path::new(REPO).join("scripts/deploy/lobbyd@.service"))
+    );
+    assert!(dir
+        .0
+        .join("usr/local/share/doc/lobbyd/lobbyd-node.example")
+        .is_file());
 
     // A second install keeps the operator's flags.
     let flags = dir.0.join("etc/default/lobbyd");
@@ -152,6 +161,18 @@ const SKIP_SYSTEMD_ANALYZE: &str = "LOBBYD_SKIP_SYSTEMD_ANALYZE";
 /// the operator opts out with `LOBBYD_SKIP_SYSTEMD_ANALYZE=1`.
 #[test]
 fn unit_verifies_with_systemd_analyze() {
+    verify_unit("lobbyd.service", "lobbyd.service");
+}
+
+/// The same check on the template of a group's nodes, as the file and as an instance.
+#[test]
+fn node_template_verifies_with_systemd_analyze() {
+    verify_unit("lobbyd@.service", "lobbyd@.service");
+    verify_unit("lobbyd@.service", "lobbyd@2.service");
+}
+
+/// `systemd-analyze verify` on `scripts/deploy/{source}` written as `{name}`.
+fn verify_unit(source: &str, name: &str) {
     let probe = match Command::new("systemd-analyze").arg("--version").output() {
         Ok(probe) => probe,
         Err(e) if std::env::var_os(SKIP_SYSTEMD_ANALYZE).is_some_and(|v| v == "1") => {
@@ -165,9 +186,9 @@ fn unit_verifies_with_systemd_analyze() {
     };
     assert!(probe.status.success());
     let dir = TempDir::new();
-    let unit = read(&Path::new(REPO).join("scripts/deploy/lobbyd.service"))
+    let unit = read(&Path::new(REPO).join("scripts/deploy").join(source))
         .replace("/usr/local/bin/lobbyd", env!("CARGO_BIN_EXE_lobbyd"));
-    let path = dir.0.join("lobbyd.service");
+    let path = dir.0.join(name);
     std::fs::write(&path, unit).expect("write unit");
     let out = Command::new("systemd-analyze")
         .arg("verify")
@@ -176,7 +197,49 @@ fn unit_verifies_with_systemd_analyze() {
         .expect("run systemd-analyze");
     assert!(
         out.status.success() && out.stderr.is_empty(),
-        "systemd-analyze verify: {}",
+        "systemd-analyze verify {name}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Every node of a group runs under one named user (SO_REUSEPORT shares a port among one
+/// user's sockets only; a dynamic user differs per instance), reads its own flags file,
+/// and the example flags name a node id, an instance range, a metrics port, the shared
+/// directory and --reuse-port, all real flags.
+#[test]
+fn node_template_runs_every_node_as_one_user_with_its_own_flags() {
+    let unit = read(&Path::new(REPO).join("scripts/deploy/lobbyd@.service"));
+    assert_eq!(directives(&unit, "User"), ["lobbyd"]);
+    assert!(directives(&unit, "DynamicUser").is_empty());
+    assert_eq!(
+        directives(&unit, "EnvironmentFile"),
+        ["/etc/lobbyd/node-%i"]
+    );
+    let example = read(&Path::new(REPO).join("scripts/deploy/lobbyd-node.example"));
+    let opts = directives(&example, "LOBBYD_OPTS").concat();
+    let help = Command::new(env!("CARGO_BIN_EXE_lobbyd"))
+        .arg("--help")
+        .output()
+        .expect("run");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let flags: Vec<&str> = opts
+        .trim_matches('"')
+        .split_whitespace()
+        .filter(|word| word.starts_with("--"))
+        .collect();
+    for needed in [
+        "--node-id",
+        "--instance-ports",
+        "--metrics",
+        "--directory",
+        "--reuse-port",
+    ] {
+        assert!(flags.contains(&needed), "{needed} missing from {opts}");
+    }
+    for flag in flags {
+        assert!(
+            help.contains(&format!("{flag} ")),
+            "{flag} is not a lobbyd flag"
+        );
+    }
 }

@@ -16,7 +16,7 @@ use common::*;
 use lobbyd::wire::general::{ClientRepr, ServerRepr};
 use lobbyd::wire::wz::{GameStruct, GameStructRepr, GAMESTRUCT_LEN};
 
-fn get(addr: SocketAddr, path: &str) -> (String, String) {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> (String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
     write!(stream, "GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();

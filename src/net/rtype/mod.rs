@@ -493,6 +493,7 @@ impl FrontEnd for RtypeFrontEnd {
             snap.add_counters(|f| directory.visit(now, f));
             snap.add_counters(|f| self.lobby.stats.remote.visit(f));
             snap.directory = Some(directory.view(now));
+            directory.add_nodes(now, snap);
         }
         if let Some(tcp) = self.tcp.as_ref() {
             snap.add_counters(|f| tcp.stats.visit(f));

@@ -18,6 +18,7 @@
 //! connections and finished probes are removed after the event batch, so a reused slab key
 //! never sees a stale event.
 
+pub mod directory;
 pub mod probe;
 pub mod stats;
 
@@ -38,6 +39,8 @@ use crate::wire::wz::v4::MAX_FRAME;
 use crate::wire::wz::MAX_MOTD;
 use crate::wz::policy::parse_banned_words;
 use crate::wz::{ConnId, JobId, WzConfig, WzLobby, WzOutput};
+
+use directory::DirectoryGames;
 
 use crate::metrics::{LoadSample, Snapshot, WzGameInfo, WzSnapshot};
 
@@ -129,6 +132,8 @@ pub struct WzDriver {
     /// `--wz-max-conns` the queues' caps alone would allow 4 GiB, the read buffers 256 MiB.
     budget: MemoryBudget,
     warnings: WarnBudget,
+    /// This node's games in the directory of a group, the other nodes' in the lists.
+    directory: Option<DirectoryGames>,
 }
 
 /// Reads the MOTD file: UTF-8, at most `MAX_MOTD` bytes, trailing newlines dropped.
@@ -244,7 +249,13 @@ impl WzDriver {
             stats: WzDriverStats::default(),
             budget: MemoryBudget::new(settings.memory_budget),
             warnings: WarnBudget::new(now, 60, 20),
+            directory: None,
         })
+    }
+
+    /// Shares this node's games with a group, and lists theirs after its own.
+    pub fn set_directory(&mut self, directory: DirectoryGames) {
+        self.directory = Some(directory);
     }
 
     /// The listener's bound address.
@@ -651,6 +662,9 @@ impl FrontEnd for WzDriver {
             }
         }
         self.core.handle_timeout_within(now, TIMERS_PER_PASS);
+        if let Some(directory) = self.directory.as_mut() {
+            directory.sync(&mut self.core, now);
+        }
         self.dispatch(registry, now);
         while let Some((key, serial)) = self.lingering.expired(now) {
             let still_there = self
@@ -684,6 +698,9 @@ impl FrontEnd for WzDriver {
             self.lingering.next_deadline(),
             self.gate.deadline(),
             work_left(self.backlog.is_pending() || !self.closing.is_empty()),
+            self.directory
+                .as_ref()
+                .and_then(|d| d.next_deadline(self.core.list_generation())),
         ]
         .into_iter()
         .flatten()
@@ -737,6 +754,11 @@ impl FrontEnd for WzDriver {
             snap.add_counters(|f| logins.visit(f));
         }
         snap.wz = Some(self.games_snapshot());
+        if let Some(directory) = self.directory.as_ref() {
+            let remote = self.core.remote_games();
+            snap.add_counters(|f| directory.visit(remote, f));
+            directory.add_nodes(Instant::now(), snap);
+        }
     }
 
     fn shutdown(&mut self, _registry: &Registry) {

@@ -495,3 +495,81 @@ fn only_a_successful_answer_settles_a_v4_connection() {
     sim.advance(Duration::from_secs(6));
     assert!(!Harness::closed(&sim.out(), 1));
 }
+
+/// A group of nodes: this node's listed games leave as game records (what another node
+/// lists), and the other nodes' records handed in are listed after this node's own, to
+/// legacy and v4 browsers alike, within the list's cap; empty takes them out again.
+#[test]
+fn other_nodes_games_follow_this_nodes_own() {
+    use crate::wire::directory::{GameRecord, GAME_RECORD_LEN};
+    let mut sim = v4_harness(WzConfig {
+        list_limit: 3,
+        ..config(LoginPolicy::Off, false)
+    });
+    sim.open(1, PLAYER);
+    sim.send(1, b"gaId\0");
+    let id = {
+        let bytes = Harness::sent(&sim.out(), 1);
+        u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+    };
+    let before = sim.lobby.list_generation();
+    sim.send(1, &addg(&host_struct("4.x", "Here", id, 2100)));
+    assert_ne!(
+        sim.lobby.list_generation(),
+        before,
+        "a new game changes the generation"
+    );
+    let mut mine = Vec::new();
+    sim.lobby.listed_records(200, &mut mine);
+    assert_eq!(mine.len(), GAME_RECORD_LEN);
+    let record = GameRecord::from_bytes(mine[..].try_into().unwrap());
+    assert_eq!(
+        (record.game_id, record.port, record.host),
+        (id, 2100, PLAYER)
+    );
+
+    // Three games of other nodes, one of them unnamed (not shown to v4 browsers).
+    let mut remote = Vec::new();
+    for (n, name) in ["There", "", "Far"].iter().enumerate() {
+        let gamestruct = host_struct("4.x", name, 50 + n as u32, 2300);
+        let mut slot = [0u8; GAME_RECORD_LEN];
+        let host = IpAddr::V4(Ipv4Addr::new(10, 0, 1, n as u8));
+        let game = GameRecord {
+            game_id: 50 + n as u32,
+            port: 2300,
+            host,
+            gamestruct: &gamestruct,
+        };
+        game.emit(&mut slot);
+        remote.extend_from_slice(&slot);
+    }
+    remote.push(7); // a partial record is dropped
+    sim.lobby.handle_remote_games(remote);
+    assert_eq!(sim.lobby.remote_games(), 3);
+
+    let games = read_list_4x(&sim.list(9)).unwrap().games;
+    let ids: Vec<u32> = games.iter().map(|g| g.game_id).collect();
+    assert_eq!(
+        ids,
+        [id, 50, 51],
+        "this node's first, cut at the list's cap"
+    );
+
+    open_v4(&mut sim, 3, PLAYER);
+    let list = call(&mut sim, 3, r#"{"method": "list", "id": 4}"#);
+    assert_eq!(list["result"]["count"], 3);
+    let there = &list["result"]["list"][1];
+    assert_eq!(
+        (
+            there["gameId"].clone(),
+            there["host"].clone(),
+            there["port"].clone()
+        ),
+        (json!(50), json!("10.0.1.0"), json!(2300))
+    );
+    assert_eq!(list["result"]["list"][2]["description"], "Far");
+
+    sim.lobby.handle_remote_games(Vec::new());
+    let games = read_list_4x(&sim.list(9)).unwrap().games;
+    assert_eq!(games.len(), 1);
+}

@@ -10,7 +10,7 @@
 //! be served (or left closed) per test without two tests sharing it.
 
 mod legacy;
-mod v4;
+pub(crate) mod v4;
 
 use crate::common;
 
@@ -59,7 +59,7 @@ fn counter(snap: &Snapshot, name: &str, label: &str) -> u64 {
 }
 
 /// A TCP connection to the lobby from the loopback source address `ip`.
-fn connect_from(lobby: SocketAddr, ip: &str) -> TcpStream {
+pub(crate) fn connect_from(lobby: SocketAddr, ip: &str) -> TcpStream {
     let stream = common::connect_from(lobby, ip);
     stream.set_read_timeout(Some(REPLY_WAIT)).unwrap();
     stream.set_nodelay(true).unwrap();
@@ -110,7 +110,7 @@ fn assert_closed(stream: &mut TcpStream) {
 }
 
 /// A GAMESTRUCT as a host of `generation` ("2.3.7", "3.x", "4.x") fills it (notes 1.3, 4).
-struct Host {
+pub(crate) struct Host {
     generation: &'static str,
     name: String,
     players: i32,
@@ -119,7 +119,7 @@ struct Host {
 }
 
 impl Host {
-    fn new(generation: &'static str, name: &str) -> Host {
+    pub(crate) fn new(generation: &'static str, name: &str) -> Host {
         Host {
             generation,
             name: name.to_owned(),
@@ -169,7 +169,7 @@ impl Host {
     }
 
     /// `gaId`, then `addg` + GAMESTRUCT; returns the lobby's id and the status read.
-    fn register(&mut self, stream: &mut TcpStream) -> (u32, (u32, String)) {
+    pub(crate) fn register(&mut self, stream: &mut TcpStream) -> (u32, (u32, String)) {
         stream.write_all(b"gaId\0").unwrap();
         self.game_id = read_u32(stream);
         assert_ne!(self.game_id, 0);
@@ -182,9 +182,9 @@ impl Host {
 
 /// One listed game as a client reads it from the GAMESTRUCT.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Listed {
-    name: String,
-    host: String,
+pub(crate) struct Listed {
+    pub(crate) name: String,
+    pub(crate) host: String,
     dw_size: i32,
     players: i32,
     host_port: u16,
@@ -213,7 +213,7 @@ fn listed(gs: &[u8]) -> Listed {
 }
 
 /// Sends `list\0` and reads the whole reply (the lobby closes after it).
-fn list_bytes(lobby: SocketAddr, command: &[u8]) -> Vec<u8> {
+pub(crate) fn list_bytes(lobby: SocketAddr, command: &[u8]) -> Vec<u8> {
     let mut stream = connect_from(lobby, "127.0.0.1");
     stream.write_all(command).unwrap();
     let mut reply = Vec::new();
@@ -270,7 +270,7 @@ fn read_as_3x(reply: &[u8]) -> (Vec<Listed>, (u32, String)) {
 /// 4.x `NETenumerateGames`: count + GAMESTRUCTs, a mandatory status, an optional flags
 /// word and second batch (replacing the first when IGNORE_FIRST_BATCH = 1 is set); games
 /// with dwSize 0 are skipped.
-fn read_as_4x(reply: &[u8]) -> (Vec<Listed>, (u32, String)) {
+pub(crate) fn read_as_4x(reply: &[u8]) -> (Vec<Listed>, (u32, String)) {
     let mut r = Reader { buf: reply, pos: 0 };
     let count = r.u32() as usize;
     let mut games = r.games(count);

@@ -7,12 +7,12 @@ use lobbyd::wire::wz::v4::{parse_document, Encoding, Node, Value};
 use serde_json::{json, Value as Json};
 
 /// A v4 client: handshake sent, frames in both directions.
-struct V4 {
+pub(crate) struct V4 {
     stream: TcpStream,
 }
 
 impl V4 {
-    fn connect(lobby: SocketAddr) -> V4 {
+    pub(crate) fn connect(lobby: SocketAddr) -> V4 {
         let mut stream = connect_from(lobby, "127.0.0.1");
         stream.write_all(b"version\0\0\0\0\x04").unwrap();
         V4 { stream }
@@ -52,7 +52,7 @@ impl V4 {
     }
 
     /// Sends a JSON request (as text) and returns the response parsed as JSON.
-    fn json(&mut self, text: &str) -> Json {
+    pub(crate) fn json(&mut self, text: &str) -> Json {
         self.send_frame(text.as_bytes());
         let body = self.read_frame();
         assert_eq!(body.first(), Some(&b'{'), "answered in JSON");
