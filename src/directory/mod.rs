@@ -8,13 +8,15 @@
 //!   script, so a second live process with the same `--node-id` is refused (it logs why and
 //!   serves alone);
 //! - `lobbyd:rooms:{N}`: its listable UDP rooms ([`crate::wire::directory`]), rewritten on
-//!   change (at most every [`COALESCE`]) and every [`REFRESH`];
+//!   change (the loop hands a changed table over at most every [`COALESCE`], and the thread
+//!   writes it at once: coalescing twice would add up to a second period) and every
+//!   [`REFRESH`];
 //! - `INCR lobbyd:changes` with each write: a change counter the other nodes poll every
 //!   [`NUDGE_POLL`], so a change reaches them without waiting for their [`REFRESH`] read.
 //!
 //! Both node keys expire [`TTL`] after the last write, so a node that dies or stalls leaves
 //! every list by itself, and one that comes back is listed again at its next write. Every
-//! [`REFRESH`] (and when the change counter moved) the thread reads every other node's rooms
+//! [`READ_PERIOD`] (and when the change counter moved) the thread reads every other node's rooms
 //! key with one `MGET` and hands the loop the merged records ([`RemoteRooms`]: joinable rooms
 //! first), ready to copy into a ROOM_LIST.
 //!
@@ -57,10 +59,15 @@ use games::{merge_games, GamesTable, RemoteGames};
 pub const TTL: Duration = Duration::from_millis(3000);
 /// How often a node rewrites its keys and reads the others' even when nothing changed.
 pub const REFRESH: Duration = Duration::from_secs(1);
-/// The shortest time between two writes of a node's rooms.
+/// The shortest time between two hand-overs of a node's rooms (or games) by the loop.
 pub const COALESCE: Duration = Duration::from_millis(100);
-/// How often the change counter is polled.
-pub const NUDGE_POLL: Duration = Duration::from_millis(100);
+/// How often a node reads the other nodes' tables even when the change counter did not
+/// move: a dead node's keys expire [`TTL`] after its last write, and leave the lists within
+/// this period after that.
+pub const READ_PERIOD: Duration = Duration::from_millis(500);
+/// How often the change counter is polled: a change shows on the other nodes within
+/// [`COALESCE`] plus this plus one read (a `GET` of a few bytes 40 times a second per node).
+pub const NUDGE_POLL: Duration = Duration::from_millis(25);
 /// Connect, read and write timeout of every Redis call.
 pub const IO_TIMEOUT: Duration = Duration::from_millis(200);
 /// The first reconnection delay.
@@ -343,8 +350,9 @@ struct Node {
     table: Vec<u8>,
     /// The latest table is not written yet.
     dirty: bool,
-    last_write: Option<Instant>,
     next_refresh: Instant,
+    /// The next read of the other nodes' tables, changed or not.
+    next_read: Instant,
     next_poll: Instant,
     /// The change counter as last seen.
     changes: Option<i64>,
@@ -394,8 +402,8 @@ impl Node {
             reported_down: false,
             table: empty,
             dirty: true,
-            last_write: None,
             next_refresh: now,
+            next_read: now,
             next_poll: now,
             changes: None,
             rng: seed | 1,
@@ -464,11 +472,10 @@ impl Node {
         if self.conn.is_none() {
             return self.reconnect_at;
         }
-        let mut at = self.next_refresh.min(self.next_poll);
         if self.dirty || self.games.dirty {
-            at = at.min(self.last_write.map_or_else(Instant::now, |w| w + COALESCE));
+            return Instant::now();
         }
-        at
+        self.next_refresh.min(self.next_poll)
     }
 
     fn set_table(&mut self, generation: u64, records: &[u8]) {
@@ -521,8 +528,8 @@ impl Node {
         // Republish and read at once.
         let now = Instant::now();
         self.dirty = true;
-        self.last_write = None;
         self.next_refresh = now;
+        self.next_read = now;
         self.next_poll = now;
         self.changes = None;
         self.report(Report::Up);
@@ -567,15 +574,16 @@ impl Node {
     /// Writes what is due, polls the change counter, reads when due.
     fn due_work(&mut self, now: Instant) -> redis::RedisResult<()> {
         let refresh = now >= self.next_refresh;
-        let write_due = (self.dirty || self.games.dirty)
-            && self.last_write.map_or(true, |w| now >= w + COALESCE);
+        // The loop coalesced the hand-over already.
+        let write_due = self.dirty || self.games.dirty;
         if refresh || write_due {
             self.write(refresh)?;
             if refresh {
                 self.next_refresh = now + REFRESH;
             }
         }
-        let mut read = refresh;
+        // A key's expiry bumps no counter: a dead node's tables are seen gone at this read.
+        let mut read = now >= self.next_read;
         if now >= self.next_poll {
             self.next_poll = now + NUDGE_POLL;
             let conn = self.conn.as_mut().ok_or_else(not_connected)?;
@@ -586,6 +594,7 @@ impl Node {
             }
         }
         if read {
+            self.next_read = now + READ_PERIOD;
             self.read()?;
         }
         Ok(())
@@ -636,7 +645,6 @@ impl Node {
         }
         self.dirty = false;
         self.games.dirty = false;
-        self.last_write = Some(Instant::now());
         Ok(())
     }
 

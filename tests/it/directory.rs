@@ -27,9 +27,10 @@ pub(crate) const JOIN: u8 = 0x44;
 pub(crate) const JOIN_SUCCESS: u8 = 0x45;
 pub(crate) const JOIN_FAILED: u8 = 0x46;
 
-/// How long a remote room may take to leave a list once its node is gone: the keys' 3 s
-/// time to live, one read period, and slack for a loaded test machine.
-pub(crate) const GONE_WAIT: Duration = Duration::from_secs(8);
+/// How long a remote room may take to leave a list once its node (or Redis) is gone: the
+/// scenarios' bound, 4 s (the keys' 3 s time to live, or the cache's, then at most one
+/// 500 ms read period).
+pub(crate) const GONE_WAIT: Duration = Duration::from_secs(4);
 /// How long a change may take to show on another node, generously.
 pub(crate) const SHOW_WAIT: Duration = Duration::from_secs(5);
 
