@@ -31,14 +31,7 @@ stop() {
 }
 trap stop EXIT
 
-redis-server --port 0 --unixsocket "$dir/r.sock" --save '' --appendonly no --dir "$dir" \
-  >"$dir/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do
-  [ -S "$dir/r.sock" ] && break
-  sleep 0.1
-done
-[ -S "$dir/r.sock" ] || { log "redis-server did not start: $dir/redis.log"; exit 1; }
+start_private_redis "$dir"
 
 for n in 1 2; do
   lo=$((24250 + 50 * n))

@@ -31,12 +31,7 @@ stop_all() {
 }
 trap stop_all EXIT
 sock="$dir/r.sock"
-redis-server --port 0 --unixsocket "$sock" --save '' --appendonly no --dir "$dir" \
-  >"$dir/redis.log" 2>&1 &
-REDIS_PID=$!
-pids+=("$REDIS_PID")
-for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
-[ -S "$sock" ] || { log "redis-server did not start"; exit 1; }
+start_private_redis "$dir"
 rcli() { redis-cli -s "$sock" "$@"; }
 
 # node N [flags...]: a lobbyd on UDP port PORT+N (node 0: no directory), metrics on

@@ -9,6 +9,8 @@
 # CLUSTER_ARGS="..." passes more flags to every node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 
 if ! command -v redis-server >/dev/null 2>&1; then
   echo "redis-server not found: apt-get install redis-server" >&2
@@ -27,14 +29,7 @@ stop() {
 trap stop EXIT
 trap 'exit 0' INT TERM
 
-redis-server --port 0 --unixsocket "$dir/r.sock" --save '' --appendonly no --dir "$dir" \
-  >"$dir/redis.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do
-  [ -S "$dir/r.sock" ] && break
-  sleep 0.1
-done
-[ -S "$dir/r.sock" ] || { echo "redis-server did not start: $dir/redis.log" >&2; exit 1; }
+start_private_redis "$dir"
 
 for n in 1 2 3; do
   lo=$((4200 + 100 * n))

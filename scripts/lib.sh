@@ -162,3 +162,20 @@ pick_mode() {
   for m in "$@"; do [ "$first" = "$m" ] && { echo "$m"; return; }; done
   echo "$default"
 }
+
+# start_private_redis DIR: a redis-server of our own on the unix socket DIR/r.sock (no TCP
+# port, no persistence, its log in DIR/redis.log), its process id appended to the caller's
+# `pids` array and kept in REDIS_PID; exits when it does not come up within 5 s.
+start_private_redis() {
+  redis-server --port 0 --unixsocket "$1/r.sock" --save '' --appendonly no --dir "$1" \
+    >"$1/redis.log" 2>&1 &
+  REDIS_PID=$!
+  pids+=("$REDIS_PID")
+  local _
+  for _ in $(seq 50); do
+    [ -S "$1/r.sock" ] && return 0
+    sleep 0.1
+  done
+  log "redis-server did not start: $1/redis.log"
+  exit 1
+}

@@ -44,18 +44,7 @@ impl Redis {
     /// Starts one, or `None` (with a message) when `redis-server` is not installed outside
     /// CI.
     pub(crate) fn start(tag: &str) -> Option<Redis> {
-        let installed = Command::new("redis-server")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !installed {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "redis-server is not installed (CI installs it: .ci/run)"
-            );
-            eprintln!("SKIPPED directory::{tag}: redis-server is not installed");
+        if !common::tool_installed("redis-server", &format!("directory::{tag}")) {
             return None;
         }
         let nanos = std::time::SystemTime::now()

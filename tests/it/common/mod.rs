@@ -260,3 +260,23 @@ impl Drop for TempDb {
         let _ = std::fs::remove_file(&self.0);
     }
 }
+
+/// True if the program `tool` runs (`tool --version`); where it is missing, false after a
+/// SKIPPED line naming `test`, except under `CI=true` (where `.ci/run` installs it), where
+/// its absence fails the test.
+pub fn tool_installed(tool: &str, test: &str) -> bool {
+    let installed = std::process::Command::new(tool)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !installed {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{tool} is not installed (CI installs it: .ci/run)"
+        );
+        eprintln!("SKIPPED {test}: {tool} is not installed");
+    }
+    installed
+}

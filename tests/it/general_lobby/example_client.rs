@@ -18,24 +18,6 @@ use crate::common::snapshot;
 /// How long the client may run: it needs well under a second, a loaded machine far more.
 const CLIENT_DEADLINE: Duration = Duration::from_secs(30);
 
-/// True if `python3` runs; false (after saying so) where it is missing outside CI.
-fn python3_installed(test: &str) -> bool {
-    let installed = Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !installed {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "python3 is not installed (CI installs it: .ci/run)"
-        );
-        eprintln!("SKIPPED general_lobby::example_client::{test}: python3 is not installed");
-    }
-    installed
-}
-
 /// Reads all of a child's pipe on a thread of its own, so a full pipe never stalls the child.
 fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
     std::thread::spawn(move || {
@@ -66,7 +48,10 @@ fn wait_bounded(child: &mut Child) -> ExitStatus {
 /// and leaves with exit status 0, printing each frame it gets.
 #[test]
 fn the_readme_example_client_signs_in_chats_and_creates_a_game() {
-    if !python3_installed("the_readme_example_client_signs_in_chats_and_creates_a_game") {
+    if !crate::common::tool_installed(
+        "python3",
+        "general_lobby::example_client::the_readme_example_client_signs_in_chats_and_creates_a_game",
+    ) {
         return;
     }
     let (server, addr) = start_lobby(|config| {
