@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::parties::{closed, config, error, name, to, Harness};
+use super::harness::{name, to, Harness};
+use super::parties::{closed, config, error};
 use crate::rtype::{
     CloseCause, ConnClose, ConnId, Output, PartyConfig, RtypeConfig, TcpError, TcpMessage,
     TcpRequest, Violation, OUTPUT_KEEP,

@@ -2,112 +2,12 @@
 //! fake driver that binds instance ports on request.
 
 use super::super::*;
-use super::seeded_hashes;
+use super::harness::{name, peer, to, Harness};
 use crate::rtype::{InstanceMessage, InstanceRequest, LobbyReply, LobbyRequest, RtypeConfig};
 use crate::rtype::{RejectReason, RoomKind};
-use crate::wire::tcp_lobby::name_field;
-use std::net::Ipv4Addr;
 use std::time::Duration;
 
 const MS: Duration = Duration::from_millis(1);
-
-pub(super) fn peer(n: u8) -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::new(127, 0, 0, n), 40000))
-}
-
-pub(super) fn name(text: &str) -> [u8; NAME_LEN] {
-    name_field(text)
-}
-
-pub(super) struct Harness {
-    pub(super) lobby: RtypeCore,
-    pub(super) now: Instant,
-    ports_left: usize,
-    next_port: u16,
-    open_ports: Vec<(RoomId, u16)>,
-}
-
-impl Harness {
-    pub(super) fn new(config: RtypeConfig) -> Harness {
-        let now = Instant::now();
-        Harness {
-            lobby: RtypeCore::new(config, now, seeded_hashes()),
-            now,
-            ports_left: usize::MAX,
-            next_port: 4300,
-            open_ports: Vec::new(),
-        }
-    }
-
-    pub(super) fn drain(&mut self) -> Vec<Output> {
-        let mut out = Vec::new();
-        while let Some(o) = self.lobby.poll_output() {
-            match o {
-                Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
-                    let port = (self.ports_left > 0).then(|| {
-                        self.ports_left -= 1;
-                        self.next_port += 1;
-                        self.next_port - 1
-                    });
-                    if let Some(port) = port {
-                        self.open_ports.push((room, port));
-                    }
-                    self.lobby.handle_instance_opened(self.now, room, port);
-                }
-                Output::CloseInstance { room } => {
-                    self.open_ports.retain(|(r, _)| *r != room);
-                    out.push(o);
-                }
-                other => out.push(other),
-            }
-        }
-        out
-    }
-
-    pub(super) fn open(&mut self, conn: usize) -> Vec<Output> {
-        self.lobby
-            .handle_tcp_open(self.now, ConnId(conn), peer(conn as u8));
-        self.drain()
-    }
-
-    pub(super) fn req(&mut self, conn: usize, request: TcpRequest) -> Vec<Output> {
-        self.lobby
-            .handle_tcp_request(self.now, ConnId(conn), request);
-        self.drain()
-    }
-
-    /// Opens `conn` and connects it as `who`; returns its (hash, slot).
-    pub(super) fn join(&mut self, conn: usize, who: &str) -> (u64, Slot) {
-        self.open(conn);
-        let out = self.req(conn, TcpRequest::Connect { name: name(who) });
-        match to(&out, conn).first() {
-            Some(TcpMessage::ConnectAck { hash, slot }) => (*hash, *slot),
-            other => panic!("no CONNECT_ACK for {who}: {other:?} in {out:?}"),
-        }
-    }
-
-    pub(super) fn advance(&mut self, by: Duration) -> Vec<Output> {
-        self.now += by;
-        self.lobby.handle_timeout(self.now);
-        self.drain()
-    }
-
-    fn all_ready(&mut self, conns: &[usize]) {
-        for &conn in conns {
-            self.req(conn, TcpRequest::Ready(true));
-        }
-    }
-}
-
-pub(super) fn to(outputs: &[Output], conn: usize) -> Vec<TcpMessage> {
-    outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Tcp { conn: c, msg } if c.0 == conn => Some(*msg),
-            _ => None,
-        })
-        .collect()
-}
 
 pub(super) fn closed(outputs: &[Output]) -> Vec<usize> {
     outputs

@@ -2,85 +2,13 @@
 //! virtual clock and a fake driver.
 
 use super::super::*;
-use super::seeded_hashes;
+use super::harness::Harness;
 use crate::ratelimit::PerIpConfig;
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
 fn addr(last: u8, port: u16) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::new(127, 0, 0, last), port))
-}
-
-/// A fake driver: answers OpenInstance with ports 4300.. (or refuses when `ports_left` is 0)
-/// and returns the other outputs.
-struct Harness {
-    lobby: RtypeCore,
-    now: Instant,
-    next_port: u16,
-    ports_left: usize,
-}
-
-impl Harness {
-    fn new(config: RtypeConfig) -> Harness {
-        let now = Instant::now();
-        Harness {
-            lobby: RtypeCore::new(config, now, seeded_hashes()),
-            now,
-            next_port: 4300,
-            ports_left: usize::MAX,
-        }
-    }
-
-    fn drain(&mut self) -> Vec<Output> {
-        let mut out = Vec::new();
-        while let Some(o) = self.lobby.poll_output() {
-            match o {
-                Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
-                    let port = if self.ports_left == 0 {
-                        None
-                    } else {
-                        self.ports_left -= 1;
-                        self.next_port += 1;
-                        Some(self.next_port - 1)
-                    };
-                    self.lobby.handle_instance_opened(self.now, room, port);
-                }
-                other => out.push(other),
-            }
-        }
-        out
-    }
-
-    fn lobby(&mut self, from: SocketAddr, seq: u16, req: LobbyRequest) -> Vec<Output> {
-        self.lobby.handle_lobby_request(self.now, from, seq, req);
-        self.drain()
-    }
-
-    fn instance(&mut self, room: RoomId, from: SocketAddr, req: InstanceRequest) -> Vec<Output> {
-        self.lobby
-            .handle_instance_request(self.now, room, from, 7, req);
-        self.drain()
-    }
-
-    fn advance(&mut self, by: Duration) -> Vec<Output> {
-        self.now += by;
-        self.lobby.handle_timeout(self.now);
-        self.drain()
-    }
-
-    fn create(&mut self, from: SocketAddr) -> (RoomId, u16) {
-        match self.lobby(from, 1, LobbyRequest::CreateRoom).as_slice() {
-            [Output::Lobby {
-                reply: LobbyReply::RoomCreated { room, port },
-                ..
-            }] => (*room, *port),
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    fn hello(&mut self, room: RoomId, from: SocketAddr) -> Vec<Output> {
-        self.instance(room, from, InstanceRequest::Hello { token: None })
-    }
 }
 
 fn config() -> RtypeConfig {

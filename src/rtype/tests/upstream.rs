@@ -2,7 +2,8 @@
 //! (`docs/protocols/tcp-lobby-upstream.md`, "Server behaviour"): what the loopback test does
 //! not reach cheaply. Same virtual clock and harness as `parties.rs`.
 
-use super::parties::{closed, config, name, to, Harness};
+use super::harness::{name, to, Harness};
+use super::parties::{closed, config};
 use crate::rtype::{
     ConnClose, ConnId, RoomId, RtypeConfig, TcpMessage, TcpRequest, UPSTREAM_REFUSALS,
 };
