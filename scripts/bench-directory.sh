@@ -60,6 +60,19 @@ hold() {
     --concurrency 1 --rate 5 --duration "$3" --timeout 2000 >/dev/null 2>&1 &
   pids+=($!)
 }
+# passes N: node N's event-loop passes so far that took 1-5 ms and over 5 ms (its /metrics),
+# to tell a loop that waited from a client or server the scheduler set aside.
+passes() {
+  curl -fsS --max-time 5 "http://127.0.0.1:$((METRICS_PORT + $1))/metrics" | awk '
+    /^lobbyd_loop_passes_total\{duration="1ms_to_5ms"\}/ { a = $2 }
+    /^lobbyd_loop_passes_total\{duration="over_5ms"\}/ { b = $2 }
+    END { print a + 0, b + 0 }'
+}
+# slow_passes BEFORE AFTER: the passes between two `passes` readings, in words.
+slow_passes() {
+  read -r a0 b0 <<<"$1"; read -r a1 b1 <<<"$2"
+  printf 'loop passes of 1-5 ms: %d, over 5 ms: %d' $((a1 - a0)) $((b1 - b0))
+}
 summary() {
   printf '%.0f lists/s, p50 %.1f us, p99 %.1f us, max %.1f us, failures %s' \
     "$(json_field "$1" per_second)" "$(json_latency "$1" p50)" "$(json_latency "$1" p99)" \
@@ -71,6 +84,13 @@ node 0
 load 0 "$dir/alone.json" --rooms 64 --concurrency "$CONC" --duration "$DURATION"
 ALONE="$(summary "$dir/alone.json")"
 log "   $ALONE"
+# The group's node lists 112 rooms (its 64, then 48 of the others'): a datagram of 1,472
+# bytes against 852. One node alone with 112 rooms sends the same datagram, so the ratio to
+# it is the remote cache's cost alone.
+log "== 1. LIST_ROOMS, one node alone, 112 rooms (the group's datagram)"
+load 0 "$dir/alone112.json" --rooms 112 --concurrency "$CONC" --duration "$DURATION"
+ALONE112="$(summary "$dir/alone112.json")"
+log "   $ALONE112"
 
 log "== 1. LIST_ROOMS on node 1 of three, 64 rooms each (${DURATION}s, concurrency $CONC)"
 node 1; node 2; node 3
@@ -80,9 +100,12 @@ load 1 "$dir/group.json" --rooms 64 --concurrency "$CONC" --duration "$DURATION"
 GROUP="$(summary "$dir/group.json")"
 RATIO="$(awk -v a="$(json_field "$dir/group.json" per_second)" \
   -v b="$(json_field "$dir/alone.json" per_second)" 'BEGIN { printf "%.2f", a / b }')"
-log "   $GROUP (ratio to alone: $RATIO)"
+RATIO112="$(awk -v a="$(json_field "$dir/group.json" per_second)" \
+  -v b="$(json_field "$dir/alone112.json" per_second)" 'BEGIN { printf "%.2f", a / b }')"
+log "   $GROUP (ratio to alone: $RATIO; to alone with 112 rooms: $RATIO112)"
 
 log "== 2. S7: node 1's LISTs while redis-server is stopped for 5 s (${DURATION}s run)"
+p0="$(passes 1)"
 load 1 "$dir/stall.json" --rooms 64 --concurrency "$CONC" --duration "$DURATION" &
 loader=$!
 sleep 2
@@ -90,11 +113,12 @@ kill -STOP "$REDIS_PID"
 sleep 5
 kill -CONT "$REDIS_PID"
 wait "$loader" || true
-STALL="$(summary "$dir/stall.json")"
+STALL="$(summary "$dir/stall.json"); $(slow_passes "$p0" "$(passes 1)")"
 log "   $STALL"
 log "   the same run on node 0 (no directory), for the p99:"
+p0="$(passes 0)"
 load 0 "$dir/nodir.json" --rooms 64 --concurrency "$CONC" --duration "$DURATION"
-NODIR="$(summary "$dir/nodir.json")"
+NODIR="$(summary "$dir/nodir.json"); $(slow_passes "$p0" "$(passes 0)")"
 log "   $NODIR"
 
 log "== 3. Redis traffic, three nodes, 100 rooms on each, over 10 s"
@@ -115,7 +139,8 @@ cat <<REPORT
 lobbyd directory benchmarks ($(date -u +%FT%TZ), $(nproc) CPUs, ${DURATION}s runs, udp-list concurrency $CONC)
 1. LIST_ROOMS, one node alone (64 rooms):          $ALONE
    LIST_ROOMS, node 1 of three (64 rooms each):    $GROUP
-   ratio group/alone: $RATIO (target >= 0.90)
+   LIST_ROOMS, one node alone (112 rooms):         $ALONE112
+   ratio group/alone: $RATIO (target >= 0.90); group/alone with the same 112 rooms listed: $RATIO112
 2. S7, redis-server stopped 5 s during the run:    $STALL
    the same run with no directory:                 $NODIR
    (targets: max < 5000 us; p99 within 10 %)
