@@ -9,6 +9,7 @@
 #   3. Redis traffic per node at 100 rooms: bytes and commands a second, from redis-server's
 #      INFO stats and INFO commandstats over 10 s, with three nodes.
 # Usage: scripts/bench-directory.sh [SECONDS per run, default 10]
+#        BENCH_PAIRS=5 scripts/bench-directory.sh 5   (part 1 only, as alternating pairs)
 # Loopback only, a private redis-server on a unix socket in a temporary folder, every
 # process started here stopped by its id at the end; the run stops by itself.
 set -euo pipefail
@@ -78,6 +79,35 @@ summary() {
     "$(json_field "$1" per_second)" "$(json_latency "$1" p50)" "$(json_latency "$1" p99)" \
     "$(json_latency "$1" max)" "$(json_failures "$1")"
 }
+
+# BENCH_PAIRS=N: only part 1, as N alternating pairs of DURATION-second runs (node 0 alone,
+# then node 1 of three), every process up for both halves of every pair and every room held
+# by a slow lister (the runs create none), so both halves share one background; the median
+# ratio is the figure (the C baselines' side-by-side method).
+if [ -n "${BENCH_PAIRS:-}" ]; then
+  node 0; node 1; node 2; node 3
+  held=$((BENCH_PAIRS * 2 * (DURATION + 1) + 10))
+  hold 0 64 "$held"; hold 1 64 "$held"; hold 2 64 "$held"; hold 3 64 "$held"
+  sleep 3 # the rooms made, published and read
+  # One LIST_ROOMS of each by hand: the rooms each half lists (the payload's count).
+  for n in 0 1; do
+    python3 -c 'import socket, sys; s = socket.socket(2, 2); s.settimeout(2)
+s.sendto(bytes.fromhex("0140000000000000ed83aa8e"), ("127.0.0.1", int(sys.argv[1])))
+d = s.recv(2048); print("node %s lists %d rooms (%d bytes)" % (sys.argv[2], int.from_bytes(d[8:10], "big"), len(d)))' \
+      "$(node_port "$n")" "$n"
+  done
+  ratios=()
+  for pair in $(seq "$BENCH_PAIRS"); do
+    load 0 "$dir/pair-alone.json" --rooms 0 --concurrency "$CONC" --duration "$DURATION"
+    load 1 "$dir/pair-group.json" --rooms 0 --concurrency "$CONC" --duration "$DURATION"
+    a="$(json_field "$dir/pair-alone.json" per_second)"; g="$(json_field "$dir/pair-group.json" per_second)"
+    r="$(awk -v a="$a" -v g="$g" 'BEGIN { printf "%.3f", g / a }')"
+    ratios+=("$r")
+    printf 'pair %d: alone %.0f lists/s, node 1 of three %.0f lists/s, ratio %s\n' "$pair" "$a" "$g" "$r"
+  done
+  printf 'median ratio %s (target >= 0.90)\n' "$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
+  exit 0
+fi
 
 log "== 1. LIST_ROOMS, one node alone, 64 rooms (${DURATION}s, concurrency $CONC)"
 node 0
