@@ -30,19 +30,18 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry};
 use slab::Slab;
 
-use crate::ratelimit::{PerIpConfig, PerIpLimiter};
 use crate::rtype::{
     server_repr, upstream_repr, ConnClose, ConnId, RtypeCore, TcpInput, TcpMessage,
 };
 use crate::wire::tcp_lobby::{self as wire, GameStart, PlayerInfo, ServerRepr, MAX_SERVER_PAYLOAD};
 use crate::wire::tcp_upstream as up;
 
+use crate::net::io::admission::{PerIpAdmission, Refused};
 use crate::net::io::buffers::{largest_holder, MemoryBudget, QueueFull};
-use crate::net::io::heap::FORGET_PER_TIDY;
 use crate::net::io::pass::{work_left, AcceptBacklog, Accepted, Closing};
 use crate::net::io::rx_time;
 use crate::net::io::stream::{
-    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, PerIpCounts, Phase, Stream,
+    canonical_ip, tune_listener, AcceptGate, Flushed, Linger, Phase, Stream,
 };
 use crate::net::rtype::stats::TcpStats;
 use crate::net::rtype::tcp_frames::{FrameReader, Piece};
@@ -102,8 +101,8 @@ struct Conn {
 pub struct TcpLobby {
     listener: TcpListener,
     conns: Slab<Conn>,
-    per_ip: PerIpCounts,
-    rate: PerIpLimiter,
+    /// `--conn-rate` and `--max-conns-per-ip`.
+    admission: PerIpAdmission,
     limits: TcpLimits,
     gate: AcceptGate,
     /// Accepts left in this pass, and whether the listener was left with a backlog.
@@ -148,19 +147,14 @@ impl TcpLobby {
             Target::TcpListener.token(),
             Interest::READABLE,
         )?;
-        let rate = u64::from(limits.conn_rate);
         Ok(TcpLobby {
             listener,
             conns: Slab::new(),
-            per_ip: PerIpCounts::default(),
-            rate: PerIpLimiter::new(PerIpConfig {
-                rate,
-                per: Duration::from_secs(60),
-                burst: rate,
-                byte_rate: 0,
-                byte_burst: 0,
-                max_entries: limits.rate_table_size,
-            }),
+            admission: PerIpAdmission::new(
+                limits.conn_rate,
+                limits.max_conns_per_ip,
+                limits.rate_table_size,
+            ),
             limits,
             gate: AcceptGate::new(limits.max_conns),
             backlog: AcceptBacklog::default(),
@@ -235,18 +229,20 @@ impl TcpLobby {
         registry: &Registry,
     ) {
         let now = Instant::now();
-        let ip = canonical_ip(peer.ip());
         // Dropping the stream closes it at once, without a word.
-        if !self.rate.allow_request(now, ip) {
-            self.stats.rate_limited += 1;
-            log::debug!("tcp lobby: {peer} over --conn-rate, closed");
-            return;
-        }
-        if self.per_ip.get(ip) >= self.limits.max_conns_per_ip {
-            self.stats.per_ip_limited += 1;
-            log::debug!("tcp lobby: {peer} over --max-conns-per-ip, closed");
-            return;
-        }
+        let ip = match self.admission.check(now, peer) {
+            Ok(ip) => ip,
+            Err(Refused::ConnRate) => {
+                self.stats.rate_limited += 1;
+                log::debug!("tcp lobby: {peer} over --conn-rate, closed");
+                return;
+            }
+            Err(Refused::PerIp) => {
+                self.stats.per_ip_limited += 1;
+                log::debug!("tcp lobby: {peer} over --max-conns-per-ip, closed");
+                return;
+            }
+        };
         if self.is_full() {
             // Only for a newcomer that passed the checks above: `accept` made sure there is
             // a connection without CONNECT_ACK to close.
@@ -268,7 +264,7 @@ impl TcpLobby {
             ip,
             frames: FrameReader::default(),
         });
-        self.per_ip.add(ip);
+        self.admission.opened(ip);
         self.stats.accepted += 1;
         lobby.handle_tcp_open(now, ConnId(key), peer);
     }
@@ -581,8 +577,7 @@ impl TcpLobby {
     /// The periodic tidy: forgets connection-rate entries whose buckets are full again and
     /// gives back the per-address tables' spare capacity.
     pub fn tidy(&mut self, now: Instant) {
-        self.rate.tidy(now, FORGET_PER_TIDY);
-        self.per_ip.shrink();
+        self.admission.tidy(now);
     }
 
     /// When the earliest draining connection must be given up on, or now when a bounded
@@ -610,9 +605,9 @@ impl TcpLobby {
                 self.closing.push(key);
             }
         }
-        let per_ip = &mut self.per_ip;
+        let admission = &mut self.admission;
         let take = |conn: Conn| {
-            per_ip.remove(conn.ip);
+            admission.closed(conn.ip);
             conn.stream
         };
         self.closing
