@@ -540,6 +540,4 @@ impl RtypeCore {
 }
 
 #[cfg(test)]
-mod instance_exec_tests;
-#[cfg(test)]
 mod tests;

@@ -26,6 +26,11 @@ pub(super) struct Harness {
     next_port: u16,
     /// The instances open now, with their ports.
     pub(super) open_ports: Vec<(RoomId, u16)>,
+    /// The game servers started (`--instance-exec`): room, players, seed.
+    pub(super) started: Vec<(RoomId, u8, u32)>,
+    /// Whether a relay socket asked for fails the test (every instance must be a game
+    /// server under `--instance-exec`).
+    pub(super) no_relays: bool,
 }
 
 impl Harness {
@@ -37,6 +42,8 @@ impl Harness {
             ports_left: usize::MAX,
             next_port: 4300,
             open_ports: Vec::new(),
+            started: Vec::new(),
+            no_relays: false,
         }
     }
 
@@ -44,7 +51,13 @@ impl Harness {
         let mut out = Vec::new();
         while let Some(o) = self.lobby.poll_output() {
             match o {
+                Output::OpenInstance { room } if self.no_relays => {
+                    panic!("{room}: a relay socket asked for")
+                }
                 Output::OpenInstance { room } | Output::StartInstance { room, .. } => {
+                    if let Output::StartInstance { players, seed, .. } = o {
+                        self.started.push((room, players, seed));
+                    }
                     let port = (self.ports_left > 0).then(|| {
                         self.ports_left -= 1;
                         self.next_port += 1;
@@ -85,6 +98,12 @@ impl Harness {
             Some(TcpMessage::ConnectAck { hash, slot }) => (*hash, *slot),
             other => panic!("no CONNECT_ACK for {who}: {other:?} in {out:?}"),
         }
+    }
+
+    /// The game server of `room` exited.
+    pub(super) fn exited(&mut self, room: RoomId) -> Vec<Output> {
+        self.lobby.handle_instance_exited(self.now, room);
+        self.drain()
     }
 
     pub(super) fn advance(&mut self, by: Duration) -> Vec<Output> {

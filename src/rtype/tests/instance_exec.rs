@@ -2,15 +2,11 @@
 //! instance is a game server the driver starts ([`Output::StartInstance`]) and whose exit it
 //! reports ([`RtypeCore::handle_instance_exited`]).
 
-use super::*;
+use super::super::*;
+use super::harness::{peer, to, Harness};
 use crate::rtype::{TcpError, TcpMessage, TcpRequest};
 use crate::wire::tcp_lobby::name_field;
-use std::net::Ipv4Addr;
 use std::time::Duration;
-
-fn peer(n: u8) -> SocketAddr {
-    SocketAddr::from((Ipv4Addr::new(127, 0, 0, n), 40000))
-}
 
 fn exec_config() -> RtypeConfig {
     RtypeConfig {
@@ -20,100 +16,33 @@ fn exec_config() -> RtypeConfig {
     }
 }
 
-/// A fake driver: starts every game server on ports 4300.., records each start.
-struct Driver {
-    lobby: RtypeCore,
-    now: Instant,
-    next_port: u16,
-    started: Vec<(RoomId, u8, u32)>,
+/// The one harness with every instance a game server: a relay socket asked for fails.
+fn exec_harness() -> Harness {
+    let mut h = Harness::new(exec_config());
+    h.no_relays = true;
+    h
 }
 
-impl Driver {
-    fn new() -> Driver {
-        let now = Instant::now();
-        let mut counter = 0u64;
-        let source = Box::new(move || {
-            counter += 1;
-            counter.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        });
-        Driver {
-            lobby: RtypeCore::new(exec_config(), now, source),
-            now,
-            next_port: 4300,
-            started: Vec::new(),
-        }
+/// Two connected, ready players in one party, its countdown started; the party's id.
+fn counting_party(d: &mut Harness) -> RoomId {
+    for (conn, who) in [(1, "Alice"), (2, "Bob")] {
+        d.lobby
+            .handle_tcp_open(d.now, ConnId(conn), peer(conn as u8));
+        d.req(
+            conn,
+            TcpRequest::Connect {
+                name: name_field(who),
+            },
+        );
+        d.req(conn, TcpRequest::Ready(true));
     }
-
-    fn drain(&mut self) -> Vec<Output> {
-        let mut out = Vec::new();
-        while let Some(output) = self.lobby.poll_output() {
-            match output {
-                Output::StartInstance {
-                    room,
-                    players,
-                    seed,
-                } => {
-                    self.started.push((room, players, seed));
-                    self.next_port += 1;
-                    let port = self.next_port - 1;
-                    self.lobby
-                        .handle_instance_opened(self.now, room, Some(port));
-                }
-                Output::OpenInstance { room } => panic!("{room}: a relay socket asked for"),
-                other => out.push(other),
-            }
-        }
-        out
-    }
-
-    fn advance(&mut self, by: Duration) -> Vec<Output> {
-        self.now += by;
-        self.lobby.handle_timeout(self.now);
-        self.drain()
-    }
-
-    fn exited(&mut self, room: RoomId) -> Vec<Output> {
-        self.lobby.handle_instance_exited(self.now, room);
-        self.drain()
-    }
-
-    fn tcp(&mut self, conn: usize, request: TcpRequest) -> Vec<Output> {
-        self.lobby
-            .handle_tcp_request(self.now, ConnId(conn), request);
-        self.drain()
-    }
-
-    /// Two connected, ready players in one party, its countdown started; the party's id.
-    fn counting_party(&mut self) -> RoomId {
-        for (conn, who) in [(1, "Alice"), (2, "Bob")] {
-            self.lobby
-                .handle_tcp_open(self.now, ConnId(conn), peer(conn as u8));
-            self.tcp(
-                conn,
-                TcpRequest::Connect {
-                    name: name_field(who),
-                },
-            );
-            self.tcp(conn, TcpRequest::Ready(true));
-        }
-        self.tcp(1, TcpRequest::Start);
-        self.lobby.party_of(ConnId(1)).expect("in a party")
-    }
-}
-
-fn to(outputs: &[Output], conn: usize) -> Vec<TcpMessage> {
-    outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Tcp { conn: c, msg } if c.0 == conn => Some(*msg),
-            _ => None,
-        })
-        .collect()
+    d.req(1, TcpRequest::Start);
+    d.lobby.party_of(ConnId(1)).expect("in a party")
 }
 
 #[test]
 fn a_room_asks_for_a_game_server_and_outlives_its_reservations() {
-    let mut d = Driver::new();
+    let mut d = exec_harness();
     d.lobby
         .handle_lobby_request(d.now, peer(1), 3, LobbyRequest::CreateRoom);
     let out = d.drain();
@@ -151,7 +80,7 @@ fn a_room_asks_for_a_game_server_and_outlives_its_reservations() {
 
 #[test]
 fn seeds_differ_between_rooms() {
-    let mut d = Driver::new();
+    let mut d = exec_harness();
     for n in 1..=3 {
         d.lobby
             .handle_lobby_request(d.now, peer(n), 1, LobbyRequest::CreateRoom);
@@ -163,7 +92,7 @@ fn seeds_differ_between_rooms() {
 
 #[test]
 fn a_game_server_that_cannot_start_refuses_the_room() {
-    let mut d = Driver::new();
+    let mut d = exec_harness();
     d.lobby
         .handle_lobby_request(d.now, peer(1), 5, LobbyRequest::CreateRoom);
     let Some(Output::StartInstance { room, .. }) = d.lobby.poll_output() else {
@@ -185,8 +114,8 @@ fn a_game_server_that_cannot_start_refuses_the_room() {
 
 #[test]
 fn a_party_starts_its_game_server_for_its_players_at_the_countdown() {
-    let mut d = Driver::new();
-    let id = d.counting_party();
+    let mut d = exec_harness();
+    let id = counting_party(&mut d);
     assert_eq!(d.started.len(), 1);
     assert_eq!((d.started[0].0, d.started[0].1), (id, 2));
     assert_eq!(d.lobby.room(id).and_then(|r| r.port), Some(4300));
@@ -203,8 +132,8 @@ fn a_party_starts_its_game_server_for_its_players_at_the_countdown() {
 
 #[test]
 fn a_game_server_exiting_during_the_countdown_cancels_it() {
-    let mut d = Driver::new();
-    let id = d.counting_party();
+    let mut d = exec_harness();
+    let id = counting_party(&mut d);
     let out = d.exited(id);
     for conn in [1, 2] {
         assert_eq!(
@@ -227,8 +156,8 @@ fn a_game_server_exiting_during_the_countdown_cancels_it() {
     assert_eq!((room.state, room.port), (RoomState::Waiting, None));
     // No GAME_START follows; a new START asks for a new game server.
     assert!(to(&d.advance(Duration::from_secs(6)), 1).is_empty());
-    d.tcp(1, TcpRequest::Ready(true));
-    d.tcp(2, TcpRequest::Ready(true));
-    d.tcp(1, TcpRequest::Start);
+    d.req(1, TcpRequest::Ready(true));
+    d.req(2, TcpRequest::Ready(true));
+    d.req(1, TcpRequest::Start);
     assert_eq!(d.started.len(), 2);
 }
