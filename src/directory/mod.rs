@@ -38,9 +38,11 @@
 //! Imports only `wire`; nothing here knows of the loop or the cores.
 
 pub mod games;
+mod handover;
 pub mod inbox;
 mod rooms;
 
+pub use handover::Handover;
 pub use rooms::{merge_tables, RemoteRooms};
 
 use std::fmt;

@@ -4,7 +4,7 @@
 //!
 //! The loop never waits on Redis: a change of the local list is queued with `try_send`
 //! (a full queue drops it and counts; the change is sent again at the next chance, since
-//! the list generation still differs), at most once per [`COALESCE`]; reports arrive through
+//! the list generation still differs), at most every 100 ms ([`Handover`]); reports arrive through
 //! the loop's waker and are drained in `after_events`. The cache is replaced only by a read
 //! that differs from it (so an unchanged directory does not rebuild the reply's records),
 //! and is dropped [`TTL`] after the last good read: while Redis is down or stalled the node
@@ -28,7 +28,7 @@ use crate::rtype::{JoinFailure, OwnerAnswer, RemoteJoin, RoomId};
 
 use crate::directory::inbox::{Answer, Ask, InboxMessage};
 use crate::directory::{
-    Command, DirectoryAddr, DirectoryClient, GamesLink, RemoteRooms, Report, SubmitError, COALESCE,
+    Command, DirectoryAddr, DirectoryClient, GamesLink, Handover, RemoteRooms, Report, SubmitError,
     TTL,
 };
 
@@ -93,10 +93,8 @@ pub struct DirectoryBridge {
     remote_generation: u64,
     /// The last good read, for its age.
     last_read: Option<Instant>,
-    /// The local list generation last handed to the thread.
-    published: Option<u64>,
-    /// When the last one was handed over.
-    published_at: Option<Instant>,
+    /// The hand-overs of the local list.
+    handover: Handover,
     started: Instant,
     /// Asks and answers read from this node's inbox, for the core.
     inbound: VecDeque<Inbound>,
@@ -126,8 +124,7 @@ impl DirectoryBridge {
             remote_read_at: None,
             remote_generation: 0,
             last_read: None,
-            published: None,
-            published_at: None,
+            handover: Handover::default(),
             started: Instant::now(),
             inbound: VecDeque::new(),
             stats: DirectoryStats::default(),
@@ -258,11 +255,9 @@ impl DirectoryBridge {
     }
 
     /// Whether the local list at `generation` should be handed over now: it changed since
-    /// the last hand-over, which was at least [`COALESCE`] ago.
+    /// the last hand-over, which was at least 100 ms ago ([`Handover`]).
     pub fn publish_due(&self, generation: u64, now: Instant) -> bool {
-        self.state != DirectoryState::Refused
-            && self.published != Some(generation)
-            && self.published_at.map_or(true, |at| now >= at + COALESCE)
+        self.state != DirectoryState::Refused && self.handover.is_due(generation, now)
     }
 
     /// Hands the local list at `generation` (encoded records) to the thread; a full queue
@@ -272,28 +267,24 @@ impl DirectoryBridge {
             generation,
             records: records.to_vec(),
         };
-        match self.client.submit(command) {
-            Ok(()) => {
-                self.published = Some(generation);
-                self.published_at = Some(now);
-            }
+        let taken = match self.client.submit(command) {
+            Ok(()) => true,
             Err(SubmitError::Full) => {
                 self.stats.cmd_dropped += 1;
-                self.published_at = Some(now);
+                false
             }
             // Refused: the thread is gone and the node serves alone.
-            Err(SubmitError::Stopped) => self.published = Some(generation),
-        }
+            Err(SubmitError::Stopped) => true,
+        };
+        self.handover.tried(generation, now, taken);
     }
 
     /// When the bridge next needs the loop: a pending hand-over of the local list at
     /// `generation`, or the cache's expiry.
     pub fn next_deadline(&self, generation: u64) -> Option<Instant> {
-        let publish = (self.state != DirectoryState::Refused && self.published != Some(generation))
-            .then(|| {
-                self.published_at
-                    .map_or_else(Instant::now, |at| at + COALESCE)
-            });
+        let publish = (self.state != DirectoryState::Refused)
+            .then(|| self.handover.due_at(generation, Instant::now()))
+            .flatten();
         let expiry = self.remote_read_at.map(|at| at + TTL);
         publish.into_iter().chain(expiry).min()
     }

@@ -4,14 +4,14 @@
 //! node's own. Registration stays local: nothing here touches a game of another node.
 //!
 //! The same contract as the rooms' bridge ([`crate::net::directory`]): a change of the local
-//! games is queued with `try_send` at most once per [`COALESCE`] (a full queue drops it and
+//! games is queued with `try_send` at most every 100 ms ([`Handover`]) (a full queue drops it and
 //! counts; the generation still differs, so it is offered again), reads arrive through the
 //! loop's waker, and the other nodes' games are dropped [`TTL`] after the last good read, so
 //! while Redis is down or stalled the node lists its own games only. No protocol logic here.
 
 use std::time::Instant;
 
-use crate::directory::{GamesLink, SubmitError, COALESCE, TTL};
+use crate::directory::{GamesLink, Handover, SubmitError, TTL};
 use crate::metrics::Snapshot;
 use crate::wire::directory::MAX_NODE_GAMES;
 use crate::wz::WzLobby;
@@ -23,9 +23,8 @@ pub struct DirectoryGames {
     per_node: Vec<(u8, usize)>,
     /// When that read was made; `None` once it expired (or before the first).
     read_at: Option<Instant>,
-    /// The core's list generation last handed to the thread, and when.
-    published: Option<u64>,
-    published_at: Option<Instant>,
+    /// The hand-overs of the core's listed games.
+    handover: Handover,
     /// Game tables dropped because the thread's queue was full.
     dropped: u64,
     /// Other nodes' games tables that did not parse, over every read.
@@ -37,7 +36,7 @@ impl std::fmt::Debug for DirectoryGames {
         f.debug_struct("DirectoryGames")
             .field("per_node", &self.per_node)
             .field("read_at", &self.read_at)
-            .field("published", &self.published)
+            .field("handover", &self.handover)
             .finish_non_exhaustive()
     }
 }
@@ -49,15 +48,14 @@ impl DirectoryGames {
             link,
             per_node: Vec::new(),
             read_at: None,
-            published: None,
-            published_at: None,
+            handover: Handover::default(),
             dropped: 0,
             bad_tables: 0,
         }
     }
 
     /// Takes the thread's reads into `core`, drops an expired one, and hands `core`'s
-    /// listed games to the thread when they changed (at most once per [`COALESCE`]).
+    /// listed games to the thread when they changed (at most every 100 ms ([`Handover`])).
     pub fn sync(&mut self, core: &mut WzLobby, now: Instant) {
         while let Some((remote, read_at)) = self.link.try_recv() {
             self.bad_tables += remote.bad_tables as u64;
@@ -71,29 +69,25 @@ impl DirectoryGames {
             core.handle_remote_games(Vec::new());
         }
         let generation = core.list_generation();
-        if self.publish_at(generation, now).is_some_and(|at| now >= at) {
+        if self.handover.is_due(generation, now) {
             let mut records = Vec::new();
             core.listed_records(MAX_NODE_GAMES, &mut records);
-            match self.link.publish(generation, records) {
-                Ok(()) | Err(SubmitError::Stopped) => self.published = Some(generation),
-                Err(SubmitError::Full) => self.dropped += 1,
-            }
-            self.published_at = Some(now);
+            let taken = match self.link.publish(generation, records) {
+                Ok(()) | Err(SubmitError::Stopped) => true,
+                Err(SubmitError::Full) => {
+                    self.dropped += 1;
+                    false
+                }
+            };
+            self.handover.tried(generation, now, taken);
         }
-    }
-
-    /// When the games at `generation` are to be handed over, if they are new (`now` when
-    /// none was yet).
-    fn publish_at(&self, generation: u64, now: Instant) -> Option<Instant> {
-        (self.published != Some(generation))
-            .then(|| self.published_at.map_or(now, |at| at + COALESCE))
     }
 
     /// When [`DirectoryGames::sync`] is next due: a pending hand-over of the games at
     /// `generation`, or the expiry of the last read.
     pub fn next_deadline(&self, generation: u64) -> Option<Instant> {
         let expiry = self.read_at.map(|at| at + TTL);
-        let publish = self.publish_at(generation, Instant::now());
+        let publish = self.handover.due_at(generation, Instant::now());
         publish.into_iter().chain(expiry).min()
     }
 
