@@ -48,7 +48,8 @@ pub use wz::{WzSettings, DEFAULT_WZ_PORT};
 
 use file::FileValue;
 use parse::{
-    number, parsed, seconds, secs, syntax_error, MAX_TIMEOUT_SECS, MIN_TIMEOUT_SECS, PORT, WHOLE,
+    declare_flags, number, parsed, seconds, secs, syntax_error, MAX_TIMEOUT_SECS, MIN_TIMEOUT_SECS,
+    PORT, WHOLE,
 };
 
 /// The log levels `--log` accepts, in the spelling `env_logger` filters understand.
@@ -616,27 +617,12 @@ fn options(d: &Config) -> Options {
             format!("Log level: {} (default info).", LOG_LEVELS.join("|")),
         ),
     ];
-    /// Adds the flags of the table above to `options`.
-    fn declare(options: &mut Options, flags: &[(&str, &str, String)]) {
-        for (name, hint, desc) in flags {
-            let short = match *name {
-                "help" => "h",
-                "version" => "V",
-                _ => "",
-            };
-            if hint.is_empty() {
-                options.optflag(short, name, desc);
-            } else {
-                options.optopt(short, name, desc, hint);
-            }
-        }
-    }
     // The R-Type flags come after `--port`, ahead of the other shared ones.
     let (first, rest) = flags.split_at(5);
     let mut options = Options::new();
-    declare(&mut options, first);
+    declare_flags(&mut options, first);
     rtype::declare(&mut options, &RtypeSettings::default());
-    declare(&mut options, rest);
+    declare_flags(&mut options, rest);
     instance_exec::declare(&mut options, &d.instance_exec);
     wz::declare(&mut options, &d.wz);
     general::declare(&mut options, &d.general);

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use getopts::{Matches, Options};
 
-use super::parse::{parse_number, UsageError, WHOLE};
+use super::parse::{declare_flags, parse_number, UsageError, WHOLE};
 pub use crate::directory::DirectoryAddr;
 
 /// A node's place in a group of processes. `Default` is a single node alone: no node id, no
@@ -56,13 +56,7 @@ pub(super) fn flags() -> Vec<(&'static str, &'static str, String)> {
 
 /// Declares the directory flags on `options`.
 pub(super) fn declare(options: &mut Options) {
-    for (name, hint, desc) in flags() {
-        if hint.is_empty() {
-            options.optflag("", name, &desc);
-        } else {
-            options.optopt("", name, &desc, hint);
-        }
-    }
+    declare_flags(options, &flags());
 }
 
 /// Builds the directory settings from parsed flags.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use getopts::{Matches, Options};
 
 use super::parse::{
-    login_policy, number, parse_number, seconds, secs, UsageError, LOGIN_POLICIES,
+    declare_flags, login_policy, number, parse_number, seconds, secs, UsageError, LOGIN_POLICIES,
     MAX_TIMEOUT_SECS, PORT, WHOLE,
 };
 use crate::general::{GeneralConfig, HostedKind, HostedSpec};
@@ -244,13 +244,7 @@ pub(super) fn flags(d: &GeneralSettings) -> Vec<(&'static str, &'static str, Str
 
 /// Declares the general lobby's flags on `options`.
 pub(super) fn declare(options: &mut Options, d: &GeneralSettings) {
-    for (name, hint, desc) in flags(d) {
-        if hint.is_empty() {
-            options.optflag("", name, &desc);
-        } else {
-            options.optopt("", name, &desc, hint);
-        }
-    }
+    declare_flags(options, &flags(d));
 }
 
 /// Builds the general lobby's settings from parsed flags; `idle_timeout` is the shared

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use getopts::{Matches, Options};
 
-use super::parse::{seconds, secs, UsageError, MAX_TIMEOUT_SECS};
+use super::parse::{declare_flags, seconds, secs, UsageError, MAX_TIMEOUT_SECS};
 
 /// The most words a command may have (a game server's command line, not a script).
 pub const MAX_WORDS: usize = 64;
@@ -234,9 +234,7 @@ pub(super) fn flags(d: &InstanceExecSettings) -> Vec<(&'static str, &'static str
 
 /// Adds the flags to `options`.
 pub(super) fn declare(options: &mut Options, d: &InstanceExecSettings) {
-    for (name, hint, desc) in flags(d) {
-        options.optopt("", name, &desc, hint);
-    }
+    declare_flags(options, &flags(d));
 }
 
 /// Builds the settings from parsed flags.

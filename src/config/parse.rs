@@ -12,7 +12,7 @@ use std::ops::RangeInclusive;
 use std::str::FromStr;
 use std::time::Duration;
 
-use getopts::{Fail, Matches};
+use getopts::{Fail, Matches, Options};
 
 use crate::accounts::LoginPolicy;
 
@@ -44,6 +44,23 @@ pub(super) const MAX_TIMEOUT_SECS: f64 = 86_400.0;
 
 /// The shortest non-zero timeout accepted (one millisecond), below the timer resolution.
 pub(super) const MIN_TIMEOUT_SECS: f64 = 0.001;
+
+/// Adds a table of flags `(long name, value hint, help)` to `options`: a flag with no hint
+/// takes no value; `--help` and `--version` also answer to `-h` and `-V`.
+pub(super) fn declare_flags(options: &mut Options, flags: &[(&str, &str, String)]) {
+    for (name, hint, desc) in flags {
+        let short = match *name {
+            "help" => "h",
+            "version" => "V",
+            _ => "",
+        };
+        if hint.is_empty() {
+            options.optflag(short, name, desc);
+        } else {
+            options.optopt(short, name, desc, hint);
+        }
+    }
+}
 
 /// Formats a duration as plain seconds, the unit the flags take.
 pub(super) fn secs(duration: Duration) -> String {

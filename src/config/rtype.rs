@@ -17,8 +17,8 @@ use getopts::{Matches, Options};
 use crate::wire::udp_upstream::records::RecordLayout;
 
 use super::parse::{
-    number, parse_number, parsed, seconds, secs, UsageError, MAX_TIMEOUT_SECS, MILLIS,
-    MIN_TIMEOUT_SECS, PORT, WHOLE,
+    declare_flags, number, parse_number, parsed, seconds, secs, UsageError, MAX_TIMEOUT_SECS,
+    MILLIS, MIN_TIMEOUT_SECS, PORT, WHOLE,
 };
 
 /// The most room summaries one LIST reply can carry in a 1472-byte UDP datagram.
@@ -406,13 +406,7 @@ pub(super) fn flags(d: &RtypeSettings) -> Vec<(&'static str, &'static str, Strin
 
 /// Adds the R-Type flags to `options`.
 pub(super) fn declare(options: &mut Options, d: &RtypeSettings) {
-    for (name, hint, desc) in flags(d) {
-        if hint.is_empty() {
-            options.optflag("", name, &desc);
-        } else {
-            options.optopt("", name, &desc, hint);
-        }
-    }
+    declare_flags(options, &flags(d));
 }
 
 /// Builds the R-Type settings from parsed flags; `port` is `--port` (each of `--udp-port` and

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use getopts::{Matches, Options};
 
-use super::parse::{parse_number, UsageError, PORT};
+use super::parse::{declare_flags, parse_number, UsageError, PORT};
 
 /// The WebSocket port's default.
 pub const DEFAULT_LOBBY_WS_PORT: u16 = 4244;
@@ -71,9 +71,7 @@ pub(super) fn flags(d: &WsSettings) -> Vec<(&'static str, &'static str, String)>
 
 /// Declares the flags on `options`.
 pub(super) fn declare(options: &mut Options, d: &WsSettings) {
-    for (name, hint, desc) in flags(d) {
-        options.optopt("", name, &desc, hint);
-    }
+    declare_flags(options, &flags(d));
 }
 
 /// Builds the settings from parsed flags.

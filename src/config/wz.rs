@@ -12,7 +12,7 @@ use std::time::Duration;
 use getopts::{Matches, Options};
 
 use super::parse::{
-    login_policy, number, parse_number, seconds, secs, UsageError, LOGIN_POLICIES,
+    declare_flags, login_policy, number, parse_number, seconds, secs, UsageError, LOGIN_POLICIES,
     MAX_TIMEOUT_SECS, MIN_TIMEOUT_SECS, PORT, WHOLE,
 };
 use crate::accounts::{LoginPolicy, DEFAULT_DB};
@@ -222,9 +222,7 @@ pub(super) fn flags(d: &WzSettings) -> Vec<(&'static str, &'static str, String)>
 
 /// Declares the Warzone flags on `options`.
 pub(super) fn declare(options: &mut Options, d: &WzSettings) {
-    for (name, hint, desc) in flags(d) {
-        options.optopt("", name, &desc, hint);
-    }
+    declare_flags(options, &flags(d));
 }
 
 /// Builds the Warzone settings from parsed flags.
