@@ -23,13 +23,7 @@ build_release
 
 dir=$(mktemp -d /tmp/lobbyd-bench-directory.XXXXXX)
 pids=()
-stop() {
-  # Only the processes started here, by their ids.
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap stop EXIT
+trap 'stop_started "$dir"' EXIT
 
 start_private_redis "$dir"
 

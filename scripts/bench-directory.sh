@@ -24,13 +24,7 @@ build_release
 
 dir="$(mktemp -d /tmp/lobbyd-bench-directory.XXXXXX)"
 pids=()
-stop_all() {
-  local pid
-  for pid in "${pids[@]}"; do kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap stop_all EXIT
+trap 'stop_started "$dir"' EXIT
 sock="$dir/r.sock"
 start_private_redis "$dir"
 rcli() { redis-cli -s "$sock" "$@"; }

@@ -20,13 +20,7 @@ cargo build --release --bin lobbyd
 
 dir=$(mktemp -d /tmp/lobbyd-cluster.XXXXXX)
 pids=()
-stop() {
-  # Only the processes started here, by their ids.
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap stop EXIT
+trap 'stop_started "$dir"' EXIT
 trap 'exit 0' INT TERM
 
 start_private_redis "$dir"

@@ -179,3 +179,16 @@ start_private_redis() {
   log "redis-server did not start: $1/redis.log"
   exit 1
 }
+
+# stop_started DIR: stops every process in the caller's `pids` array by its id (resumed
+# first, in case a benchmark left one stopped), waits for them and removes DIR; for a
+# `trap ... EXIT`.
+stop_started() {
+  local pid
+  for pid in "${pids[@]}"; do
+    kill -CONT "$pid" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+  rm -rf "$1"
+}
